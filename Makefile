@@ -1,0 +1,53 @@
+# The two commands a user needs: `make run` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+HMS_PORT  ?= 9083
+HMS_STORE ?= ./metastore
+PYTEST_ARGS ?=
+
+.PHONY: run test venv test-deps check-java regen bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.test-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+test-deps: $(VENV)/.test-installed
+
+run: venv
+	$(BIN)/hms-proxy serve --store $(HMS_STORE) --port $(HMS_PORT)
+
+check-java:
+	@command -v java >/dev/null 2>&1 || { \
+	  echo "Java 17 is needed (PySpark and the stock HMS oracle run on it) and none was found."; \
+	  echo "Install it with:  apt-get install -y openjdk-17-jdk-headless   (or set JAVA_HOME to a JDK 17)"; \
+	  exit 1; }
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then \
+	  echo "Java 17 is needed (found: $$(java -version 2>&1 | head -1))."; \
+	  echo "Install it with:  apt-get install -y openjdk-17-jdk-headless   (or set JAVA_HOME to a JDK 17)"; \
+	  exit 1; fi
+	@command -v javac >/dev/null 2>&1 || { \
+	  echo "javac (JDK 17) is needed to compile the test launchers; install openjdk-17-jdk-headless."; exit 1; }
+
+test: check-java test-deps
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+regen:
+	bash thrift/generate.sh
+
+bench: test-deps
+	$(BIN)/hms-proxy bench --help
+
+clean:
+	rm -rf $(VENV) build *.egg-info
