@@ -1,0 +1,119 @@
+"""The ``hms-proxy`` command line."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from hms_proxy import server as srv
+
+DEFAULT_STORE = "./metastore"
+
+
+def _size(text: str) -> int:
+    """``100m``, ``1g``, ``4096`` -> bytes."""
+    text = text.strip().lower()
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(text[-1:], 1)
+    return int(text[:-1] if mult != 1 else text) * mult
+
+
+def _conf(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--conf takes KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hms-proxy",
+        description="A versioned Hive Metastore: an HMS 2.3 compatible Thrift server over a "
+                    "versioned key-value store.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve the metastore over Thrift",
+                           description="Serve an HMS 2.3 compatible metastore over Thrift.")
+    serve.add_argument("--store", default=os.environ.get("HMS_STORE", DEFAULT_STORE),
+                       help="store path (default ./metastore, env HMS_STORE)")
+    serve.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    serve.add_argument("--port", type=int, default=int(os.environ.get("HMS_PORT", "9083")),
+                       help="port to listen on (default 9083, env HMS_PORT; 0 picks a free one)")
+    serve.add_argument("--ref", default="main", help="branch or ref served (default main)")
+    serve.add_argument("--warehouse", default=None,
+                       help="warehouse root for default locations (default <store>/warehouse)")
+    serve.add_argument("--transport", choices=("buffered", "framed"), default="buffered",
+                       help="Thrift transport (default buffered, as HMS)")
+    serve.add_argument("--max-message-size", type=_size, default=srv.DEFAULT_MAX_MESSAGE_SIZE,
+                       help="largest message a client may send (default 100m, like "
+                            "hive.metastore.server.max.message.size)")
+    serve.add_argument("--max-string-length", type=_size, default=None,
+                       help="longest string in a message (default: the message size)")
+    serve.add_argument("--max-container-length", type=int, default=srv.DEFAULT_MAX_CONTAINER_LENGTH,
+                       help="most elements in one list, set or map (default 1000000)")
+    serve.add_argument("--max-connections", type=int, default=1000,
+                       help="connections served at once; more are refused (default 1000)")
+    serve.add_argument("--conf", action="append", metavar="KEY=VALUE",
+                       help="a configuration value answered by get_config_value (repeatable)")
+    serve.add_argument("--pid-file", default=None, help="write the server's pid here")
+    serve.add_argument("--log-level", default=os.environ.get("HMS_LOG_LEVEL", "INFO"),
+                       help="DEBUG, INFO, WARNING... (default INFO)")
+    serve.set_defaults(func=cmd_serve)
+    return parser
+
+
+def make_server(args) -> srv.MetastoreServer:
+    """The server for parsed ``serve`` arguments (bound, not yet serving)."""
+    from hms_proxy.family import Env
+    from hms_proxy.gen.fb303 import FacebookService
+    from hms_proxy.gen.hive_metastore import ThriftHiveMetastore, ttypes
+    from hms_proxy.handler import Handler
+    from hms_proxy.processor import Processor
+    from hms_proxy.warehouse import Warehouse
+    from kvmodel.store import open_store
+
+    store = open_store(args.store)
+    warehouse_root = args.warehouse or os.path.join(os.path.abspath(args.store), "warehouse")
+    env = Env(store=store, warehouse=Warehouse(warehouse_root), ref=args.ref,
+              conf=_conf(args.conf))
+    services = (ThriftHiveMetastore, FacebookService)
+    processor = Processor(None, services, ttypes)
+    handler = Handler(env, processor.methods)
+    handler.start()
+    processor.handler = handler
+    config = srv.ServerConfig(
+        host=args.host, port=args.port, transport=args.transport,
+        max_message_size=args.max_message_size,
+        max_string_length=args.max_string_length or args.max_message_size,
+        max_container_length=args.max_container_length,
+        max_connections=args.max_connections,
+    )
+    server = srv.MetastoreServer(processor, config, on_stop=store.close)
+    server.bind()
+    return server
+
+
+def cmd_serve(args) -> int:
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    server = make_server(args)
+    server.install_signal_handlers()
+    srv.pid_file_write(args.pid_file)
+    logging.getLogger("hms_proxy").info(
+        "serving %s (ref %s) on %s:%d", args.store, args.ref, args.host, server.port)
+    print(f"hms-proxy listening on {args.host}:{server.port}", flush=True)
+    server.serve_forever()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return args.func(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""Databases: create, get, list, alter, drop (with cascade), as HMS 2.3 does them."""
+from __future__ import annotations
+
+from hms_proxy import errors, names, warehouse
+from hms_proxy.family import Family, lower, match_names
+from kvmodel import catalog as keys
+
+DEFAULT_DB = "default"
+
+
+class DatabaseCalls(Family):
+    def ensure_default_database(self) -> None:
+        """HMS creates the ``default`` database on start; so do we (on a writable ref)."""
+        store = self.env.store
+        resolved = store.resolve(self.env.ref)
+        if not resolved.writable:
+            return
+        with store.read(self.env.ref) as view:
+            if view.get(keys.db_key(DEFAULT_DB)) is not None:
+                return
+        location = self.env.warehouse.default_database_location(DEFAULT_DB)
+        db = self.t.Database(
+            name=DEFAULT_DB, description="Default Hive database", locationUri=location,
+            parameters={}, ownerName="public", ownerType=self.t.PrincipalType.ROLE,
+        )
+        with store.write(self.env.ref) as txn:
+            if txn.get(keys.db_key(DEFAULT_DB)) is None:
+                from kvmodel.codec import encode
+                txn.put(keys.db_key(DEFAULT_DB), encode(db))
+        warehouse.mkdirs(location)
+
+    # --- create / alter / drop -----------------------------------------------------------
+    def create_database(self, ctx, database):
+        if database is None or not names.validate_name(database.name or ""):
+            raise errors.InvalidObject(f"{getattr(database, 'name', None)} is not a valid database name")
+        name = lower(database.name)
+        db = self.t.Database(
+            name=name,
+            description=database.description,
+            locationUri=None,
+            parameters=dict(database.parameters or {}),
+            ownerName=database.ownerName,
+            ownerType=database.ownerType,
+        )
+        if database.locationUri:
+            db.locationUri = warehouse.qualify(database.locationUri)
+        else:
+            db.locationUri = self.env.warehouse.default_database_location(name)
+        with self.writing(ctx) as cat:
+            if cat.database(name) is not None:
+                raise errors.AlreadyExists(f"Database {name} already exists")
+            cat.put(keys.db_key(name), db)
+        warehouse.mkdirs(db.locationUri)
+
+    def alter_database(self, ctx, dbname, db):
+        name = lower(dbname)
+        with self.writing(ctx) as cat:
+            old = cat.database(name)
+            if old is None:
+                raise errors.NoSuchObject(f"There is no database named {name}")
+            if db is None:
+                raise errors.MetaError("Database object cannot be null")
+            if db.parameters is not None:
+                old.parameters = dict(db.parameters)
+            if db.ownerName is not None:
+                old.ownerName = db.ownerName
+            if db.ownerType is not None:
+                old.ownerType = db.ownerType
+            if db.description:
+                old.description = db.description
+            if db.locationUri:
+                old.locationUri = warehouse.qualify(db.locationUri)
+            cat.put(keys.db_key(name), old)
+
+    def drop_database(self, ctx, name, deleteData, cascade):
+        from hms_proxy.tables import managed_data_locations
+
+        name = lower(name)
+        if name == DEFAULT_DB:
+            raise errors.MetaError("Can not drop default database")
+        doomed: list[str] = []
+        with self.writing(ctx) as cat:
+            db = cat.database(name)
+            if db is None:
+                raise errors.NoSuchObject(f"There is no database named {name}")
+            tables = cat.table_names(name)
+            functions = [fn for fn, _ in cat.functions(name)]
+            if not cascade:
+                if tables:
+                    raise errors.InvalidOperation(
+                        f"Database {name} is not empty. One or more tables exist.")
+                if functions:
+                    raise errors.InvalidOperation(
+                        f"Database {name} is not empty. One or more functions exist.")
+            if deleteData:
+                for tbl in tables:
+                    table = cat.table(name, tbl)
+                    if table is not None:
+                        doomed.extend(managed_data_locations(cat, table))
+                doomed.append(db.locationUri)
+            cat.delete_database_subtree(name)
+        for location in doomed:
+            warehouse.delete(location)
+
+    # --- reads --------------------------------------------------------------------------
+    def get_database(self, ctx, name):
+        name = lower(name)
+        with self.reading(ctx) as cat:
+            db = cat.database(name)
+        if db is None:
+            raise errors.NoSuchObject(f"There is no database named {name}")
+        return db
+
+    def get_databases(self, ctx, pattern):
+        with self.reading(ctx) as cat:
+            return match_names(pattern, cat.database_names())
+
+    def get_all_databases(self, ctx):
+        with self.reading(ctx) as cat:
+            return cat.database_names()

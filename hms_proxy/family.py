@@ -1,0 +1,98 @@
+"""What every family of HMS calls shares: the store, the ref a call works on, the warehouse.
+
+A family is a class whose public methods are named exactly like the Thrift methods they serve
+and take the connection's :class:`~hms_proxy.processor.CallContext` first. The handler
+collects them (``hms_proxy/handler.py``).
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from hms_proxy import errors
+from hms_proxy.gen.hive_metastore import ttypes
+from hms_proxy.warehouse import Warehouse
+from kvmodel.catalog import CatalogReader, CatalogWriter
+from kvmodel.contract import VersionedStore
+
+DDL_TIME = "transient_lastDdlTime"
+
+
+@dataclass
+class Env:
+    """Server-wide settings handed to every family."""
+
+    store: VersionedStore
+    warehouse: Warehouse
+    ref: str = "main"
+    conf: dict[str, str] = field(default_factory=dict)
+    started: float = field(default_factory=time.time)
+
+
+class Family:
+    def __init__(self, env: Env):
+        self.env = env
+        self.t = ttypes
+
+    # --- catalog access on the call's ref -----------------------------------------------
+    def ref_of(self, ctx) -> str:
+        return getattr(ctx, "ref", None) or self.env.ref
+
+    @contextmanager
+    def reading(self, ctx):
+        with self.env.store.read(self.ref_of(ctx)) as view:
+            yield CatalogReader(view, ttypes)
+
+    @contextmanager
+    def writing(self, ctx):
+        with self.env.store.write(self.ref_of(ctx)) as txn:
+            yield CatalogWriter(txn, ttypes)
+
+    # --- shared lookups -----------------------------------------------------------------
+    @staticmethod
+    def require_table(cat: CatalogReader, db: str, tbl: str, exc=errors.NoSuchObject):
+        table = cat.table(db, tbl)
+        if table is None:
+            raise exc(f"{db}.{tbl} table not found")
+        return table
+
+    @staticmethod
+    def require_database(cat: CatalogReader, db: str):
+        database = cat.database(db)
+        if database is None:
+            raise errors.NoSuchObject(f"There is no database named {db}")
+        return database
+
+
+def now() -> int:
+    return int(time.time())
+
+
+def lower(name: str | None) -> str:
+    """HMS keys database, table and column names lower-case."""
+    return (name or "").strip().lower()
+
+
+def match_names(pattern: str | None, candidates: list[str]) -> list[str]:
+    """The candidates matching an HMS name pattern (``a*|b*``), in their order; all of them
+    for a null pattern."""
+    from hms_proxy import names
+
+    if pattern is None:
+        return list(candidates)
+    try:
+        matches = names.compile_name_pattern(pattern)
+    except ValueError as exc:
+        raise errors.MetaError(f"Invalid name pattern {pattern!r}: {exc}") from None
+    return [c for c in candidates if matches(c)]
+
+
+def column_problem(cols) -> str | None:
+    """HMS's validateTblColumns over FieldSchema structs."""
+    from hms_proxy import names
+
+    try:
+        return names.validate_tbl_columns((c.name, c.type) for c in cols or [])
+    except ValueError as exc:
+        return f"type: {exc}"

@@ -1,0 +1,72 @@
+"""Permanent functions (CREATE FUNCTION db.f AS 'class' USING JAR ...)."""
+from __future__ import annotations
+
+import copy
+
+from hms_proxy import errors, names
+from hms_proxy.family import Family, lower, match_names, now
+from hms_proxy.processor import Raw
+from kvmodel import catalog as keys
+from kvmodel import codec
+
+
+class FunctionCalls(Family):
+    def create_function(self, ctx, func):
+        if func is None or not names.validate_name(func.functionName or ""):
+            raise errors.InvalidObject(f"{getattr(func, 'functionName', None)} is not a valid object name")
+        if not func.className:
+            raise errors.InvalidObject("Function class name cannot be null")
+        fn = copy.copy(func)
+        fn.functionName, fn.dbName = lower(func.functionName), lower(func.dbName)
+        fn.resourceUris = list(func.resourceUris or [])
+        fn.createTime = now()
+        with self.writing(ctx) as cat:
+            if cat.raw(keys.db_key(fn.dbName)) is None:
+                raise errors.NoSuchObject(f"The database {fn.dbName} does not exist")
+            key = keys.func_key(fn.dbName, fn.functionName)
+            if cat.raw(key) is not None:
+                raise errors.AlreadyExists(f"Function {fn.functionName} already exists")
+            cat.put(key, fn)
+
+    def get_function(self, ctx, dbName, funcName):
+        db, name = lower(dbName), lower(funcName)
+        with self.reading(ctx) as cat:
+            data = cat.raw(keys.func_key(db, name))
+        if data is None:
+            raise errors.NoSuchObject(f"Function {db}.{name} does not exist")
+        return Raw(data)
+
+    def get_functions(self, ctx, dbName, pattern):
+        with self.reading(ctx) as cat:
+            fns = [name for name, _ in cat.functions(lower(dbName))]
+        return match_names(pattern, fns)
+
+    def get_all_functions(self, ctx):
+        out = []
+        with self.reading(ctx) as cat:
+            for db in cat.database_names():
+                out.extend(codec.decode(self.t.Function, data) for _, data in cat.functions(db))
+        return self.t.GetAllFunctionsResponse(functions=out)
+
+    def alter_function(self, ctx, dbName, funcName, newFunc):
+        db, name = lower(dbName), lower(funcName)
+        if newFunc is None or not names.validate_name(newFunc.functionName or ""):
+            raise errors.InvalidObject(f"{getattr(newFunc, 'functionName', None)} is not a valid object name")
+        with self.writing(ctx) as cat:
+            old = cat.function(db, name)
+            if old is None:
+                raise errors.InvalidOperation(f"Function {db}.{name} does not exist")
+            fn = copy.copy(newFunc)
+            fn.dbName, fn.functionName = lower(newFunc.dbName) or db, lower(newFunc.functionName)
+            fn.resourceUris = list(newFunc.resourceUris or [])
+            fn.createTime = old.createTime
+            cat.delete(keys.func_key(db, name))
+            cat.put(keys.func_key(fn.dbName, fn.functionName), fn)
+
+    def drop_function(self, ctx, dbName, funcName):
+        db, name = lower(dbName), lower(funcName)
+        with self.writing(ctx) as cat:
+            key = keys.func_key(db, name)
+            if cat.raw(key) is None:
+                raise errors.NoSuchObject(f"Function {name} does not exist")
+            cat.delete(key)

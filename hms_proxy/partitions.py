@@ -1,0 +1,433 @@
+"""Partitions: add, get, list, filter, alter, rename, drop; partition names and values.
+
+Partitions are keyed by their Hive-escaped name under their table, so every listing is one
+ordered range scan in HMS's order (by partition name), answered with the stored bytes as they
+are (:class:`~hms_proxy.processor.Raw`) unless a filter needs the values.
+"""
+from __future__ import annotations
+
+import copy
+
+from hms_proxy import errors, names, warehouse
+from hms_proxy.family import DDL_TIME, Family, lower, now
+from hms_proxy.processor import Raw
+from hms_proxy.tables import is_external, is_view, normalize_sd, update_stats_fast
+from kvmodel import catalog as keys
+from kvmodel import codec
+
+
+def part_name(table, values) -> str:
+    """The partition's name, or HMS's MetaException when values do not fit the keys."""
+    key_names = [k.name for k in table.partitionKeys or []]
+    if values is None or len(values) != len(key_names) or not key_names:
+        raise errors.MetaError(
+            "Invalid partition key & values; keys ["
+            + "".join(f"{k}, " for k in key_names) + "], values ["
+            + "".join(f"{v}, " for v in values or []) + "]")
+    return names.make_part_name(key_names, values)
+
+
+def limit(items, max_parts):
+    if max_parts is None or max_parts < 0:
+        return items
+    return items[:max_parts]
+
+
+class PartitionCalls(Family):
+    # --- add ----------------------------------------------------------------------------
+    def _prepare(self, cat, table, part, env_context=None):
+        """The partition as HMS stores it: names lower-case, a location, times and stats;
+        returns (name, partition, directory made)."""
+        name = part_name(table, part.values)
+        p = copy.copy(part)
+        p.dbName, p.tableName = table.dbName, table.tableName
+        p.values = list(part.values)
+        p.sd = normalize_sd(part.sd if part.sd is not None else table.sd, self.t)
+        if part.sd is None:
+            p.sd.location = None
+        made_dir = False
+        if not is_view(table):
+            if not p.sd.location:
+                p.sd.location = warehouse.join(table.sd.location, name)
+            made_dir = warehouse.mkdirs(p.sd.location)
+        p.parameters = dict(part.parameters or {})
+        if not is_view(table):
+            update_stats_fast(p.parameters, p.sd.location, made_dir, env_context)
+        p.createTime = now()
+        p.lastAccessTime = part.lastAccessTime or 0
+        if not p.parameters.get(DDL_TIME):
+            p.parameters[DDL_TIME] = str(p.createTime)
+        p.privileges = None
+        return name, p
+
+    def _table_for_add(self, cat, db, tbl):
+        table = cat.table(lower(db), lower(tbl))
+        if table is None:
+            raise errors.InvalidObject(
+                "Unable to add partition because table or database do not exist")
+        return table
+
+    def add_partition(self, ctx, new_part):
+        return self.add_partition_with_environment_context(ctx, new_part, None)
+
+    def add_partition_with_environment_context(self, ctx, new_part, environment_context):
+        if new_part is None:
+            raise errors.MetaError("Partition cannot be null.")
+        with self.writing(ctx) as cat:
+            table = self._table_for_add(cat, new_part.dbName, new_part.tableName)
+            name, part = self._prepare(cat, table, new_part, environment_context)
+            key = keys.part_key(table.dbName, table.tableName, name)
+            if cat.raw(key) is not None:
+                raise errors.AlreadyExists(f"Partition already exists: {_describe(part)}")
+            return Raw(cat.put(key, part))
+
+    def add_partitions(self, ctx, new_parts):
+        if not new_parts:
+            return 0
+        db, tbl = new_parts[0].dbName, new_parts[0].tableName
+        return len(self._add_many(ctx, db, tbl, new_parts, if_not_exists=False))
+
+    def add_partitions_req(self, ctx, request):
+        added = self._add_many(ctx, request.dbName, request.tblName, request.parts or [],
+                               bool(request.ifNotExists))
+        result = self.t.AddPartitionsResult()
+        if request.needResult is None or request.needResult:
+            result.partitions = [Raw(data) for data in added]
+        return result
+
+    def _add_many(self, ctx, db, tbl, parts, if_not_exists):
+        """Add partitions all or nothing; returns the bytes of those added."""
+        added: list[bytes] = []
+        if not parts:
+            return added
+        with self.writing(ctx) as cat:
+            table = self._table_for_add(cat, db, tbl)
+            seen: set[str] = set()
+            staged: list[tuple[str, object]] = []
+            for part in parts:
+                if lower(part.dbName) != table.dbName or lower(part.tableName) != table.tableName:
+                    raise errors.MetaError(
+                        f"Partition does not belong to target table {table.dbName}.{table.tableName}: {_describe(part)}")
+                name = part_name(table, part.values)
+                if name in seen:
+                    raise errors.MetaError(f"Duplicate partitions in the list: {_describe(part)}")
+                seen.add(name)
+                if cat.raw(keys.part_key(table.dbName, table.tableName, name)) is not None:
+                    if if_not_exists:
+                        continue
+                    raise errors.AlreadyExists(f"Partition already exists: {_describe(part)}")
+                staged.append((name, part))
+            for name, part in staged:
+                _, prepared = self._prepare(cat, table, part)
+                added.append(cat.put(keys.part_key(table.dbName, table.tableName, name), prepared))
+        return added
+
+    def append_partition(self, ctx, db_name, tbl_name, part_vals):
+        return self.append_partition_with_environment_context(ctx, db_name, tbl_name, part_vals, None)
+
+    def append_partition_with_environment_context(self, ctx, db_name, tbl_name, part_vals,
+                                                  environment_context):
+        with self.reading(ctx) as cat:
+            table = self._table_for_add(cat, db_name, tbl_name)
+        part = self.t.Partition(dbName=table.dbName, tableName=table.tableName,
+                                values=list(part_vals or []), sd=copy.deepcopy(table.sd))
+        part.sd.location = None
+        return self.add_partition_with_environment_context(ctx, part, environment_context)
+
+    def append_partition_by_name(self, ctx, db_name, tbl_name, part_name_):
+        return self.append_partition(ctx, db_name, tbl_name, self._vals_from_name(ctx, db_name, tbl_name, part_name_))
+
+    # --- single reads -------------------------------------------------------------------
+    def get_partition(self, ctx, db_name, tbl_name, part_vals):
+        db, tbl = lower(db_name), lower(tbl_name)
+        with self.reading(ctx) as cat:
+            table = self.require_table(cat, db, tbl)
+            data = cat.raw(keys.part_key(db, tbl, part_name(table, part_vals)))
+        if data is None:
+            raise errors.NoSuchObject(f"partition values={_java_list(part_vals)}")
+        return Raw(data)
+
+    def get_partition_with_auth(self, ctx, db_name, tbl_name, part_vals, user_name, group_names):
+        return self.get_partition(ctx, db_name, tbl_name, part_vals)
+
+    def get_partition_by_name(self, ctx, db_name, tbl_name, part_name_):
+        vals = self._vals_from_name(ctx, db_name, tbl_name, part_name_)
+        return self.get_partition(ctx, db_name, tbl_name, vals)
+
+    def _vals_from_name(self, ctx, db_name, tbl_name, name):
+        db, tbl = lower(db_name), lower(tbl_name)
+        with self.reading(ctx) as cat:
+            table = self.require_table(cat, db, tbl)
+        spec = names.part_name_to_spec(name or "")
+        vals = []
+        for key in table.partitionKeys or []:
+            if key.name not in spec:
+                raise errors.MetaError(f"Invalid partition name {name}")
+            vals.append(spec[key.name])
+        return vals
+
+    # --- listings -----------------------------------------------------------------------
+    def _listing(self, ctx, db_name, tbl_name, require=False):
+        """(table or None, [(name, bytes)]) for the table's partitions, in name order."""
+        db, tbl = lower(db_name), lower(tbl_name)
+        with self.reading(ctx) as cat:
+            table = cat.table(db, tbl)
+            if table is None:
+                if require:
+                    raise errors.NoSuchObject(f"{db}.{tbl} table not found")
+                return None, []
+            return table, list(cat.partitions_raw(db, tbl))
+
+    def get_partitions(self, ctx, db_name, tbl_name, max_parts):
+        _, items = self._listing(ctx, db_name, tbl_name)
+        return [Raw(d) for _, d in limit(items, max_parts)]
+
+    def get_partitions_with_auth(self, ctx, db_name, tbl_name, max_parts, user_name, group_names):
+        return self.get_partitions(ctx, db_name, tbl_name, max_parts)
+
+    def get_partition_names(self, ctx, db_name, tbl_name, max_parts):
+        _, items = self._listing(ctx, db_name, tbl_name)
+        return [n for n, _ in limit(items, max_parts)]
+
+    def _partial(self, ctx, db_name, tbl_name, part_vals, max_parts):
+        table, items = self._listing(ctx, db_name, tbl_name, require=True)
+        nkeys = len(table.partitionKeys or [])
+        part_vals = list(part_vals or [])
+        if len(part_vals) > nkeys:
+            raise errors.MetaError(
+                f"Incorrect number of partition values. numPartKeys={nkeys}, part_val={_java_list(part_vals)}")
+        wanted = [(i, v) for i, v in enumerate(part_vals) if v]
+        out = []
+        for name, data in items:
+            if wanted:
+                vals = names.part_name_to_vals(name)
+                if any(vals[i] != v for i, v in wanted):
+                    continue
+            out.append((name, data))
+        return limit(out, max_parts)
+
+    def get_partitions_ps(self, ctx, db_name, tbl_name, part_vals, max_parts):
+        return [Raw(d) for _, d in self._partial(ctx, db_name, tbl_name, part_vals, max_parts)]
+
+    def get_partitions_ps_with_auth(self, ctx, db_name, tbl_name, part_vals, max_parts,
+                                    user_name, group_names):
+        return self.get_partitions_ps(ctx, db_name, tbl_name, part_vals, max_parts)
+
+    def get_partition_names_ps(self, ctx, db_name, tbl_name, part_vals, max_parts):
+        return [n for n, _ in self._partial(ctx, db_name, tbl_name, part_vals, max_parts)]
+
+    def get_partitions_by_names(self, ctx, db_name, tbl_name, names_):
+        db, tbl = lower(db_name), lower(tbl_name)
+        with self.reading(ctx) as cat:
+            table = cat.table(db, tbl)
+            if table is None:
+                return []
+            wanted = sorted({self._canonical_name(table, n) for n in names_ or []} - {None})
+            found = cat.view.get_many([keys.part_key(db, tbl, n) for n in wanted])
+        return [Raw(d) for d in found if d is not None]
+
+    @staticmethod
+    def _canonical_name(table, name):
+        spec = names.part_name_to_spec(name or "")
+        try:
+            return part_name(table, [spec[k.name] for k in table.partitionKeys or []])
+        except (KeyError, errors.HMSError):
+            return None
+
+    def _filtered(self, ctx, db_name, tbl_name, filter_text):
+        from hms_proxy import filters
+
+        table, items = self._listing(ctx, db_name, tbl_name, require=True)
+        predicate = filters.compile_filter(filter_text or "", table.partitionKeys or [])
+        if predicate is None:
+            return items
+        key_names = [k.name for k in table.partitionKeys or []]
+        return [(n, d) for n, d in items
+                if predicate(dict(zip(key_names, names.part_name_to_vals(n))))]
+
+    def get_partitions_by_filter(self, ctx, db_name, tbl_name, filter, max_parts):
+        return [Raw(d) for _, d in limit(self._filtered(ctx, db_name, tbl_name, filter), max_parts)]
+
+    def get_num_partitions_by_filter(self, ctx, db_name, tbl_name, filter):
+        return len(self._filtered(ctx, db_name, tbl_name, filter))
+
+    # --- alter / rename -----------------------------------------------------------------
+    def alter_partition(self, ctx, db_name, tbl_name, new_part):
+        return self._alter_partitions(ctx, db_name, tbl_name, [new_part], None)
+
+    def alter_partition_with_environment_context(self, ctx, db_name, tbl_name, new_part,
+                                                 environment_context):
+        return self._alter_partitions(ctx, db_name, tbl_name, [new_part], environment_context)
+
+    def alter_partitions(self, ctx, db_name, tbl_name, new_parts):
+        return self._alter_partitions(ctx, db_name, tbl_name, new_parts, None)
+
+    def alter_partitions_with_environment_context(self, ctx, db_name, tbl_name, new_parts,
+                                                  environment_context):
+        return self._alter_partitions(ctx, db_name, tbl_name, new_parts, environment_context)
+
+    def _alter_partitions(self, ctx, db_name, tbl_name, new_parts, env_context):
+        db, tbl = lower(db_name), lower(tbl_name)
+        props = (getattr(env_context, "properties", None) or {})
+        with self.writing(ctx) as cat:
+            table = cat.table(db, tbl)
+            if table is None:
+                raise errors.InvalidOperation(f"alter is not possible: table {db}.{tbl} doesn't exist")
+            for new_part in new_parts or []:
+                name = part_name(table, new_part.values)
+                key = keys.part_key(db, tbl, name)
+                old_data = cat.raw(key)
+                if old_data is None:
+                    raise errors.InvalidOperation("alter is not possible")
+                old = codec.decode(self.t.Partition, old_data)
+                part = copy.copy(new_part)
+                part.dbName, part.tableName = db, tbl
+                part.sd = normalize_sd(new_part.sd, self.t)
+                part.parameters = dict(new_part.parameters or {})
+                part.createTime = old.createTime
+                part.lastAccessTime = new_part.lastAccessTime or old.lastAccessTime or 0
+                part.privileges = None
+                if props.get("DO_NOT_UPDATE_STATS", "").lower() != "true" and not is_view(table):
+                    update_stats_fast(part.parameters, part.sd.location, False, env_context,
+                                      force=_needs_stats(part.parameters, props))
+                if not part.parameters.get(DDL_TIME) or part.parameters.get(DDL_TIME) == "0":
+                    part.parameters[DDL_TIME] = str(now())
+                cat.put(key, part)
+
+    def rename_partition(self, ctx, db_name, tbl_name, part_vals, new_part):
+        if not part_vals:
+            return self._alter_partitions(ctx, db_name, tbl_name, [new_part], None)
+        db, tbl = lower(db_name), lower(tbl_name)
+        move = None
+        with self.writing(ctx) as cat:
+            table = cat.table(db, tbl)
+            if table is None:
+                raise errors.InvalidObject(
+                    "Unable to rename partition because table or database do not exist")
+            old_name = part_name(table, part_vals)
+            old_data = cat.raw(keys.part_key(db, tbl, old_name))
+            if old_data is None:
+                raise errors.InvalidObject(
+                    "Unable to rename partition because old partition does not exist")
+            new_name = part_name(table, new_part.values)
+            if cat.raw(keys.part_key(db, tbl, new_name)) is not None:
+                raise errors.AlreadyExists(
+                    f"Partition already exists:{db}.{tbl}.{_java_list(new_part.values)}")
+            old = codec.decode(self.t.Partition, old_data)
+            part = copy.copy(new_part)
+            part.dbName, part.tableName = db, tbl
+            part.sd = normalize_sd(new_part.sd or old.sd, self.t)
+            part.parameters = dict(new_part.parameters or {})
+            part.createTime = old.createTime
+            part.lastAccessTime = old.lastAccessTime or 0
+            part.privileges = None
+            if is_external(table):
+                part.sd.location = old.sd.location
+            elif table.sd and table.sd.location:
+                dest = warehouse.join(table.sd.location, new_name)
+                if old.sd.location != dest:
+                    move = (old.sd.location, dest)
+                part.sd.location = dest
+            if not part.parameters.get(DDL_TIME):
+                part.parameters[DDL_TIME] = str(now())
+            cat.delete(keys.part_key(db, tbl, old_name))
+            cat.put(keys.part_key(db, tbl, new_name), part)
+            old_stats = keys.part_colstats_prefix(db, tbl, old_name)
+            for col, value in list(cat.view.scan_prefix(old_stats)):
+                stats = codec.decode(self.t.ColumnStatistics, value)
+                stats.statsDesc.partName = new_name
+                cat.put(keys.part_colstats_prefix(db, tbl, new_name) + col[len(old_stats):], stats)
+            cat.delete_prefix(old_stats)
+        if move and warehouse.exists(move[0]):
+            warehouse.rename(*move)
+
+    # --- drop ---------------------------------------------------------------------------
+    def drop_partition(self, ctx, db_name, tbl_name, part_vals, deleteData):
+        return self.drop_partition_with_environment_context(
+            ctx, db_name, tbl_name, part_vals, deleteData, None)
+
+    def drop_partition_with_environment_context(self, ctx, db_name, tbl_name, part_vals,
+                                                deleteData, environment_context):
+        db, tbl = lower(db_name), lower(tbl_name)
+        with self.writing(ctx) as cat:
+            table = self.require_table(cat, db, tbl)
+            name = part_name(table, part_vals)
+            dropped = self._drop(cat, table, [name])
+            if not dropped:
+                raise errors.NoSuchObject(f"partition values={_java_list(part_vals)}")
+        self._delete_data(table, dropped, deleteData)
+        return True
+
+    def drop_partition_by_name(self, ctx, db_name, tbl_name, part_name_, deleteData):
+        vals = self._vals_from_name(ctx, db_name, tbl_name, part_name_)
+        return self.drop_partition(ctx, db_name, tbl_name, vals, deleteData)
+
+    def drop_partition_by_name_with_environment_context(self, ctx, db_name, tbl_name, part_name_,
+                                                        deleteData, environment_context):
+        return self.drop_partition_by_name(ctx, db_name, tbl_name, part_name_, deleteData)
+
+    def drop_partitions_req(self, ctx, req):
+        db, tbl = lower(req.dbName), lower(req.tblName)
+        spec = req.parts
+        if spec is None or (spec.names is None and spec.exprs is None):
+            raise errors.MetaError("Partition spec is not set")
+        if spec.names is None:
+            raise errors.MetaError(
+                "Dropping partitions by serialized expression is not supported by this "
+                "metastore; drop them by name")
+        with self.writing(ctx) as cat:
+            table = self.require_table(cat, db, tbl)
+            wanted = [self._canonical_name(table, n) for n in spec.names]
+            dropped = self._drop(cat, table, [n for n in wanted if n is not None])
+            if_exists = True if req.ifExists is None else req.ifExists
+            if len(dropped) < len(spec.names) and not if_exists:
+                raise errors.NoSuchObject("Some partitions to drop are missing")
+        self._delete_data(table, dropped, req.deleteData)
+        result = self.t.DropPartitionsResult()
+        if req.needResult is None or req.needResult:
+            result.partitions = [Raw(d) for d in dropped]
+        return result
+
+    def _drop(self, cat, table, part_names):
+        """Delete partitions and their column statistics; returns the bytes of those found."""
+        db, tbl = table.dbName, table.tableName
+        dropped = []
+        for name in part_names:
+            key = keys.part_key(db, tbl, name)
+            data = cat.raw(key)
+            if data is None:
+                continue
+            dropped.append(data)
+            cat.delete(key)
+            cat.delete_prefix(keys.part_colstats_prefix(db, tbl, name))
+        return dropped
+
+    def _delete_data(self, table, dropped, delete_data):
+        if not delete_data or is_external(table) or is_view(table):
+            return
+        for data in dropped:
+            part = codec.decode(self.t.Partition, data)
+            if part.sd and part.sd.location:
+                warehouse.delete(part.sd.location)
+
+    # --- names --------------------------------------------------------------------------
+    def partition_name_to_vals(self, ctx, part_name_):
+        return names.part_name_to_vals(part_name_)
+
+    def partition_name_to_spec(self, ctx, part_name_):
+        return names.part_name_to_spec(part_name_)
+
+
+def _needs_stats(params, env_props) -> bool:
+    if env_props.get("STATS_GENERATED") in ("TASK", "USER"):
+        return True
+    return not ("numFiles" in params and "totalSize" in params)
+
+
+def _java_list(values) -> str:
+    """A list as Java's ``List.toString`` prints it, for HMS-worded messages."""
+    return "[" + ", ".join("null" if v is None else str(v) for v in values or []) + "]"
+
+
+def _describe(part) -> str:
+    return f"{part.dbName}.{part.tableName}{_java_list(part.values)}"

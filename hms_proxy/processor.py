@@ -1,0 +1,213 @@
+"""Dispatch of one Thrift message to the handler, and the writing of its reply.
+
+Unlike the processor the Thrift compiler generates, this one
+* answers any method the handler does not implement with ``UNKNOWN_METHOD``, as HMS does;
+* maps domain errors (``hms_proxy.errors``) to the exception the method declares, in one place;
+* can send stored entity bytes as they are (:class:`Raw`), so that listing 10,000 partitions
+  costs a ``join`` instead of a decode and an encode of each.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from thrift.protocol import fastbinary
+from thrift.Thrift import TApplicationException, TException, TMessageType, TType
+
+from hms_proxy import errors
+
+log = logging.getLogger("hms_proxy.processor")
+
+
+class Raw:
+    """Thrift-binary bytes of a struct (fields and stop byte), written to the wire verbatim."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+
+@dataclass
+class CallContext:
+    """What one connection knows about its caller; passed to every handler method."""
+
+    peer: str = ""
+    user: str | None = None
+    groups: list[str] = field(default_factory=list)
+    calls: int = 0
+
+
+@dataclass(frozen=True)
+class _Method:
+    name: str
+    args_cls: type
+    result_cls: type | None  # None for oneway methods
+    arg_names: tuple[str, ...]
+    exceptions: tuple[tuple[str, type], ...]  # (result field name, exception class)
+
+
+def _service_methods(service_modules) -> dict[str, _Method]:
+    """Every method of the generated service modules (the service and what it extends)."""
+    methods: dict[str, _Method] = {}
+    for module in service_modules:
+        for attr, value in vars(module).items():
+            if not attr.endswith("_args") or not isinstance(value, type):
+                continue
+            name = attr[: -len("_args")]
+            result_cls = getattr(module, name + "_result", None)
+            arg_names = tuple(f[2] for f in value.thrift_spec if f is not None)
+            exc = ()
+            if result_cls is not None:
+                exc = tuple(
+                    (f[2], f[3][0])
+                    for f in result_cls.thrift_spec
+                    if f is not None and f[0] != 0 and f[1] == TType.STRUCT
+                )
+            methods.setdefault(name, _Method(name, value, result_cls, arg_names, exc))
+    return methods
+
+
+class Processor:
+    """Reads a call, runs the handler's method of the same name, writes the reply."""
+
+    def __init__(self, handler, service_modules, ttypes, metrics=None):
+        self.handler = handler
+        self.ttypes = ttypes
+        self.methods = _service_methods(service_modules)
+        self.metrics = metrics
+
+    def process(self, iprot, oprot, ctx: CallContext) -> None:
+        name, mtype, seqid = iprot.readMessageBegin()
+        method = self.methods.get(name)
+        impl = getattr(self.handler, name, None) if method is not None else None
+        if method is None or impl is None or mtype not in (TMessageType.CALL, TMessageType.ONEWAY):
+            iprot.skip(TType.STRUCT)
+            iprot.readMessageEnd()
+            self._write_exception(
+                oprot, name, seqid,
+                TApplicationException(
+                    TApplicationException.UNKNOWN_METHOD, f"Invalid method name: '{name}'"
+                ),
+            )
+            return
+        args = method.args_cls()
+        args.read(iprot)
+        iprot.readMessageEnd()
+        ctx.calls += 1
+        started = time.perf_counter()
+        outcome = "ok"
+        try:
+            value = impl(ctx, *(getattr(args, a) for a in method.arg_names))
+        except Exception as exc:  # noqa: BLE001 - every failure must become a reply
+            outcome = "error"
+            if method.result_cls is None:
+                log.warning("oneway %s failed: %s", name, exc)
+                return
+            self._reply_error(oprot, method, seqid, exc)
+            return
+        finally:
+            if self.metrics is not None:
+                self.metrics.observe(name, time.perf_counter() - started, outcome)
+        if method.result_cls is None:
+            return
+        result = method.result_cls()
+        oprot.writeMessageBegin(name, TMessageType.REPLY, seqid)
+        if value is not None and _has_raw(value):
+            _write_struct_with_raw(oprot, method.result_cls.thrift_spec, {"success": value})
+        else:
+            if value is not None:
+                result.success = value
+            result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    def _reply_error(self, oprot, method: _Method, seqid: int, exc: Exception) -> None:
+        texc = exc if isinstance(exc, TException) and not isinstance(exc, TApplicationException) \
+            else errors.to_thrift(exc, self.ttypes)
+        slot = None
+        if texc is not None:
+            slot = next((f for f, cls in method.exceptions if isinstance(texc, cls)), None)
+            if slot is None:
+                # HMS wraps what a method does not declare into MetaException where it can.
+                meta = next((f for f, cls in method.exceptions
+                             if cls is self.ttypes.MetaException), None)
+                if meta is not None:
+                    slot, texc = meta, self.ttypes.MetaException(
+                        message=getattr(texc, "message", None) or str(texc))
+        if slot is None:
+            if isinstance(exc, TApplicationException):
+                app = exc
+            else:
+                log.exception("internal error in %s", method.name, exc_info=exc)
+                app = TApplicationException(
+                    TApplicationException.INTERNAL_ERROR,
+                    f"Internal error processing {method.name}: {type(exc).__name__}: {exc}",
+                )
+            self._write_exception(oprot, method.name, seqid, app)
+            return
+        result = method.result_cls()
+        setattr(result, slot, texc)
+        oprot.writeMessageBegin(method.name, TMessageType.REPLY, seqid)
+        result.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+    @staticmethod
+    def _write_exception(oprot, name: str, seqid: int, exc: TApplicationException) -> None:
+        oprot.writeMessageBegin(name, TMessageType.EXCEPTION, seqid)
+        exc.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+
+def _has_raw(value) -> bool:
+    if isinstance(value, Raw):
+        return True
+    if isinstance(value, list):
+        return bool(value) and isinstance(value[0], Raw)
+    spec = getattr(value, "thrift_spec", None)
+    if spec is None:
+        return False
+    return any(f is not None and _has_raw(getattr(value, f[2])) for f in spec)
+
+
+def _write_struct_with_raw(oprot, spec, values) -> None:
+    """Write a struct whose fields may hold Raw values or lists of Raw values.
+
+    ``values`` is the struct object or a dict of field name to value. Plain fields are encoded
+    by fastbinary through a one-field copy of the struct, minus its stop byte."""
+    trans = oprot.trans
+    get = values.get if isinstance(values, dict) else (lambda n: getattr(values, n))
+    for f in spec:
+        if f is None:
+            continue
+        fid, ftype, fname, fargs, _ = f
+        value = get(fname)
+        if value is None:
+            continue
+        if isinstance(value, Raw):
+            oprot.writeFieldBegin(fname, TType.STRUCT, fid)
+            trans.write(value.data)
+        elif ftype == TType.LIST and value and isinstance(value[0], Raw):
+            oprot.writeFieldBegin(fname, TType.LIST, fid)
+            oprot.writeListBegin(TType.STRUCT, len(value))
+            trans.write(b"".join(r.data for r in value))
+        elif ftype == TType.STRUCT and _has_raw(value):
+            oprot.writeFieldBegin(fname, TType.STRUCT, fid)
+            _write_struct_with_raw(oprot, value.thrift_spec, value)
+        else:
+            holder = _OneField(fid, ftype, fname, fargs, value)
+            trans.write(fastbinary.encode_binary(holder, [type(holder), holder.thrift_spec])[:-1])
+    oprot.writeFieldStop()
+
+
+class _OneField:
+    """A throwaway struct with a single field, for encoding one field of a larger struct."""
+
+    def __init__(self, fid, ftype, fname, fargs, value):
+        spec = [None] * (fid + 1) if fid >= 0 else [None]
+        spec[fid] = (fid, ftype, fname, fargs, None)
+        self.thrift_spec = tuple(spec)
+        setattr(self, fname, value)

@@ -1,0 +1,184 @@
+"""The catalog on ordered keys: HMS entities to keys and canonical bytes, on one ref.
+
+Key scheme (names are lower-case HMS identifiers, ``[a-z0-9_]``, all of which sort after ``/``,
+so an entity's subtree is one contiguous key range)::
+
+    db/<db>                                        Database
+    db/<db>/fn/<name>                              Function
+    db/<db>/table/<tbl>                            Table
+    db/<db>/table/<tbl>/part/<k1=v1>/<k2=v2>       Partition (values escaped as Hive escapes)
+    db/<db>/table/<tbl>/colstats/<col>             table column statistics
+    db/<db>/table/<tbl>/partstats/<part>/<col>     partition column statistics
+    role/<name>                                    Role
+
+Listing the tables of a database seeks past each table's subtree, so it costs per table, not per
+partition. Values are canonical Thrift binary (:mod:`kvmodel.codec`).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kvmodel import codec
+from kvmodel.contract import ReadView, WriteTxn, prefix_end
+
+SUBTREE_END = chr(ord("/") + 1)  # the first character after '/': skips a whole subtree
+
+
+def db_key(db: str) -> str:
+    return f"db/{db}"
+
+
+def table_key(db: str, tbl: str) -> str:
+    return f"db/{db}/table/{tbl}"
+
+
+def part_prefix(db: str, tbl: str) -> str:
+    return f"db/{db}/table/{tbl}/part/"
+
+
+def part_key(db: str, tbl: str, part_name: str) -> str:
+    return f"db/{db}/table/{tbl}/part/{part_name}"
+
+
+def func_key(db: str, name: str) -> str:
+    return f"db/{db}/fn/{name}"
+
+
+def table_colstats_key(db: str, tbl: str, col: str) -> str:
+    return f"db/{db}/table/{tbl}/colstats/{col}"
+
+
+def part_colstats_prefix(db: str, tbl: str, part_name: str) -> str:
+    return f"db/{db}/table/{tbl}/partstats/{part_name}/"
+
+
+def role_key(name: str) -> str:
+    return f"role/{name}"
+
+
+class CatalogReader:
+    """Typed reads of HMS entities from one consistent view."""
+
+    def __init__(self, view: ReadView, ttypes):
+        self.view = view
+        self.t = ttypes
+
+    # --- raw bytes (sent to clients as they are) ---------------------------------------
+    def raw(self, key: str) -> bytes | None:
+        return self.view.get(key)
+
+    def _get(self, cls, key: str):
+        data = self.view.get(key)
+        return None if data is None else codec.decode(cls, data)
+
+    # --- databases ----------------------------------------------------------------------
+    def database(self, db: str):
+        return self._get(self.t.Database, db_key(db))
+
+    def database_names(self) -> list[str]:
+        return self._child_names("db/")
+
+    def _child_names(self, prefix: str) -> list[str]:
+        """Names of the entities directly under ``prefix`` (``prefix + name``), skipping each
+        one's subtree with a seek."""
+        names: list[str] = []
+        end = prefix_end(prefix)
+        start = prefix
+        while True:
+            hit = self.view.first(start, end)
+            if hit is None:
+                return names
+            rest = hit[0][len(prefix):]
+            name = rest.split("/", 1)[0]
+            names.append(name)
+            start = prefix + name + SUBTREE_END
+
+    # --- tables -------------------------------------------------------------------------
+    def table(self, db: str, tbl: str):
+        return self._get(self.t.Table, table_key(db, tbl))
+
+    def table_names(self, db: str) -> list[str]:
+        return self._child_names(f"db/{db}/table/")
+
+    def tables(self, db: str) -> Iterator[tuple[str, bytes]]:
+        """(name, raw Table bytes) for every table of ``db``, seeking past partitions."""
+        prefix = f"db/{db}/table/"
+        for name in self.table_names(db):
+            data = self.view.get(prefix + name)
+            if data is not None:
+                yield name, data
+
+    # --- partitions ---------------------------------------------------------------------
+    def partition(self, db: str, tbl: str, part_name: str):
+        return self._get(self.t.Partition, part_key(db, tbl, part_name))
+
+    def partitions_raw(self, db: str, tbl: str) -> Iterator[tuple[str, bytes]]:
+        """(partition name, raw Partition bytes), in partition-name order."""
+        prefix = part_prefix(db, tbl)
+        n = len(prefix)
+        for key, value in self.view.scan_prefix(prefix):
+            yield key[n:], value
+
+    def partition_names(self, db: str, tbl: str) -> list[str]:
+        return [name for name, _ in self.partitions_raw(db, tbl)]
+
+    def has_partitions(self, db: str, tbl: str) -> bool:
+        prefix = part_prefix(db, tbl)
+        return self.view.first(prefix, prefix_end(prefix)) is not None
+
+    # --- functions ----------------------------------------------------------------------
+    def function(self, db: str, name: str):
+        return self._get(self.t.Function, func_key(db, name))
+
+    def functions(self, db: str) -> Iterator[tuple[str, bytes]]:
+        prefix = f"db/{db}/fn/"
+        n = len(prefix)
+        for key, value in self.view.scan_prefix(prefix):
+            yield key[n:], value
+
+    # --- column statistics ------------------------------------------------------------
+    def table_colstats(self, db: str, tbl: str) -> Iterator[tuple[str, bytes]]:
+        prefix = f"db/{db}/table/{tbl}/colstats/"
+        n = len(prefix)
+        for key, value in self.view.scan_prefix(prefix):
+            yield key[n:], value
+
+    def part_colstats(self, db: str, tbl: str, part_name: str) -> Iterator[tuple[str, bytes]]:
+        prefix = part_colstats_prefix(db, tbl, part_name)
+        n = len(prefix)
+        for key, value in self.view.scan_prefix(prefix):
+            yield key[n:], value
+
+    # --- roles --------------------------------------------------------------------------
+    def role(self, name: str):
+        return self._get(self.t.Role, role_key(name))
+
+    def roles(self) -> Iterator[tuple[str, bytes]]:
+        for key, value in self.view.scan_prefix("role/"):
+            yield key[len("role/"):], value
+
+
+class CatalogWriter(CatalogReader):
+    """Typed writes of HMS entities inside one write transaction."""
+
+    view: WriteTxn
+
+    def put(self, key: str, entity) -> bytes:
+        data = codec.encode(entity)
+        self.view.put(key, data)
+        return data
+
+    def delete(self, key: str) -> None:
+        self.view.delete(key)
+
+    def delete_prefix(self, prefix: str) -> int:
+        return self.view.delete_prefix(prefix)
+
+    def delete_table_subtree(self, db: str, tbl: str) -> None:
+        """The table, its partitions and all their statistics."""
+        self.view.delete(table_key(db, tbl))
+        self.view.delete_prefix(table_key(db, tbl) + "/")
+
+    def delete_database_subtree(self, db: str) -> None:
+        self.view.delete(db_key(db))
+        self.view.delete_prefix(db_key(db) + "/")
