@@ -1,0 +1,29 @@
+"""Backends of the versioned store, and :func:`open_store` to pick one from a URL or path."""
+from __future__ import annotations
+
+import os
+from urllib.parse import unquote, urlparse
+
+from kvmodel.contract import VersionedStore
+
+
+def open_store(url_or_path: str | os.PathLike) -> VersionedStore:
+    """Open the store at ``url_or_path``.
+
+    A plain directory path or a ``file://`` URL opens the embedded store
+    (:class:`kvmodel.store.local.LocalStore`). Raises ValueError for any other scheme.
+    """
+    target = os.fspath(url_or_path)
+    if not isinstance(target, str) or not target:
+        raise ValueError(f"store location must be a non-empty path or URL, not {url_or_path!r}")
+    parsed = urlparse(target)
+    if parsed.scheme == "file":
+        if parsed.netloc not in ("", "localhost"):
+            raise ValueError(f"file URL must be local (file:///path), not {target!r}")
+        target = unquote(parsed.path)
+    elif "://" in target:
+        raise ValueError(f"unsupported store URL {target!r}: use a directory path or "
+                         "file:///path (the lakeFS backend is not available yet)")
+    from kvmodel.store.local import LocalStore  # imported lazily, like optional backends
+
+    return LocalStore(target)
