@@ -135,7 +135,14 @@ class PartitionCalls(Family):
         return self.add_partition_with_environment_context(ctx, part, environment_context)
 
     def append_partition_by_name(self, ctx, db_name, tbl_name, part_name_):
-        return self.append_partition(ctx, db_name, tbl_name, self._vals_from_name(ctx, db_name, tbl_name, part_name_))
+        return self.append_partition_by_name_with_environment_context(
+            ctx, db_name, tbl_name, part_name_, None)
+
+    def append_partition_by_name_with_environment_context(self, ctx, db_name, tbl_name,
+                                                          part_name_, environment_context):
+        vals = self._vals_from_name(ctx, db_name, tbl_name, part_name_)
+        return self.append_partition_with_environment_context(
+            ctx, db_name, tbl_name, vals, environment_context)
 
     # --- single reads -------------------------------------------------------------------
     def get_partition(self, ctx, db_name, tbl_name, part_vals):
@@ -250,6 +257,29 @@ class PartitionCalls(Family):
 
     def get_num_partitions_by_filter(self, ctx, db_name, tbl_name, filter):
         return len(self._filtered(ctx, db_name, tbl_name, filter))
+
+    def get_partition_values(self, ctx, request):
+        """Distinct (by default) value tuples of some partition keys, optionally filtered."""
+        items = self._filtered(ctx, request.dbName, request.tblName, request.filter)
+        with self.reading(ctx) as cat:
+            table = self.require_table(cat, lower(request.dbName), lower(request.tblName))
+        key_names = [k.name for k in table.partitionKeys or []]
+        wanted = [lower(k.name) for k in request.partitionKeys or []]
+        unknown = [k for k in wanted if k not in key_names]
+        if unknown or not wanted:
+            raise errors.MetaError(f"Invalid partition keys requested: {unknown or wanted}")
+        index = [key_names.index(k) for k in wanted]
+        rows = [[names.part_name_to_vals(n)[i] for i in index] for n, _ in items]
+        if request.applyDistinct is None or request.applyDistinct:
+            rows = [list(r) for r in dict.fromkeys(tuple(r) for r in rows)]
+        if request.partitionOrder:
+            order = [wanted.index(lower(k.name)) for k in request.partitionOrder
+                     if lower(k.name) in wanted]
+            rows.sort(key=lambda r: [r[i] for i in order],
+                      reverse=request.ascending is False)
+        rows = limit(rows, request.maxParts)
+        return self.t.PartitionValuesResponse(
+            partitionValues=[self.t.PartitionValuesRow(row=r) for r in rows])
 
     # --- alter / rename -----------------------------------------------------------------
     def alter_partition(self, ctx, db_name, tbl_name, new_part):
