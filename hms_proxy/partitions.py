@@ -130,7 +130,7 @@ class PartitionCalls(Family):
         with self.reading(ctx) as cat:
             table = self._table_for_add(cat, db_name, tbl_name)
         part = self.t.Partition(dbName=table.dbName, tableName=table.tableName,
-                                values=list(part_vals or []), sd=copy.deepcopy(table.sd))
+                                values=list(part_vals or []), sd=codec.clone(table.sd))
         part.sd.location = None
         return self.add_partition_with_environment_context(ctx, part, environment_context)
 

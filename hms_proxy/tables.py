@@ -32,7 +32,7 @@ def normalize_columns(cols, t):
 
 def normalize_sd(sd, t):
     """A storage descriptor as HMS hands it back: every collection present, names lower-case."""
-    sd = copy.deepcopy(sd) if sd is not None else t.StorageDescriptor()
+    sd = codec.clone(sd) if sd is not None else t.StorageDescriptor()
     sd.cols = normalize_columns(sd.cols, t)
     if sd.location:
         sd.location = warehouse.qualify(sd.location)
@@ -330,7 +330,7 @@ class TableCalls(Family):
             part = codec.decode(self.t.Partition, data)
             part.dbName, part.tableName = new.dbName, new.tableName
             if cascade and part.sd is not None:
-                part.sd.cols = copy.deepcopy(new.sd.cols)
+                part.sd.cols = [codec.clone(c) for c in new.sd.cols or []]
             if moves and part.sd and part.sd.location and part.sd.location.startswith(moves[0]):
                 part.sd.location = moves[1] + part.sd.location[len(moves[0]):]
             cat.put(keys.part_key(new.dbName, new.tableName, name), part)

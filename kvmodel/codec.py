@@ -12,6 +12,9 @@ from thrift.Thrift import TType
 from thrift.transport.TTransport import TMemoryBuffer
 
 
+_NESTED = (TType.STRUCT, TType.MAP, TType.LIST, TType.SET)
+
+
 def _canonical(value, ttype, targ):
     """Return ``value`` with every map (recursively) rebuilt in sorted key order."""
     if value is None:
@@ -21,6 +24,8 @@ def _canonical(value, ttype, targ):
         return value
     if ttype == TType.MAP:
         ktype, kspec, vtype, vspec, _ = targ
+        if vtype not in _NESTED and ktype not in _NESTED:
+            return dict(sorted(value.items()))
         return {
             _canonical(k, ktype, kspec): _canonical(value[k], vtype, vspec)
             for k in sorted(value)
@@ -37,16 +42,39 @@ def _canonical(value, ttype, targ):
     return value
 
 
+def _contains_map(ttype, targ, seen=()) -> bool:
+    if ttype == TType.MAP:
+        return True
+    if ttype in (TType.LIST, TType.SET):
+        return _contains_map(targ[0], targ[1], seen)
+    if ttype == TType.STRUCT:
+        cls = targ[0]
+        if cls in seen:
+            return False
+        return bool(_map_fields(cls, seen + (cls,)))
+    return False
+
+
+_MAP_FIELDS: dict[type, tuple] = {}
+
+
+def _map_fields(cls, seen=()) -> tuple:
+    """The fields of a struct class that can hold a map somewhere below them."""
+    fields = _MAP_FIELDS.get(cls)
+    if fields is None:
+        fields = tuple(
+            (f[2], f[1], f[3]) for f in cls.thrift_spec
+            if f is not None and _contains_map(f[1], f[3], seen or (cls,)))
+        _MAP_FIELDS[cls] = fields
+    return fields
+
+
 def canonicalize(obj):
     """Sort the maps of a Thrift struct in place (recursively); returns ``obj``."""
-    for field in obj.thrift_spec:
-        if field is None:
-            continue
-        _, ftype, fname, fargs, _ = field
-        if ftype in (TType.STRUCT, TType.MAP, TType.LIST, TType.SET):
-            current = getattr(obj, fname)
-            if current is not None:
-                setattr(obj, fname, _canonical(current, ftype, fargs))
+    for fname, ftype, fargs in _map_fields(type(obj)):
+        current = getattr(obj, fname)
+        if current is not None:
+            setattr(obj, fname, _canonical(current, ftype, fargs))
     return obj
 
 
@@ -77,3 +105,9 @@ class _Reader:
 
     def __init__(self, data: bytes):
         self.trans = TMemoryBuffer(data)
+
+
+def clone(obj):
+    """A deep copy of a Thrift struct, made by the C encoder and decoder (far faster than
+    ``copy.deepcopy`` on nested structs)."""
+    return decode(type(obj), fastbinary.encode_binary(obj, [obj.__class__, obj.thrift_spec]))
