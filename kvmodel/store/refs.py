@@ -6,6 +6,8 @@ function here works over a ``get_commit`` callable, so the embedded and the lake
 """
 from __future__ import annotations
 
+import functools
+
 import heapq
 import re
 from collections import deque
@@ -59,12 +61,18 @@ class RefExpression:
 
 
 def parse_ref(expr: object) -> RefExpression:
+    """Parse a ref expression (cached: servers resolve the same few refs on every call)."""
+    if isinstance(expr, str):
+        return _parse_ref_cached(expr)
+    raise InvalidRef(f"invalid ref expression {expr!r}: not a string")
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_ref_cached(expr: str) -> RefExpression:
     """Split ``main~2^2`` into ``RefExpression("main", (("~", 2), ("^", 2)))``.
 
     ``~`` and ``^`` without a number mean 1, as in git. Raises InvalidRef.
     """
-    if not isinstance(expr, str):
-        raise InvalidRef(f"invalid ref expression {expr!r}: not a string")
     m = _EXPR.match(expr)
     if not m:
         raise InvalidRef(f"invalid ref expression {expr!r}")
@@ -78,6 +86,8 @@ def walk_ancestry(start: CommitID, hops: tuple[tuple[str, int], ...], get_commit
                   expr: str = "") -> CommitID:
     """Apply ``~N`` (N first parents back) and ``^N`` (the N-th parent; ``^0`` is the commit
     itself) hops. Raises RefNotFound when history is not that deep."""
+    if not hops:
+        return start
     current = start
     for op, n in hops:
         if op == "~":
