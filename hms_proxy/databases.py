@@ -113,7 +113,7 @@ class DatabaseCalls(Family):
 
     def get_databases(self, ctx, pattern):
         with self.reading(ctx) as cat:
-            return match_names(pattern, cat.database_names())
+            return match_names(pattern, cat.database_names(), "get_databases")
 
     def get_all_databases(self, ctx):
         with self.reading(ctx) as cat:

@@ -86,10 +86,8 @@ def to_thrift(exc: BaseException, ttypes) -> Exception | None:
         return getattr(ttypes, exc.thrift_name)(message=exc.message)
     if isinstance(exc, store_errors.StoreError):
         return ttypes.MetaException(message=_store_error_message(exc))
-    try:
-        from hms_proxy.filters import FilterError
-    except ImportError:  # pragma: no cover - filters module is part of the package
-        FilterError = ()
-    if FilterError and isinstance(exc, FilterError):
-        return ttypes.MetaException(message=str(exc))
+    from hms_proxy.filters import FilterError
+
+    if isinstance(exc, FilterError):
+        return ttypes.MetaException(message=exc.message)
     return None

@@ -74,17 +74,18 @@ def lower(name: str | None) -> str:
     return (name or "").strip().lower()
 
 
-def match_names(pattern: str | None, candidates: list[str]) -> list[str]:
+def match_names(pattern: str | None, candidates: list[str], method: str = "get_tables") -> list[str]:
     """The candidates matching an HMS name pattern (``a*|b*``), in their order; all of them
-    for a null pattern."""
+    for a null pattern. A pattern of only ``|`` fails with the message HMS's JDO query gives."""
     from hms_proxy import names
 
     if pattern is None:
         return list(candidates)
     try:
         matches = names.compile_name_pattern(pattern)
-    except ValueError as exc:
-        raise errors.MetaError(f"Invalid name pattern {pattern!r}: {exc}") from None
+    except ValueError:
+        raise errors.MetaError(names.EMPTY_PATTERN_ERRORS.get(
+            method, names.EMPTY_PATTERN_ERRORS["get_tables"])) from None
     return [c for c in candidates if matches(c)]
 
 

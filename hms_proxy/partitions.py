@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 
-from hms_proxy import errors, names, warehouse
+from hms_proxy import errors, filters, names, warehouse
 from hms_proxy.family import DDL_TIME, Family, lower, now
 from hms_proxy.processor import Raw
 from hms_proxy.tables import is_external, is_view, normalize_sd, update_stats_fast
@@ -242,13 +242,12 @@ class PartitionCalls(Family):
             return None
 
     def _filtered(self, ctx, db_name, tbl_name, filter_text):
-        from hms_proxy import filters
-
         table, items = self._listing(ctx, db_name, tbl_name, require=True)
-        predicate = filters.compile_filter(filter_text or "", table.partitionKeys or [])
-        if predicate is None:
+        if not filter_text:
             return items
-        key_names = [k.name for k in table.partitionKeys or []]
+        key_types = {k.name: k.type for k in table.partitionKeys or []}
+        predicate = filters.parse_filter(filter_text).compile(key_types)
+        key_names = list(key_types)
         return [(n, d) for n, d in items
                 if predicate(dict(zip(key_names, names.part_name_to_vals(n))))]
 

@@ -140,11 +140,12 @@ class Processor:
             if isinstance(exc, TApplicationException):
                 app = exc
             else:
-                log.exception("internal error in %s", method.name, exc_info=exc)
+                if not isinstance(exc, ValueError):  # PartitionNameError & co are expected
+                    log.exception("internal error in %s", method.name, exc_info=exc)
+                # HMS's wording exactly; the details are in our log.
                 app = TApplicationException(
                     TApplicationException.INTERNAL_ERROR,
-                    f"Internal error processing {method.name}: {type(exc).__name__}: {exc}",
-                )
+                    f"Internal error processing {method.name}")
             self._write_exception(oprot, method.name, seqid, app)
             return
         result = method.result_cls()

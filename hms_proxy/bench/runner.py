@@ -1,0 +1,611 @@
+"""``hms-proxy bench``: our server side by side with another metastore, timed from a JVM client.
+
+The timing client is ``java/HmsBench.java`` (compiled with ``javac`` on first use against
+PySpark's jars): the generated ``ThriftHiveMetastore.Client`` of hive-metastore-2.3.10 over
+libthrift's buffered ``TSocket`` and ``TBinaryProtocol``, the way Spark and Trino call. A Python
+client would spend longer decoding large answers than a fast server spends producing them.
+
+Every operation runs on a fresh database and table on each side, in interleaved rounds
+(target, then against, then target...), after a warm-up; the table reports medians.
+"""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import platform
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "HmsBench.java"
+TABLE = "events"
+EXTRA_TABLES = 20
+CHUNK = 1000
+
+# (key, label, tier, goal): tier picks the default iteration count; goal is the speed-up asked for.
+OPERATIONS = [
+    ("get_table", "get_table", "fast", 10.0),
+    ("get_database", "get_database", "fast", 3.0),
+    ("get_partition", "get_partition", "fast", 3.0),
+    ("get_partition_names", "get_partition_names (all {n})", "fast", 3.0),
+    ("get_partitions", "get_partitions (all {n})", "heavy", 3.0),
+    ("get_partitions_by_filter_1pct", "get_partitions_by_filter (1%: ds = ...)", "fast", 3.0),
+    ("get_partitions_by_filter_range", "get_partitions_by_filter (range: 10 of 100 ds)", "heavy", 3.0),
+    ("get_partitions_by_names", "get_partitions_by_names ({m})", "fast", 3.0),
+    ("alter_partition", "alter_partition", "fast", 3.0),
+    ("get_all_tables", "get_all_tables ({t} tables)", "fast", 3.0),
+]
+ADD_GOAL = 50.0
+THROUGHPUT_GOAL = 3.0
+DEFAULT_ITERATIONS = {"fast": 20, "heavy": 5}
+DEFAULT_WARMUP = {"fast": 3, "heavy": 1}
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# --- servers --------------------------------------------------------------------------
+
+
+def pyspark_jars() -> Path:
+    """PySpark's jars directory: hive-metastore-2.3.10, libthrift and everything they need."""
+    try:
+        import pyspark
+    except ImportError as exc:
+        raise SystemExit("hms-proxy bench needs pyspark (its jars hold the HMS 2.3.10 client): "
+                         "pip install 'pyspark>=4,<5'") from exc
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    if not (jars / "hive-metastore-2.3.10.jar").exists():
+        raise SystemExit(f"hive-metastore-2.3.10.jar not found in {jars}")
+    return jars
+
+
+def classpath() -> str:
+    return f"{pyspark_jars()}{os.sep}*"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def parse_uri(uri: str) -> tuple[str, int]:
+    rest = uri.split("://", 1)[1] if "://" in uri else uri
+    rest = rest.split(",")[0].rstrip("/")
+    host, _, port = rest.rpartition(":")
+    if not host or not port.isdigit():
+        raise SystemExit(f"expected thrift://HOST:PORT, got {uri!r}")
+    return host, int(port)
+
+
+@dataclass
+class Server:
+    """A metastore we started: a child process in its own process group."""
+
+    name: str
+    port: int
+    popen: subprocess.Popen
+    workdir: Path
+    log_path: Path
+    _log: object = field(default=None, repr=False)
+
+    @property
+    def uri(self) -> str:
+        return f"thrift://127.0.0.1:{self.port}"
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self.popen.poll() is None:
+            _signal_group(self.popen, signal.SIGTERM)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.popen, signal.SIGKILL)
+                self.popen.wait(timeout)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def _signal_group(popen: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(popen.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _spawn(name: str, cmd: list[str], workdir: Path, port: int, cwd: Path) -> Server:
+    workdir.mkdir(parents=True, exist_ok=True)
+    log_path = workdir / f"{name}.log"
+    log_file = open(log_path, "ab")
+    popen = subprocess.Popen(cmd, cwd=cwd, stdout=log_file, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+    return Server(name, port, popen, workdir, log_path, log_file)
+
+
+def _log_tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "<no log>"
+
+
+def wait_ready(server: Server, timeout: float) -> None:
+    """Poll get_all_databases until it answers (HMS binds before its schema is usable)."""
+    from thrift.protocol import TBinaryProtocol
+    from thrift.transport import TSocket, TTransport
+
+    from hms_proxy.gen.hive_metastore import ThriftHiveMetastore
+
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if not server.alive():
+            raise RuntimeError(f"{server.name} exited with {server.popen.returncode} during startup; "
+                               f"log tail ({server.log_path}):\n{_log_tail(server.log_path)}")
+        try:
+            with socket.create_connection(("127.0.0.1", server.port), timeout=1.0):
+                pass
+        except OSError:
+            time.sleep(0.3)
+            continue
+        sock = TSocket.TSocket("127.0.0.1", server.port)
+        sock.setTimeout(10_000)
+        transport = TTransport.TBufferedTransport(sock)
+        try:
+            transport.open()
+            ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport)).get_all_databases()
+            return
+        except Exception as exc:  # noqa: BLE001 - anything means "not ready yet"
+            last = exc
+            time.sleep(0.5)
+        finally:
+            transport.close()
+    raise TimeoutError(f"{server.name} did not answer within {timeout:.0f}s (last error: {last!r}); "
+                       f"log tail ({server.log_path}):\n{_log_tail(server.log_path)}")
+
+
+def oracle_properties(workdir: Path, warehouse: Path) -> dict[str, str]:
+    """Stock HMS 2.3.10 on embedded Derby, configured as the conformance tests' oracle."""
+    return {
+        "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={workdir / 'metastore_db'};create=true",
+        "datanucleus.schema.autoCreateAll": "true",
+        "hive.metastore.schema.verification": "false",
+        "hive.async.log.enabled": "false",
+        "datanucleus.connectionPoolingType": "HikariCP",
+        "hive.metastore.warehouse.dir": str(warehouse),
+        "hive.root.logger": "console",
+        "hive.log.dir": str(workdir),
+        "derby.system.home": str(workdir),
+        "derby.stream.error.file": str(workdir / "derby.log"),
+    }
+
+
+def spawn_oracle(workdir: Path) -> Server:
+    """Start the stock HMS 2.3.10 from PySpark's jars (call :func:`wait_ready` next)."""
+    warehouse = workdir / "warehouse"
+    warehouse.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    props = [f"-D{k}={v}" for k, v in oracle_properties(workdir, warehouse).items()]
+    cmd = ["java", "-Xmx2g", *props, "-cp", classpath(),
+           "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(port)]
+    return _spawn("oracle", cmd, workdir, port, workdir)
+
+
+def spawn_proxy(workdir: Path) -> Server:
+    """Start our server over a fresh store in ``workdir`` (call :func:`wait_ready` next)."""
+    warehouse = workdir / "warehouse"
+    warehouse.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    cmd = [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(workdir / "store"),
+           "--port", str(port), "--host", "127.0.0.1", "--warehouse", str(warehouse),
+           "--log-level", "WARNING"]
+    return _spawn("proxy", cmd, workdir, port, workdir)
+
+
+# --- the JVM client -------------------------------------------------------------------
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "hms-proxy" / "bench"
+
+
+def compile_client() -> Path:
+    """Compile HmsBench.java once per source and jar set; returns the classes directory."""
+    source = JAVA_SOURCE.read_bytes()
+    jars = sorted(p.name for p in pyspark_jars().glob("*.jar"))
+    digest = hashlib.sha256(source + "\n".join(jars).encode()).hexdigest()[:16]
+    for root in (cache_root(), Path(tempfile.gettempdir()) / f"hms-proxy-bench-{os.getuid()}"):
+        out = root / digest
+        if (out / "HmsBench.class").exists():
+            return out
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        javac = shutil.which("javac")
+        if javac is None:
+            raise SystemExit("hms-proxy bench needs javac (a JDK 17) to compile its JVM client")
+        tmp = root / f".tmp-{digest}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        result = subprocess.run([javac, "-nowarn", "-cp", classpath(), "-d", str(tmp), str(JAVA_SOURCE)],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise SystemExit(f"javac failed:\n{result.stdout}\n{result.stderr}")
+        try:
+            tmp.rename(out)
+        except OSError:  # a concurrent run won the race
+            shutil.rmtree(tmp, ignore_errors=True)
+        return out
+    raise SystemExit("no writable cache directory for the compiled bench client")
+
+
+class JavaClient:
+    """The HmsBench process: one command per line in, one JSON object per line out."""
+
+    def __init__(self, classes: Path, log_path: Path):
+        self._log = open(log_path, "ab")
+        self.proc = subprocess.Popen(
+            ["java", "-Xmx2g", "-cp", f"{classes}{os.pathsep}{classpath()}", "HmsBench"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+            text=True, encoding="utf-8", bufsize=1, start_new_session=True)
+
+    def call(self, *args) -> dict:
+        line = "\t".join(str(a) for a in args)
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline()
+        if not reply:
+            raise RuntimeError(f"the bench JVM exited ({self.proc.poll()}) during: {args[0]}")
+        return json.loads(reply)
+
+    def must(self, *args) -> dict:
+        reply = self.call(*args)
+        if not reply.get("ok"):
+            raise BenchError(f"{args[0]} {' '.join(map(str, args[1:2]))}: {reply.get('error')}")
+        return reply
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.flush()
+                self.proc.wait(10)
+            except (OSError, subprocess.TimeoutExpired):
+                _signal_group(self.proc, signal.SIGKILL)
+                self.proc.wait(10)
+        self._log.close()
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+# --- the run --------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    key: str
+    label: str
+    unit: str  # "ms" (lower is better) or "calls/s" (higher is better)
+    goal: float
+    target: list[float] = field(default_factory=list)
+    against: list[float] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def median(self, side: str) -> float | None:
+        values = getattr(self, side)
+        return statistics.median(values) if values and side not in self.errors else None
+
+    @property
+    def ratio(self) -> float | None:
+        t, a = self.median("target"), self.median("against")
+        if t is None or a is None or t <= 0 or a <= 0:
+            return None
+        return a / t if self.unit == "ms" else t / a
+
+    @property
+    def met(self) -> bool | None:
+        r = self.ratio
+        return None if r is None else r >= self.goal
+
+    def as_dict(self) -> dict:
+        return {"operation": self.key, "label": self.label, "unit": self.unit, "goal": self.goal,
+                "target_median": self.median("target"), "against_median": self.median("against"),
+                "ratio": self.ratio, "met": self.met, "target_samples": self.target,
+                "against_samples": self.against, "errors": self.errors}
+
+
+def command_line(args) -> str:
+    """The ``hms-proxy bench`` invocation that reproduces this run."""
+    parts = ["hms-proxy", "bench"]
+    if args.start_proxy:
+        parts.append("--start-proxy")
+    elif args.target:
+        parts += ["--target", args.target]
+    if args.start_oracle:
+        parts.append("--start-oracle")
+    elif args.against:
+        parts += ["--against", args.against]
+    parts += ["--partitions", str(args.partitions)]
+    defaults = {"iterations": None, "warmup": None, "clients": 8, "duration": 3.0,
+                "throughput_rounds": 3}
+    for name, default in defaults.items():
+        value = getattr(args, name)
+        if value != default:
+            parts += ["--" + name.replace("_", "-"), f"{value:g}" if isinstance(value, float) else str(value)]
+    return " ".join(parts)
+
+
+def _sides(has_against: bool) -> list[str]:
+    return ["target", "against"] if has_against else ["target"]
+
+
+def run_bench(args) -> dict:
+    started = time.monotonic()
+    load_start = load_average()
+    n = args.partitions
+    if n < 1:
+        raise SystemExit("--partitions must be at least 1")
+    workroot = Path(tempfile.mkdtemp(prefix="hms-proxy-bench-"))
+    servers: list[Server] = []
+    client: JavaClient | None = None
+    uris: dict[str, str] = {}
+    started_by_us: set[str] = set()
+    try:
+        if args.start_proxy:
+            servers.append(spawn_proxy(workroot / "proxy"))
+            uris["target"] = servers[-1].uri
+            started_by_us.add("target")
+        elif args.target:
+            uris["target"] = args.target
+        else:
+            raise SystemExit("give --target thrift://HOST:PORT or --start-proxy")
+        if args.start_oracle:
+            servers.append(spawn_oracle(workroot / "oracle"))
+            uris["against"] = servers[-1].uri
+            started_by_us.add("against")
+        elif args.against:
+            uris["against"] = args.against
+        log("compiling the JVM client (cached after the first run)")
+        classes = compile_client()
+        for server in servers:
+            log(f"waiting for {server.name} on port {server.port} (log: {server.log_path})")
+            wait_ready(server, timeout=180.0)
+            log(f"{server.name} ready after {time.monotonic() - started:.1f}s")
+        sides = _sides("against" in uris)
+        run_id = datetime.datetime.now().strftime("%Y%m%d_%H%M%S") + "_" + secrets.token_hex(3)
+        client = JavaClient(classes, workroot / "bench-client.log")
+        for side in sides:
+            host, port = parse_uri(uris[side])
+            client.must("connect", side, host, port, f"hms_bench_{run_id}_{side}", TABLE, n)
+        rows = _measure(client, sides, args)
+        if not args.keep:
+            for side in sides:
+                if side not in started_by_us:
+                    log(f"dropping the bench database on {side}")
+                    reply = client.call("cleanup", side)
+                    if not reply.get("ok"):
+                        log(f"cleanup on {side} failed: {reply.get('error')}")
+        return {
+            "command": command_line(args),
+            "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "target": uris.get("target"), "against": uris.get("against"),
+            "started": sorted(started_by_us),
+            "partitions": n, "clients": args.clients,
+            "machine": {**machine_info(), "load_average_start": load_start},
+            "seconds": round(time.monotonic() - started, 1),
+            "rows": [r.as_dict() for r in rows],
+            "_rows": rows,
+        }
+    finally:
+        if client is not None:
+            client.close()
+        for server in servers:
+            server.stop()
+        if args.keep:
+            log(f"kept the work directory {workroot}")
+        else:
+            shutil.rmtree(workroot, ignore_errors=True)
+
+
+def _measure(client: JavaClient, sides: list[str], args) -> list[Row]:
+    n = args.partitions
+    rows: list[Row] = []
+    t0 = time.monotonic()
+
+    # Setup: database, table, extra tables; then the partitions in add_partitions calls of up
+    # to 1,000, alternating sides, each call timed: that is the add_partitions row.
+    for side in sides:
+        reply = client.must("create", side, EXTRA_TABLES)
+        log(f"{side}: created database, table and {EXTRA_TABLES} other tables in {reply['ms']:.0f} ms")
+    chunk = min(CHUNK, n)
+    add = Row("add_partitions", f"add_partitions ({chunk} per call)", "ms", ADD_GOAL)
+    chunks = [(start, min(chunk, n - start)) for start in range(0, n, chunk)]
+    for i, (start, count) in enumerate(chunks):
+        parts = []
+        for side in sides:
+            if side in add.errors:
+                continue
+            reply = client.call("addchunk", side, start, count)
+            if not reply.get("ok"):
+                add.errors[side] = reply.get("error", "?")
+                log(f"{side}: add_partitions failed: {add.errors[side]}")
+                continue
+            if count == chunk:
+                getattr(add, side).append(reply["ms"])
+            parts.append(f"{side} {reply['ms'] / 1000:.2f}s")
+        log(f"setup: add_partitions {i + 1}/{len(chunks)} ({count} partitions): {', '.join(parts)}")
+    rows.append(add)
+    if len(add.errors) == len(sides):
+        raise BenchError(f"add_partitions failed everywhere: {add.errors}")
+
+    for key, label, tier, goal in OPERATIONS:
+        iters = args.iterations or DEFAULT_ITERATIONS[tier]
+        warmup = args.warmup if args.warmup is not None else DEFAULT_WARMUP[tier]
+        row = Row(key, label.format(n=n, m=min(100, n), t=EXTRA_TABLES + 1), "ms", goal)
+        reply = client.must("bench", key, warmup, iters, *sides)
+        for side in sides:
+            getattr(row, side).extend(reply["samples"].get(side, []))
+        row.errors.update(reply.get("errors", {}))
+        rows.append(row)
+        log(_progress(row, sides))
+
+    row = Row("get_table_throughput", f"get_table throughput, {args.clients} clients", "calls/s",
+              THROUGHPUT_GOAL)
+    for r in range(args.throughput_rounds):
+        for side in sides:
+            if side in row.errors:
+                continue
+            reply = client.call("throughput", args.duration, args.clients, side)
+            if reply.get("ok"):
+                getattr(row, side).append(round(reply["per_second"], 1))
+            else:
+                row.errors[side] = reply.get("error", "?")
+    rows.append(row)
+    log(_progress(row, sides))
+    log(f"measured in {time.monotonic() - t0:.0f}s")
+    return rows
+
+
+def _progress(row: Row, sides: list[str]) -> str:
+    parts = []
+    for side in sides:
+        if side in row.errors:
+            parts.append(f"{side} ERROR {row.errors[side]}")
+        else:
+            parts.append(f"{side} {_fmt(row.median(side), row.unit)}")
+    return f"{row.label}: " + ", ".join(parts)
+
+
+# --- reporting ------------------------------------------------------------------------
+
+
+def load_average() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def machine_info() -> dict:
+    info = {"nproc": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform(), "load_average_end": load_average()}
+    try:
+        with open("/proc/meminfo") as f:
+            kb = int(f.readline().split()[1])
+        info["ram_gb"] = round(kb / 1024 / 1024, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        out = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+        info["java"] = out.strip().splitlines()[0] if out.strip() else "?"
+    except OSError:
+        info["java"] = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return info
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "—"
+    if unit == "calls/s":
+        return f"{value:,.0f} calls/s"
+    if value >= 100:
+        return f"{value:,.0f} ms"
+    if value >= 10:
+        return f"{value:.1f} ms"
+    return f"{value:.2f} ms"
+
+
+def render_table(result: dict) -> str:
+    rows: list[Row] = result["_rows"]
+    has_against = result.get("against") is not None
+    head = ["Operation", "Target (median)"]
+    if has_against:
+        head += ["Against (median)", "Ratio", "Goal", "Met"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+    for row in rows:
+        cells = [row.label, _cell(row, "target")]
+        if has_against:
+            r = row.ratio
+            met = row.met
+            cells += [_cell(row, "against"), "—" if r is None else f"{r:.1f}x", f"≥{row.goal:g}x",
+                      "—" if met is None else ("pass" if met else "MISS")]
+        lines.append("| " + " | ".join(cells) + " |")
+    notes = []
+    for row in rows:
+        for side, err in row.errors.items():
+            notes.append(f"- {row.label} on {side}: {err}")
+    if notes:
+        lines += ["", "Errors:", *notes]
+    return "\n".join(lines)
+
+
+def _cell(row: Row, side: str) -> str:
+    if side in row.errors:
+        return "ERROR"
+    return _fmt(row.median(side), row.unit)
+
+
+def render_markdown(result: dict) -> str:
+    m = result["machine"]
+    out = [
+        f"Command: `{result['command']}`",
+        "",
+        f"- date: {result['date']}",
+        f"- target: {result['target']}" + (" (started by the bench)" if "target" in result["started"] else ""),
+        f"- against: {result['against']}" + (" (started by the bench)" if "against" in result["started"] else ""),
+        f"- partitions: {result['partitions']}, throughput clients: {result['clients']}",
+        f"- machine: {m.get('nproc')} CPUs ({m.get('cpu', '?')}), {m.get('ram_gb', '?')} GB RAM, "
+        f"{m.get('java')}, Python {m.get('python')}, {m.get('platform')}",
+        f"- load average (1, 5, 15 min) at start {m.get('load_average_start')}, "
+        f"at end {m.get('load_average_end')}",
+        f"- wall time: {result['seconds']} s",
+        "",
+        render_table(result),
+        "",
+        "Ratio = how many times faster the target is (against/target for latencies, "
+        "target/against for throughput).",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def cmd_bench(args) -> int:
+    result = run_bench(args)
+    table = render_table(result)
+    print(table, flush=True)
+    if args.json:
+        data = {k: v for k, v in result.items() if not k.startswith("_")}
+        Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
+        log(f"wrote {args.json}")
+    if args.markdown:
+        Path(args.markdown).write_text(render_markdown(result))
+        log(f"wrote {args.markdown}")
+    errors = any(row.errors for row in result["_rows"])
+    return 1 if errors and args.strict else 0
