@@ -7,6 +7,7 @@ and of a container; a client breaking a bound loses its connection, never the se
 """
 from __future__ import annotations
 
+import io
 import logging
 import os
 import select
@@ -86,8 +87,8 @@ class _FramedTransport(TTransport.TTransportBase, CReadableTransport):
     def __init__(self, trans, max_frame: int):
         self._trans = trans
         self._max = max_frame
-        self._rbuf = TTransport.BufferIO(b"")
-        self._wbuf = TTransport.BufferIO()
+        self._rbuf = io.BytesIO(b"")
+        self._wbuf = io.BytesIO()
 
     def start_message(self) -> None:
         pass
@@ -112,14 +113,14 @@ class _FramedTransport(TTransport.TTransportBase, CReadableTransport):
                 TTransportException.SIZE_LIMIT,
                 f"frame of {size} bytes exceeds the limit of {self._max} bytes",
             )
-        self._rbuf = TTransport.BufferIO(self._trans.readAll(size))
+        self._rbuf = io.BytesIO(self._trans.readAll(size))
 
     def write(self, buf):
         self._wbuf.write(buf)
 
     def flush(self):
         data = self._wbuf.getvalue()
-        self._wbuf = TTransport.BufferIO()
+        self._wbuf = io.BytesIO()
         self._trans.write(struct.pack("!i", len(data)) + data)
         self._trans.flush()
 
@@ -131,7 +132,7 @@ class _FramedTransport(TTransport.TTransportBase, CReadableTransport):
         while len(prefix) < reqlen:
             self._read_frame()
             prefix += self._rbuf.getvalue()
-        self._rbuf = TTransport.BufferIO(prefix)
+        self._rbuf = io.BytesIO(prefix)
         return self._rbuf
 
 

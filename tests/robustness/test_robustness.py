@@ -98,6 +98,7 @@ def closed_by_server(s: socket.socket, timeout: float = 10.0) -> bool:
 
 
 def assert_serving(proc):
+    """The server still answers a normal client."""
     with Client(proc) as c:
         assert "default" in c.get_all_databases()
 
@@ -310,3 +311,51 @@ def test_sigterm_shuts_down_cleanly(tmp_path):
         proc.popen.send_signal(signal.SIGTERM)
         assert proc.popen.wait(20) == 0
     proc.stop()
+
+
+def _framed_client(host, port):
+    sock = TSocket.TSocket(host, port)
+    sock.setTimeout(10_000)
+    transport = TTransport.TFramedTransport(sock)
+    transport.open()
+    return transport, ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocolAccelerated(transport))
+
+
+def test_framed_transport_serves_and_bounds_frames(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.support.process import REPO_ROOT, free_port
+
+    port = free_port()
+    log = open(tmp_path / "framed.log", "wb")
+    popen = subprocess.Popen(
+        [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(tmp_path / "store"),
+         "--port", str(port), "--transport", "framed", "--max-message-size", "1m"],
+        cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                transport, client = _framed_client("127.0.0.1", port)
+                break
+            except Exception:  # noqa: BLE001 - not listening yet
+                if time.monotonic() > deadline or popen.poll() is not None:
+                    raise
+                time.sleep(0.3)
+        client.create_database(ttypes.Database(name="framed", parameters={"k": "v"}))
+        assert client.get_database("framed").parameters == {"k": "v"}
+        transport.close()
+        before = psutil.Process(popen.pid).memory_info().rss
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(struct.pack("!i", 1 << 30) + b"x" * 1024)  # a frame of 1 GiB announced
+        assert closed_by_server(s)
+        s.close()
+        assert psutil.Process(popen.pid).memory_info().rss - before < 64 * 1024 * 1024
+        transport, client = _framed_client("127.0.0.1", port)
+        assert "framed" in client.get_all_databases()
+        transport.close()
+    finally:
+        popen.terminate()
+        popen.wait(20)
+        log.close()
