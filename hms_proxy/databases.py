@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from hms_proxy import errors, names, warehouse
 from hms_proxy.family import Family, lower, match_names
+from hms_proxy.processor import Raw
 from kvmodel import catalog as keys
 
 DEFAULT_DB = "default"
@@ -105,11 +106,10 @@ class DatabaseCalls(Family):
     # --- reads --------------------------------------------------------------------------
     def get_database(self, ctx, name):
         name = lower(name)
-        with self.reading(ctx) as cat:
-            db = cat.database(name)
-        if db is None:
+        data = self.get_raw(ctx, keys.db_key(name))
+        if data is None:
             raise errors.NoSuchObject(f"There is no database named {name}")
-        return db
+        return Raw(data)
 
     def get_databases(self, ctx, pattern):
         with self.reading(ctx) as cat:

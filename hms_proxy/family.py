@@ -39,6 +39,10 @@ class Family:
     def ref_of(self, ctx) -> str:
         return getattr(ctx, "ref", None) or self.env.ref
 
+    def get_raw(self, ctx, key: str) -> bytes | None:
+        """One key at the call's ref, by the store's fastest path."""
+        return self.env.store.get(self.ref_of(ctx), key)
+
     @contextmanager
     def reading(self, ctx):
         with self.env.store.read(self.ref_of(ctx)) as view:

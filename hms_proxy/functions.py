@@ -30,8 +30,7 @@ class FunctionCalls(Family):
 
     def get_function(self, ctx, dbName, funcName):
         db, name = lower(dbName), lower(funcName)
-        with self.reading(ctx) as cat:
-            data = cat.raw(keys.func_key(db, name))
+        data = self.get_raw(ctx, keys.func_key(db, name))
         if data is None:
             raise errors.NoSuchObject(f"Function {db}.{name} does not exist")
         return Raw(data)

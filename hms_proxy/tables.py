@@ -162,8 +162,7 @@ class TableCalls(Family):
 
     # --- reads --------------------------------------------------------------------------
     def get_table(self, ctx, dbname, tbl_name):
-        with self.reading(ctx) as cat:
-            data = cat.raw(keys.table_key(lower(dbname), lower(tbl_name)))
+        data = self.get_raw(ctx, keys.table_key(lower(dbname), lower(tbl_name)))
         if data is None:
             raise errors.NoSuchObject(f"{lower(dbname)}.{lower(tbl_name)} table not found")
         return Raw(data)

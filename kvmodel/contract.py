@@ -168,6 +168,12 @@ class VersionedStore(abc.ABC):
             ReadOnlyRef: ``branch`` names a tag, a commit or an ancestry expression.
         """
 
+    def get(self, ref: RefExpr, key: Key) -> Value | None:
+        """One key at ``ref``: the same answer as ``read(ref).get(key)``; backends may answer
+        it faster (it is the hot path of get_table and get_partition)."""
+        with self.read(ref) as view:
+            return view.get(key)
+
     # --- refs ---------------------------------------------------------------------------
     @abc.abstractmethod
     def resolve(self, ref: RefExpr) -> ResolvedRef:

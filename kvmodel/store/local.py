@@ -449,6 +449,24 @@ class LocalStore(VersionedStore):
         return [Tag(name, commit_id) for name, commit_id in rows.fetchall()]
 
     # --- reads and writes ---------------------------------------------------------------------
+    def get(self, ref: RefExpr, key: Key) -> Value | None:
+        """One statement reads the ref and the staged row together (one implicit snapshot);
+        the committed tree it points at is immutable, so no transaction is needed."""
+        tc = self._thread_conn()
+        parsed = parse_ref(ref)
+        if tc.depth or not parsed.plain:
+            return super().get(ref, key)
+        row = tc.conn.execute(
+            "SELECT r.kind, r.commit_id, s.key, s.value FROM refs r LEFT JOIN staging s "
+            "ON s.branch = r.name AND s.key = ? WHERE r.name = ?",
+            (_check_key(key), parsed.base)).fetchone()
+        if row is None:
+            return super().get(ref, key)
+        kind, commit_id, staged_key, staged_value = row
+        if kind == "branch" and staged_key is not None:
+            return staged_value
+        return ranges.lookup(self._tree(tc.conn, commit_id), key, self._load_range)
+
     @contextmanager
     def read(self, ref: RefExpr) -> Iterator[ReadView]:
         with self._txn(write=False) as conn:

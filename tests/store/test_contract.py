@@ -566,3 +566,21 @@ def test_commit_snapshot(store):
         store.commit_snapshot("main", [c1.id], iter([]), "stale", expected_head=c1.id)
     again = store.commit_snapshot("main", [snap.id], iter([]), "noop", expected_head=snap.id)
     assert again.metarange == snap.metarange
+
+
+def test_store_get_answers_like_a_read_view(store):
+    """``store.get`` (a backend's fast path) agrees with ``read(ref).get`` everywhere."""
+    commit(store, "main", {"a": b"1", "b": b"2", "c": b"3"})
+    first = store.resolve("main").commit
+    store.create_tag("t1", "main")
+    commit(store, "main", {"a": b"10"})
+    stage(store, "main", {"b": None, "d": b"4", "c": b"30"})
+    store.create_branch("dev", "main")
+    refs = ["main", "dev", "t1", first, first[:8], "main~1", "main^"]
+    for ref in refs:
+        for key in ["a", "b", "c", "d", "e"]:
+            with store.read(ref) as view:
+                expected = view.get(key)
+            assert store.get(ref, key) == expected, (ref, key)
+    with pytest.raises(RefNotFound):
+        store.get("nope", "a")
