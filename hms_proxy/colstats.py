@@ -1,21 +1,23 @@
 """Column statistics written by clients (ANALYZE ... FOR COLUMNS, Trino, Spark's Hive client).
 
-Stored one key per column, table level under ``colstats/`` and partition level under
-``partstats/<partition>/``, as ColumnStatistics structs (descriptor + one object).
+One key per column: table level under ``colstats/``, partition level under
+``partstats/<partition>/``. The value is a ColumnStatistics struct (its descriptor and one
+object) whose data is what HMS answers for the column: built from HMS's flat row model by the
+column type first recorded (see :mod:`hms_proxy.aggregate`).
 """
 from __future__ import annotations
 
 import json
 
-from hms_proxy import errors, names
-from hms_proxy.family import Family, lower
+from hms_proxy import aggregate, errors, names
+from hms_proxy.family import Family, lower, now
 from hms_proxy.tables import COLUMN_STATS_ACCURATE
 from kvmodel import catalog as keys
 from kvmodel import codec
 
 
-def _one(stats, obj, t):
-    return t.ColumnStatistics(statsDesc=stats.statsDesc, statsObj=[obj])
+def _missing_table(db, tbl):
+    return errors.NoSuchObject(f"Specified database/table does not exist : {db}.{tbl}")
 
 
 class ColumnStatsCalls(Family):
@@ -36,48 +38,65 @@ class ColumnStatsCalls(Family):
             raise errors.InvalidObject("Column statistics descriptor is missing")
         desc = stats.statsDesc
         db, tbl = lower(desc.dbName), lower(desc.tableName)
-        desc.dbName, desc.tableName = db, tbl
         with self.writing(ctx) as cat:
             table = cat.table(db, tbl)
             if table is None:
-                raise errors.NoSuchObject(
-                    f"Table {db}.{tbl} for which stats is gathered doesn't exist.")
-            columns = {c.name: c for c in (table.sd.cols or [])}
+                raise _missing_table(db, tbl)
+            columns = {c.name for c in (table.sd.cols or [])}
+            part_keys = {k.name for k in table.partitionKeys or []}
             if table_level:
-                prefix = f"db/{db}/table/{tbl}/colstats/"
-                part_name = None
+                prefix, part_name = f"db/{db}/table/{tbl}/colstats/", None
             else:
-                part_name = self._existing_partition(cat, table, desc.partName)
-                desc.partName = part_name
+                part_name = self._partition_name(cat, table, desc.partName)
+                if part_name is None:
+                    raise errors.NoSuchObject("Partition for which stats is gathered doesn't exist.")
                 prefix = keys.part_colstats_prefix(db, tbl, part_name)
-            colnames = []
+            stamp = desc.lastAnalyzed or now()
+            written = []
             for obj in stats.statsObj or []:
                 col = lower(obj.colName)
-                if col not in columns and not (not table_level and col in
-                                               {k.name for k in table.partitionKeys or []}):
-                    raise errors.NoSuchObject(
-                        f"Column {col} for which stats gathering is requested doesn't exist.")
-                obj.colName = col
-                colnames.append(col)
-                cat.put(prefix + col, _one(stats, obj, self.t))
-            self._mark_accurate(cat, table, part_name, colnames)
+                if col not in columns:
+                    if not table_level and col in part_keys:
+                        raise errors.InternalError(f"statistics of partition key {col}")
+                    raise errors.MetaError(
+                        f"Column {col} doesn't exist in table {tbl} in database {db}")
+                self._write_one(cat, prefix + col, db, tbl, part_name, col, obj, stamp)
+                written.append(col)
+            self._mark_accurate(cat, table, part_name, written)
         return True
 
-    def _existing_partition(self, cat, table, part_name):
+    def _write_one(self, cat, key, db, tbl, part_name, col, obj, stamp):
+        """Merge into the column's row as HMS does: new fields win, the first type stays."""
+        flat = aggregate.to_flat(obj.statsData) if obj.statsData else dict.fromkeys(aggregate.FIELDS)
+        col_type = obj.colType
+        old = cat.raw(key)
+        if old is not None:
+            previous = codec.decode(self.t.ColumnStatistics, old).statsObj[0]
+            flat = aggregate.merge_flat(aggregate.to_flat(previous.statsData), flat)
+            col_type = previous.colType
+        desc = self.t.ColumnStatisticsDesc(isTblLevel=part_name is None, dbName=db, tableName=tbl,
+                                           partName=part_name, lastAnalyzed=stamp)
+        stored = self.t.ColumnStatisticsObj(colName=col, colType=col_type,
+                                            statsData=aggregate.from_flat(col_type, flat, self.t))
+        cat.put(key, self.t.ColumnStatistics(statsDesc=desc, statsObj=[stored]))
+
+    def _partition_name(self, cat, table, part_name):
+        """The canonical name of an existing partition, or None."""
         from hms_proxy.partitions import part_name as make_name
 
         spec = names.part_name_to_spec(part_name or "")
         try:
             name = make_name(table, [spec[k.name] for k in table.partitionKeys or []])
-        except KeyError:
-            raise errors.InvalidObject(f"Invalid partition name {part_name}") from None
+        except (KeyError, errors.HMSError):
+            return None
         if cat.raw(keys.part_key(table.dbName, table.tableName, name)) is None:
-            raise errors.NoSuchObject(
-                f"Partition for which stats is gathered doesn't exist: {part_name}")
+            return None
         return name
 
     def _mark_accurate(self, cat, table, part_name, colnames):
         """HMS records which columns have statistics in COLUMN_STATS_ACCURATE."""
+        if not colnames:
+            return
         if part_name is None:
             entity, key = table, keys.table_key(table.dbName, table.tableName)
         else:
@@ -91,106 +110,124 @@ class ColumnStatsCalls(Family):
         cols = state.setdefault("COLUMN_STATS", {})
         for c in colnames:
             cols[c] = "true"
-        params[COLUMN_STATS_ACCURATE] = json.dumps(state, separators=(",", ":"))
+        params[COLUMN_STATS_ACCURATE] = json.dumps(state, separators=(",", ":"), sort_keys=True)
         cat.put(key, entity)
 
     # --- reads --------------------------------------------------------------------------
     def get_table_column_statistics(self, ctx, db_name, tbl_name, col_name):
+        """HMS answers nothing at all (the client sees MISSING_RESULT) when there are none."""
         db, tbl, col = lower(db_name), lower(tbl_name), lower(col_name)
         with self.reading(ctx) as cat:
-            self.require_table(cat, db, tbl)
+            if cat.raw(keys.table_key(db, tbl)) is None:
+                raise _missing_table(db, tbl)
             data = cat.raw(keys.table_colstats_key(db, tbl, col))
-        if data is None:
-            raise errors.NoSuchObject(f"Specified database/table/column does not exist: {db}.{tbl}.{col}")
-        return codec.decode(self.t.ColumnStatistics, data)
+        return None if data is None else codec.decode(self.t.ColumnStatistics, data)
 
     def get_partition_column_statistics(self, ctx, db_name, tbl_name, part_name, col_name):
         db, tbl, col = lower(db_name), lower(tbl_name), lower(col_name)
         with self.reading(ctx) as cat:
-            table = self.require_table(cat, db, tbl)
-            name = self._existing_partition(cat, table, part_name)
-            data = cat.raw(keys.part_colstats_prefix(db, tbl, name) + col)
-        if data is None:
-            raise errors.NoSuchObject(f"Specified database/table/partition/column does not exist: {db}.{tbl}.{part_name}.{col}")
-        return codec.decode(self.t.ColumnStatistics, data)
+            table = cat.table(db, tbl)
+            if table is None:
+                raise _missing_table(db, tbl)
+            name = self._partition_name(cat, table, part_name)
+            data = None if name is None else cat.raw(keys.part_colstats_prefix(db, tbl, name) + col)
+        return None if data is None else codec.decode(self.t.ColumnStatistics, data)
 
     def get_table_statistics_req(self, ctx, request):
         db, tbl = lower(request.dbName), lower(request.tblName)
         wanted = [lower(c) for c in request.colNames or []]
         with self.reading(ctx) as cat:
-            self.require_table(cat, db, tbl)
+            if cat.raw(keys.table_key(db, tbl)) is None:
+                raise _missing_table(db, tbl)
             found = cat.view.get_many([keys.table_colstats_key(db, tbl, c) for c in wanted])
         objs = [codec.decode(self.t.ColumnStatistics, d).statsObj[0] for d in found if d]
         return self.t.TableStatsResult(tableStats=objs)
 
     def _partition_stats(self, cat, table, part_names, colnames):
-        """{partition name: [ColumnStatisticsObj]} for the partitions and columns asked."""
-        out = {}
-        for pname in part_names:
-            try:
-                name = self._existing_partition(cat, table, pname)
-            except errors.HMSError:
+        """[(position, canonical name, {column: ColumnStatisticsObj})] for the requested
+        partitions that exist."""
+        out = []
+        for pos, pname in enumerate(part_names):
+            name = self._partition_name(cat, table, pname)
+            if name is None:
                 continue
             prefix = keys.part_colstats_prefix(table.dbName, table.tableName, name)
             found = cat.view.get_many([prefix + c for c in colnames])
-            objs = [codec.decode(self.t.ColumnStatistics, d).statsObj[0] for d in found if d]
-            if objs:
-                out[pname] = objs
+            objs = {c: codec.decode(self.t.ColumnStatistics, d).statsObj[0]
+                    for c, d in zip(colnames, found) if d}
+            out.append((pos, name, objs))
         return out
 
     def get_partitions_statistics_req(self, ctx, request):
         db, tbl = lower(request.dbName), lower(request.tblName)
         cols = [lower(c) for c in request.colNames or []]
         with self.reading(ctx) as cat:
-            table = self.require_table(cat, db, tbl)
+            table = cat.table(db, tbl)
+            if table is None:
+                raise _missing_table(db, tbl)
             found = self._partition_stats(cat, table, request.partNames or [], cols)
-        return self.t.PartitionsStatsResult(partStats=found)
+        return self.t.PartitionsStatsResult(
+            partStats={name: list(objs.values()) for _, name, objs in found if objs})
 
     def get_aggr_stats_for(self, ctx, request):
-        from hms_proxy.aggregate import aggregate_column
-
         db, tbl = lower(request.dbName), lower(request.tblName)
         cols = [lower(c) for c in request.colNames or []]
-        part_names = request.partNames or []
-        with self.reading(ctx) as cat:
-            table = self.require_table(cat, db, tbl)
-            found = self._partition_stats(cat, table, part_names, cols)
+        part_names = list(request.partNames or [])
         if not cols or not part_names:
             return self.t.AggrStats(colStats=[], partsFound=0)
-        by_col: dict[str, list] = {}
-        for objs in found.values():
-            for obj in objs:
-                by_col.setdefault(obj.colName, []).append(obj)
-        aggregated = [aggregate_column(by_col[c], len(part_names), self.t)
-                      for c in cols if c in by_col]
-        parts_found = min((len(by_col[c]) for c in cols if c in by_col), default=0)
+        with self.reading(ctx) as cat:
+            table = cat.table(db, tbl)
+            if table is None:
+                raise _missing_table(db, tbl)
+            found = self._partition_stats(cat, table, part_names, cols)
+        # HMS numbers the requested partitions by their position in the request.
+        positions = {name: i for i, name in enumerate(dict.fromkeys(part_names))}
+        aggregated = []
+        for col in cols:
+            rows = [(positions.get(pname, pos), aggregate.to_flat(objs[col].statsData))
+                    for pos, pname, objs in found if col in objs]
+            if rows:
+                col_type = next(objs[col].colType for _, _, objs in found if col in objs)
+                aggregated.append(aggregate.aggregate(col, col_type, rows, len(part_names), self.t))
+        parts_found = sum(1 for _, _, objs in found if len(objs) == len(cols))
         return self.t.AggrStats(colStats=aggregated, partsFound=parts_found)
 
     # --- delete -------------------------------------------------------------------------
     def delete_table_column_statistics(self, ctx, db_name, tbl_name, col_name):
         db, tbl = lower(db_name), lower(tbl_name)
         with self.writing(ctx) as cat:
-            self.require_table(cat, db, tbl)
+            if cat.raw(keys.table_key(db, tbl)) is None:
+                raise errors.NoSuchObject(
+                    f"Table {tbl}  for which stats deletion is requested doesn't exist")
             if col_name is None:
                 cat.delete_prefix(f"db/{db}/table/{tbl}/colstats/")
                 return True
             key = keys.table_colstats_key(db, tbl, lower(col_name))
             if cat.raw(key) is None:
-                raise errors.NoSuchObject(f"Column stats doesn't exist for db={db} table={tbl} col={lower(col_name)}")
+                raise errors.NoSuchObject(
+                    f"Column stats doesn't exist for db={db} table={tbl} col={lower(col_name)}")
             cat.delete(key)
         return True
 
     def delete_partition_column_statistics(self, ctx, db_name, tbl_name, part_name, col_name):
         db, tbl = lower(db_name), lower(tbl_name)
         with self.writing(ctx) as cat:
-            table = self.require_table(cat, db, tbl)
-            name = self._existing_partition(cat, table, part_name)
+            table = cat.table(db, tbl)
+            if table is None:
+                raise errors.NoSuchObject(
+                    f"Table {tbl}  for which stats deletion is requested doesn't exist")
+            name = self._partition_name(cat, table, part_name)
+            if name is None:
+                raise errors.NoSuchObject(
+                    f"Partition {part_name} for which stats deletion is requested doesn't exist")
             prefix = keys.part_colstats_prefix(db, tbl, name)
             if col_name is None:
                 cat.delete_prefix(prefix)
                 return True
             key = prefix + lower(col_name)
             if cat.raw(key) is None:
-                raise errors.NoSuchObject(f"Column stats doesn't exist for db={db} table={tbl} partition={part_name} col={lower(col_name)}")
+                raise errors.NoSuchObject(
+                    f"Column stats doesn't exist for db={db} table={tbl} partition={part_name} "
+                    f"col={lower(col_name)}")
             cat.delete(key)
         return True

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from hms_proxy import errors, names, warehouse
-from hms_proxy.family import Family, lower, match_names
+from hms_proxy.family import Family, check_identifier_length, lower, match_names
 from hms_proxy.processor import Raw
 from kvmodel import catalog as keys
 
@@ -34,6 +34,7 @@ class DatabaseCalls(Family):
     def create_database(self, ctx, database):
         if database is None or not names.validate_name(database.name or ""):
             raise errors.InvalidObject(f"{getattr(database, 'name', None)} is not a valid database name")
+        check_identifier_length(database.name)
         name = lower(database.name)
         db = self.t.Database(
             name=name,
@@ -41,36 +42,33 @@ class DatabaseCalls(Family):
             locationUri=None,
             parameters=dict(database.parameters or {}),
             ownerName=database.ownerName,
-            ownerType=database.ownerType,
+            # HMS stores a missing owner type as USER.
+            ownerType=self.t.PrincipalType.USER if database.ownerType is None else database.ownerType,
         )
         if database.locationUri:
             db.locationUri = warehouse.qualify(database.locationUri)
         else:
             db.locationUri = self.env.warehouse.default_database_location(name)
         with self.writing(ctx) as cat:
-            if cat.database(name) is not None:
-                raise errors.AlreadyExists(f"Database {name} already exists")
+            if cat.raw(keys.db_key(name)) is not None:
+                raise errors.AlreadyExists(f"Database {database.name} already exists")
             cat.put(keys.db_key(name), db)
         warehouse.mkdirs(db.locationUri)
 
     def alter_database(self, ctx, dbname, db):
+        """HMS replaces the parameters and the owner name (even with nothing), sets the owner
+        type when given, changes nothing else, and ignores a missing database."""
         name = lower(dbname)
+        if db is None:
+            raise errors.MetaError("Database object cannot be null")
         with self.writing(ctx) as cat:
             old = cat.database(name)
             if old is None:
-                raise errors.NoSuchObject(f"There is no database named {name}")
-            if db is None:
-                raise errors.MetaError("Database object cannot be null")
-            if db.parameters is not None:
-                old.parameters = dict(db.parameters)
-            if db.ownerName is not None:
-                old.ownerName = db.ownerName
+                return
+            old.parameters = dict(db.parameters or {})
+            old.ownerName = db.ownerName
             if db.ownerType is not None:
                 old.ownerType = db.ownerType
-            if db.description:
-                old.description = db.description
-            if db.locationUri:
-                old.locationUri = warehouse.qualify(db.locationUri)
             cat.put(keys.db_key(name), old)
 
     def drop_database(self, ctx, name, deleteData, cascade):
@@ -83,7 +81,10 @@ class DatabaseCalls(Family):
         with self.writing(ctx) as cat:
             db = cat.database(name)
             if db is None:
-                raise errors.NoSuchObject(f"There is no database named {name}")
+                # HMS 2.3 trips over its own null here; the class is what clients see.
+                raise errors.MetaError(
+                    'java.lang.NullPointerException: Cannot invoke "org.apache.hadoop.hive.'
+                    'metastore.api.Database.getName()" because "db" is null')
             tables = cat.table_names(name)
             functions = [fn for fn, _ in cat.functions(name)]
             if not cascade:
@@ -108,7 +109,7 @@ class DatabaseCalls(Family):
         name = lower(name)
         data = self.get_raw(ctx, keys.db_key(name))
         if data is None:
-            raise errors.NoSuchObject(f"There is no database named {name}")
+            raise errors.NoSuchObject(name)
         return Raw(data)
 
     def get_databases(self, ctx, pattern):

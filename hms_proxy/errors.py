@@ -19,6 +19,11 @@ class HMSError(Exception):
         self.message = message
 
 
+class InternalError(Exception):
+    """Where HMS fails with an unchecked Java exception: the client gets
+    TApplicationException INTERNAL_ERROR ("Internal error processing <method>")."""
+
+
 class MetaError(HMSError):
     """A generic HMS failure (MetaException)."""
 

@@ -65,7 +65,7 @@ class Family:
     def require_database(cat: CatalogReader, db: str):
         database = cat.database(db)
         if database is None:
-            raise errors.NoSuchObject(f"There is no database named {db}")
+            raise errors.NoSuchObject(db)
         return database
 
 
@@ -101,3 +101,14 @@ def column_problem(cols) -> str | None:
         return names.validate_tbl_columns((c.name, c.type) for c in cols or [])
     except ValueError as exc:
         return f"type: {exc}"
+
+
+MAX_IDENTIFIER = 128
+
+
+def check_identifier_length(name: str, column: str = "NAME") -> None:
+    """HMS's backing database limits names to 128 characters; the error is Derby's."""
+    if name is not None and len(name) > MAX_IDENTIFIER:
+        raise errors.MetaError(
+            f'Attempt to store value "{lower(name)}" in column ""{column}"" that has maximum '
+            f"length of {MAX_IDENTIFIER}. Please correct your data!")

@@ -17,12 +17,14 @@ class FunctionCalls(Family):
         if not func.className:
             raise errors.InvalidObject("Function class name cannot be null")
         fn = copy.copy(func)
-        fn.functionName, fn.dbName = lower(func.functionName), lower(func.dbName)
+        # HMS stores the name as given but lower-cases every lookup: a function created with
+        # upper-case letters can be listed but not fetched or dropped (Spark lower-cases).
+        fn.functionName, fn.dbName = func.functionName, lower(func.dbName)
         fn.resourceUris = list(func.resourceUris or [])
         fn.createTime = now()
         with self.writing(ctx) as cat:
             if cat.raw(keys.db_key(fn.dbName)) is None:
-                raise errors.NoSuchObject(f"The database {fn.dbName} does not exist")
+                raise errors.NoSuchObject(fn.dbName)
             key = keys.func_key(fn.dbName, fn.functionName)
             if cat.raw(key) is not None:
                 raise errors.AlreadyExists(f"Function {fn.functionName} already exists")
@@ -54,9 +56,9 @@ class FunctionCalls(Family):
         with self.writing(ctx) as cat:
             old = cat.function(db, name)
             if old is None:
-                raise errors.InvalidOperation(f"Function {db}.{name} does not exist")
+                raise errors.MetaError(f"function {name} doesn't exist")
             fn = copy.copy(newFunc)
-            fn.dbName, fn.functionName = lower(newFunc.dbName) or db, lower(newFunc.functionName)
+            fn.dbName, fn.functionName = lower(newFunc.dbName) or db, newFunc.functionName
             fn.resourceUris = list(newFunc.resourceUris or [])
             fn.createTime = old.createTime
             cat.delete(keys.func_key(db, name))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 
-from hms_proxy import errors, filters, names, warehouse
+from hms_proxy import errors, filters, javafmt, names, warehouse
 from hms_proxy.family import DDL_TIME, Family, lower, now
 from hms_proxy.processor import Raw
 from hms_proxy.tables import is_external, is_view, normalize_sd, update_stats_fast
@@ -37,14 +37,17 @@ class PartitionCalls(Family):
     # --- add ----------------------------------------------------------------------------
     def _prepare(self, cat, table, part, env_context=None):
         """The partition as HMS stores it: names lower-case, a location, times and stats;
-        returns (name, partition, directory made)."""
+        returns (name, partition)."""
+        if part.sd is None:
+            raise errors.MetaError(
+                'java.lang.NullPointerException: Cannot invoke "org.apache.hadoop.hive.metastore.'
+                'api.StorageDescriptor.setLocation(String)" because the return value of '
+                '"org.apache.hadoop.hive.metastore.api.Partition.getSd()" is null')
         name = part_name(table, part.values)
         p = copy.copy(part)
         p.dbName, p.tableName = table.dbName, table.tableName
         p.values = list(part.values)
-        p.sd = normalize_sd(part.sd if part.sd is not None else table.sd, self.t)
-        if part.sd is None:
-            p.sd.location = None
+        p.sd = normalize_sd(part.sd, self.t)
         made_dir = False
         if not is_view(table):
             if not p.sd.location:
@@ -70,15 +73,18 @@ class PartitionCalls(Family):
     def add_partition(self, ctx, new_part):
         return self.add_partition_with_environment_context(ctx, new_part, None)
 
-    def add_partition_with_environment_context(self, ctx, new_part, environment_context):
+    def add_partition_with_environment_context(self, ctx, new_part, environment_context,
+                                               appended=False):
         if new_part is None:
             raise errors.MetaError("Partition cannot be null.")
         with self.writing(ctx) as cat:
             table = self._table_for_add(cat, new_part.dbName, new_part.tableName)
+            described = _describe(new_part)  # the client's partition, as HMS prints it
             name, part = self._prepare(cat, table, new_part, environment_context)
             key = keys.part_key(table.dbName, table.tableName, name)
             if cat.raw(key) is not None:
-                raise errors.AlreadyExists(f"Partition already exists: {_describe(part)}")
+                sep = "" if appended else " "  # HMS words the two paths differently
+                raise errors.AlreadyExists(f"Partition already exists:{sep}{described}")
             return Raw(cat.put(key, part))
 
     def add_partitions(self, ctx, new_parts):
@@ -110,7 +116,8 @@ class PartitionCalls(Family):
                         f"Partition does not belong to target table {table.dbName}.{table.tableName}: {_describe(part)}")
                 name = part_name(table, part.values)
                 if name in seen:
-                    raise errors.MetaError(f"Duplicate partitions in the list: {_describe(part)}")
+                    raise errors.MetaError(
+                        f"java.io.IOException: Duplicate partitions in the list: {_describe(part)}")
                 seen.add(name)
                 if cat.raw(keys.part_key(table.dbName, table.tableName, name)) is not None:
                     if if_not_exists:
@@ -132,7 +139,10 @@ class PartitionCalls(Family):
         part = self.t.Partition(dbName=table.dbName, tableName=table.tableName,
                                 values=list(part_vals or []), sd=codec.clone(table.sd))
         part.sd.location = None
-        return self.add_partition_with_environment_context(ctx, part, environment_context)
+        if table.sd and table.sd.location and not is_view(table):
+            part.sd.location = warehouse.join(table.sd.location, part_name(table, part.values))
+        return self.add_partition_with_environment_context(ctx, part, environment_context,
+                                                           appended=True)
 
     def append_partition_by_name(self, ctx, db_name, tbl_name, part_name_):
         return self.append_partition_by_name_with_environment_context(
@@ -169,20 +179,18 @@ class PartitionCalls(Family):
         vals = []
         for key in table.partitionKeys or []:
             if key.name not in spec:
-                raise errors.MetaError(f"Invalid partition name {name}")
+                raise errors.NoSuchObject(f"incomplete partition name - missing {key.name}")
             vals.append(spec[key.name])
         return vals
 
     # --- listings -----------------------------------------------------------------------
-    def _listing(self, ctx, db_name, tbl_name, require=False):
-        """(table or None, [(name, bytes)]) for the table's partitions, in name order."""
+    def _listing(self, ctx, db_name, tbl_name, missing=errors.NoSuchObject):
+        """(table, [(name, bytes)]) for the table's partitions, in name order."""
         db, tbl = lower(db_name), lower(tbl_name)
         with self.reading(ctx) as cat:
             table = cat.table(db, tbl)
             if table is None:
-                if require:
-                    raise errors.NoSuchObject(f"{db}.{tbl} table not found")
-                return None, []
+                raise missing(f"{db}.{tbl} table not found")
             return table, list(cat.partitions_raw(db, tbl))
 
     def get_partitions(self, ctx, db_name, tbl_name, max_parts):
@@ -193,16 +201,19 @@ class PartitionCalls(Family):
         return self.get_partitions(ctx, db_name, tbl_name, max_parts)
 
     def get_partition_names(self, ctx, db_name, tbl_name, max_parts):
-        _, items = self._listing(ctx, db_name, tbl_name)
+        # HMS 2.3 fails here with an unchecked exception when the table is missing.
+        _, items = self._listing(ctx, db_name, tbl_name, missing=errors.InternalError)
         return [n for n, _ in limit(items, max_parts)]
 
     def _partial(self, ctx, db_name, tbl_name, part_vals, max_parts):
-        table, items = self._listing(ctx, db_name, tbl_name, require=True)
+        table, items = self._listing(ctx, db_name, tbl_name)
         nkeys = len(table.partitionKeys or [])
         part_vals = list(part_vals or [])
         if len(part_vals) > nkeys:
             raise errors.MetaError(
-                f"Incorrect number of partition values. numPartKeys={nkeys}, part_val={_java_list(part_vals)}")
+                f"Incorrect number of partition values. numPartKeys={nkeys}, part_val={len(part_vals)}")
+        if not part_vals:
+            raise errors.MetaError("Invalid partition key & values; keys [], values []")
         wanted = [(i, v) for i, v in enumerate(part_vals) if v]
         out = []
         for name, data in items:
@@ -242,14 +253,21 @@ class PartitionCalls(Family):
             return None
 
     def _filtered(self, ctx, db_name, tbl_name, filter_text):
-        table, items = self._listing(ctx, db_name, tbl_name, require=True)
+        table, items = self._listing(ctx, db_name, tbl_name)
         if not filter_text:
             return items
         key_types = {k.name: k.type for k in table.partitionKeys or []}
         predicate = filters.parse_filter(filter_text).compile(key_types)
         key_names = list(key_types)
         return [(n, d) for n, d in items
-                if predicate(dict(zip(key_names, names.part_name_to_vals(n))))]
+                if predicate(dict(zip(key_names, self._stored_values(n, d))))]
+
+    def _stored_values(self, name, data):
+        """A partition's values. The name spells them, except where an empty or null value
+        became ``__HIVE_DEFAULT_PARTITION__``: then the stored struct is read."""
+        if names.DEFAULT_PARTITION_NAME in name:
+            return codec.decode(self.t.Partition, data).values
+        return names.part_name_to_vals(name)
 
     def get_partitions_by_filter(self, ctx, db_name, tbl_name, filter, max_parts):
         return [Raw(d) for _, d in limit(self._filtered(ctx, db_name, tbl_name, filter), max_parts)]
@@ -289,13 +307,14 @@ class PartitionCalls(Family):
         return self._alter_partitions(ctx, db_name, tbl_name, [new_part], environment_context)
 
     def alter_partitions(self, ctx, db_name, tbl_name, new_parts):
-        return self._alter_partitions(ctx, db_name, tbl_name, new_parts, None)
+        return self._alter_partitions(ctx, db_name, tbl_name, new_parts, None, bulk=True)
 
     def alter_partitions_with_environment_context(self, ctx, db_name, tbl_name, new_parts,
                                                   environment_context):
-        return self._alter_partitions(ctx, db_name, tbl_name, new_parts, environment_context)
+        return self._alter_partitions(ctx, db_name, tbl_name, new_parts, environment_context,
+                                      bulk=True)
 
-    def _alter_partitions(self, ctx, db_name, tbl_name, new_parts, env_context):
+    def _alter_partitions(self, ctx, db_name, tbl_name, new_parts, env_context, bulk=False):
         db, tbl = lower(db_name), lower(tbl_name)
         props = (getattr(env_context, "properties", None) or {})
         with self.writing(ctx) as cat:
@@ -307,7 +326,10 @@ class PartitionCalls(Family):
                 key = keys.part_key(db, tbl, name)
                 old_data = cat.raw(key)
                 if old_data is None:
-                    raise errors.InvalidOperation("alter is not possible")
+                    raise errors.InvalidOperation(
+                        "Alter partition operation failed: NoSuchObjectException(message:"
+                        f"partition values={_java_list(new_part.values)})" if bulk
+                        else "alter is not possible")
                 old = codec.decode(self.t.Partition, old_data)
                 part = copy.copy(new_part)
                 part.dbName, part.tableName = db, tbl
@@ -331,16 +353,16 @@ class PartitionCalls(Family):
         with self.writing(ctx) as cat:
             table = cat.table(db, tbl)
             if table is None:
-                raise errors.InvalidObject(
+                raise errors.InvalidOperation(
                     "Unable to rename partition because table or database do not exist")
             old_name = part_name(table, part_vals)
             old_data = cat.raw(keys.part_key(db, tbl, old_name))
             if old_data is None:
-                raise errors.InvalidObject(
+                raise errors.InvalidOperation(
                     "Unable to rename partition because old partition does not exist")
             new_name = part_name(table, new_part.values)
             if cat.raw(keys.part_key(db, tbl, new_name)) is not None:
-                raise errors.AlreadyExists(
+                raise errors.InvalidOperation(
                     f"Partition already exists:{db}.{tbl}.{_java_list(new_part.values)}")
             old = codec.decode(self.t.Partition, old_data)
             part = copy.copy(new_part)
@@ -434,10 +456,12 @@ class PartitionCalls(Family):
     def _delete_data(self, table, dropped, delete_data):
         if not delete_data or is_external(table) or is_view(table):
             return
+        levels = len(table.partitionKeys or []) - 1
         for data in dropped:
             part = codec.decode(self.t.Partition, data)
             if part.sd and part.sd.location:
                 warehouse.delete(part.sd.location)
+                warehouse.delete_empty_parents(part.sd.location, levels)
 
     # --- names --------------------------------------------------------------------------
     def partition_name_to_vals(self, ctx, part_name_):
@@ -459,4 +483,4 @@ def _java_list(values) -> str:
 
 
 def _describe(part) -> str:
-    return f"{part.dbName}.{part.tableName}{_java_list(part.values)}"
+    return javafmt.to_string(part)

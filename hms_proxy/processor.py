@@ -20,6 +20,10 @@ from hms_proxy import errors
 log = logging.getLogger("hms_proxy.processor")
 
 
+class CloseConnection(Exception):
+    """Raised by a handler method to end the client's connection without a reply."""
+
+
 class Raw:
     """Thrift-binary bytes of a struct (fields and stop byte), written to the wire verbatim."""
 
@@ -100,6 +104,8 @@ class Processor:
         outcome = "ok"
         try:
             value = impl(ctx, *(getattr(args, a) for a in method.arg_names))
+        except CloseConnection:
+            raise
         except Exception as exc:  # noqa: BLE001 - every failure must become a reply
             outcome = "error"
             if method.result_cls is None:
@@ -140,7 +146,7 @@ class Processor:
             if isinstance(exc, TApplicationException):
                 app = exc
             else:
-                if not isinstance(exc, ValueError):  # PartitionNameError & co are expected
+                if not isinstance(exc, (ValueError, errors.InternalError)):  # HMS-like failures
                     log.exception("internal error in %s", method.name, exc_info=exc)
                 # HMS's wording exactly; the details are in our log.
                 app = TApplicationException(

@@ -23,7 +23,7 @@ from thrift.transport import TTransport
 from thrift.transport.TSocket import TSocket
 from thrift.transport.TTransport import CReadableTransport, TTransportException
 
-from hms_proxy.processor import CallContext, Processor
+from hms_proxy.processor import CallContext, CloseConnection, Processor
 
 log = logging.getLogger("hms_proxy.server")
 
@@ -255,6 +255,8 @@ class MetastoreServer:
                 log.info("closing %s: %s", peer, exc)
         except (EOFError, ConnectionError, OSError):
             pass
+        except CloseConnection as exc:
+            log.info("closing %s: %s", peer, exc)
         except (TException, OverflowError, MemoryError, ValueError, TypeError,
                 UnicodeDecodeError, struct.error) as exc:
             log.info("closing %s after a malformed message: %s: %s", peer, type(exc).__name__, exc)

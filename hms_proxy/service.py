@@ -5,6 +5,7 @@ import re
 
 from hms_proxy import errors
 from hms_proxy.family import Family
+from hms_proxy.processor import CloseConnection
 from hms_proxy.gen.fb303 import ttypes as fb303_types
 
 HMS_VERSION = "2.3.10"
@@ -44,10 +45,12 @@ _CONFIG_KEY = re.compile(r"(hive|hdfs|mapred).*", re.S)
 class ServiceCalls(Family):
     # --- session ------------------------------------------------------------------------
     def set_ugi(self, ctx, user_name, group_names):
+        if ctx.user is not None:
+            # HMS's processor refuses a second set_ugi on a connection by closing it.
+            raise CloseConnection("UGI is already set")
         ctx.user = user_name
-        groups = list(group_names or [])
-        ctx.groups = groups
-        return groups + [user_name]
+        ctx.groups = list(group_names or [])
+        return list(ctx.groups)
 
     def get_config_value(self, ctx, name, defaultValue):
         if name is None:
@@ -58,7 +61,7 @@ class ServiceCalls(Family):
         if name in self.env.conf:
             return self.env.conf[name]
         if name == "hive.metastore.warehouse.dir":
-            return self.env.warehouse.root
+            return self.env.warehouse.configured
         value = HIVECONF_DEFAULTS.get(name)
         return defaultValue if value is None else value
 
@@ -91,10 +94,10 @@ class ServiceCalls(Family):
 
     # --- fb303 --------------------------------------------------------------------------
     def getName(self, ctx):
-        return "hive metastore"
+        return "new db based metaserver"  # what HMS 2.3.10 answers
 
     def getVersion(self, ctx):
-        return HMS_VERSION
+        return "3.0"  # HMS 2.3.10 answers its fb303 version, not Hive's
 
     def getStatus(self, ctx):
         return fb303_types.fb_status.ALIVE

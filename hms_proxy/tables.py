@@ -5,7 +5,8 @@ import copy
 import json
 
 from hms_proxy import errors, names, warehouse
-from hms_proxy.family import DDL_TIME, Family, column_problem, lower, match_names, now
+from hms_proxy.family import (DDL_TIME, Family, check_identifier_length, column_problem, lower,
+                              match_names, now)
 from hms_proxy.processor import Raw
 from kvmodel import catalog as keys
 from kvmodel import codec
@@ -118,7 +119,16 @@ def managed_data_locations(cat, table) -> list[str]:
     return out
 
 
+TABLE_TYPES = ("MANAGED_TABLE", "EXTERNAL_TABLE", "VIRTUAL_VIEW", "INDEX_TABLE",
+               "MATERIALIZED_VIEW")
+DUPLICATE_COLUMN = ('Add request failed : INSERT INTO COLUMNS_V2 (CD_ID,COMMENT,"COLUMN_NAME",'
+                    'TYPE_NAME,INTEGER_IDX) VALUES (?,?,?,?,?) ')
+
+
 def check_columns(table) -> None:
+    cols = [lower(c.name) for c in (table.sd.cols if table.sd else None) or []]
+    if len(set(cols)) != len(cols):
+        raise errors.MetaError(DUPLICATE_COLUMN)  # the backing database's unique key, in HMS
     problem = column_problem(table.sd.cols if table.sd else [])
     if problem:
         raise errors.InvalidObject(f"Invalid column {problem}")
@@ -138,6 +148,7 @@ class TableCalls(Family):
     def create_table_with_environment_context(self, ctx, tbl, environment_context):
         if tbl is None or not names.validate_name(tbl.tableName or ""):
             raise errors.InvalidObject(f"{getattr(tbl, 'tableName', None)} is not a valid object name")
+        check_identifier_length(tbl.tableName, "TBL_NAME")
         check_columns(tbl)
         table = normalize_table(tbl, self.t)
         db_name, name = table.dbName, table.tableName
@@ -145,9 +156,9 @@ class TableCalls(Family):
         with self.writing(ctx) as cat:
             db = cat.database(db_name)
             if db is None:
-                raise errors.NoSuchObject(f"There is no database named {db_name}")
+                raise errors.InvalidObject(db_name)
             if cat.raw(keys.table_key(db_name, name)) is not None:
-                raise errors.AlreadyExists(f"Table {name} already exists")
+                raise errors.AlreadyExists(f"Table {tbl.tableName} already exists")
             if not is_view(table):
                 if not table.sd.location:
                     table.sd.location = self.env.warehouse.default_table_location(
@@ -192,6 +203,9 @@ class TableCalls(Family):
             return match_names(pattern, cat.table_names(lower(db_name)))
 
     def get_tables_by_type(self, ctx, db_name, pattern, tableType):
+        if tableType and tableType not in TABLE_TYPES:
+            raise errors.MetaError("java.lang.IllegalArgumentException: No enum constant "
+                                   f"org.apache.hadoop.hive.metastore.TableType.{tableType}")
         db = lower(db_name)
         out = []
         with self.reading(ctx) as cat:
@@ -269,7 +283,7 @@ class TableCalls(Family):
         with self.writing(ctx) as cat:
             old = cat.table(db, name)
             if old is None:
-                raise errors.InvalidOperation(f"table {db}.{name} doesn't exist")
+                raise errors.InvalidOperation(f"{db}.{name} table not found")
             new = normalize_table(new_tbl, self.t)
             new.dbName = new.dbName or db
             self._check_partition_keys(old, new)
@@ -309,8 +323,10 @@ class TableCalls(Family):
                 f"new table {new.dbName}.{new.tableName} already exists")
         target_db = cat.database(new.dbName)
         if target_db is None:
+            # Worded as HMS 2.3 words it, naming the old database first.
             raise errors.InvalidOperation(
-                f"Unable to change partition or table. Database {new.dbName} does not exist")
+                f"Unable to change partition or table. Database {old.dbName} does not exist "
+                f"Check metastore logs for detailed stack.{new.dbName}")
         old_loc = old.sd.location if old.sd else None
         new_loc = new.sd.location if new.sd else None
         if is_view(old) or is_external(old) or not old_loc or (new_loc and new_loc != old_loc):

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 
 class Warehouse:
     def __init__(self, root: str):
+        self.configured = root  # as given: what get_config_value answers, like HMS
         self.root = qualify(root)
 
     def default_database_location(self, db: str) -> str:
@@ -47,13 +48,14 @@ def join(base: str, name: str) -> str:
 
 
 def local_path(location: str | None) -> str | None:
-    """The local file-system path of a ``file:`` location, else None."""
+    """The local file-system path of a ``file:`` location, else None. Taken literally, as
+    Hadoop does: the directory of partition value ``a/b`` is really named ``p=a%2Fb``."""
     if not location:
         return None
     parts = urlsplit(location)
     if parts.scheme not in ("", "file"):
         return None
-    return unquote(parts.path) if parts.scheme else location
+    return parts.path if parts.scheme else location
 
 
 def mkdirs(location: str | None) -> bool:
@@ -99,9 +101,11 @@ def quick_stats(location: str | None) -> tuple[int, int] | None:
     """(number of files, total bytes) under a local directory, skipping hidden files as Hive
     does (names starting with ``.`` or ``_``); None for non-local locations."""
     path = local_path(location)
-    if path is None or not os.path.isdir(path):
+    if path is None:
         return None
     files = size = 0
+    if not os.path.isdir(path):
+        return files, size  # HMS lists a missing directory as empty
     for dirpath, dirnames, filenames in os.walk(path):
         dirnames[:] = [d for d in dirnames if not d.startswith((".", "_"))]
         for name in filenames:
@@ -113,3 +117,18 @@ def quick_stats(location: str | None) -> tuple[int, int] | None:
                 continue
             files += 1
     return files, size
+
+
+def delete_empty_parents(location: str | None, levels: int) -> None:
+    """Remove up to ``levels`` parent directories that became empty, as HMS does after
+    dropping a partition of a multi-key table (``ds=1/hr=2`` leaves no empty ``ds=1``)."""
+    path = local_path(location)
+    if path is None:
+        return
+    parent = os.path.dirname(path.rstrip("/"))
+    for _ in range(max(levels, 0)):
+        try:
+            os.rmdir(parent)  # only succeeds on an empty directory
+        except OSError:
+            return
+        parent = os.path.dirname(parent)

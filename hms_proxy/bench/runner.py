@@ -362,6 +362,7 @@ def _sides(has_against: bool) -> list[str]:
 def run_bench(args) -> dict:
     started = time.monotonic()
     load_start = load_average()
+    date = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     n = args.partitions
     if n < 1:
         raise SystemExit("--partitions must be at least 1")
@@ -407,7 +408,7 @@ def run_bench(args) -> dict:
                         log(f"cleanup on {side} failed: {reply.get('error')}")
         return {
             "command": command_line(args),
-            "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "date": date,
             "target": uris.get("target"), "against": uris.get("against"),
             "started": sorted(started_by_us),
             "partitions": n, "clients": args.clients,
@@ -578,7 +579,7 @@ def render_markdown(result: dict) -> str:
     out = [
         f"Command: `{result['command']}`",
         "",
-        f"- date: {result['date']}",
+        f"- date (start): {result['date']}",
         f"- target: {result['target']}" + (" (started by the bench)" if "target" in result["started"] else ""),
         f"- against: {result['against']}" + (" (started by the bench)" if "against" in result["started"] else ""),
         f"- partitions: {result['partitions']}, throughput clients: {result['clients']}",

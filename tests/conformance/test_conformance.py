@@ -18,6 +18,13 @@ from tests.support.process import REPO_ROOT
 
 pytestmark = pytest.mark.oracle
 
+# Scenarios known to differ, each with its reason (also in docs/compatibility.md). They are
+# strict xfails: the day one matches the oracle, the run fails until the entry is removed.
+KNOWN_DIFFERENCES = {
+    "transactions_and_locks": "locks and transactions are not implemented yet (issue 4): "
+                              "the server answers UNKNOWN_METHOD",
+}
+
 TRANSCRIPTS = REPO_ROOT / "tests" / ".artifacts" / "conformance"
 ONLY = os.environ.get("CONFORMANCE_ONLY", "")
 
@@ -39,6 +46,8 @@ def test_scenario(name, request):
         print(f"== {name} on {ONLY}: {len(rec.entries)} calls")
         print("\n".join(rec.lines(with_details=True)))
         return
+    if name in KNOWN_DIFFERENCES:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_DIFFERENCES[name]))
     proxy = request.getfixturevalue("proxy")  # first: skips before starting the oracle
     oracle = request.getfixturevalue("oracle")
     expected, actual = record(oracle, name), record(proxy, name)

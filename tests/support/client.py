@@ -16,7 +16,7 @@ from typing import Iterator
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore, ttypes  # noqa: F401
+from hms_proxy.gen.hive_metastore import ThriftHiveMetastore, ttypes  # noqa: F401
 
 Client = ThriftHiveMetastore.Client
 
