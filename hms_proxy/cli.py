@@ -91,7 +91,8 @@ def make_server(args) -> srv.MetastoreServer:
         max_container_length=args.max_container_length,
         max_connections=args.max_connections,
     )
-    server = srv.MetastoreServer(processor, config, on_stop=store.close)
+    server = srv.MetastoreServer(processor, config, on_stop=store.close,
+                                 on_connection_end=store.release_thread)
     server.bind()
     return server
 

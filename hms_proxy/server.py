@@ -139,10 +139,12 @@ class _FramedTransport(TTransport.TTransportBase, CReadableTransport):
 class MetastoreServer:
     """Accepts connections and serves each on its own thread until the client leaves."""
 
-    def __init__(self, processor: Processor, config: ServerConfig, on_stop=None):
+    def __init__(self, processor: Processor, config: ServerConfig, on_stop=None,
+                 on_connection_end=None):
         self.processor = processor
         self.config = config
         self.on_stop = on_stop
+        self.on_connection_end = on_connection_end
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._connections: dict[int, socket.socket] = {}
@@ -267,6 +269,8 @@ class MetastoreServer:
                 conn.close()
             except OSError:
                 pass
+            if self.on_connection_end is not None:
+                self.on_connection_end()
             with self._lock:
                 self._connections.pop(fileno, None)
                 self._threads.discard(threading.current_thread())

@@ -267,6 +267,10 @@ class VersionedStore(abc.ABC):
         ``changes`` applied (a value of None deletes), with the given parents, and move the
         branch to it. Staging is untouched. Used by merge and revert. Raises HeadMoved."""
 
+    def release_thread(self) -> None:
+        """Release what the calling thread holds (a server calls it as a connection's thread
+        ends, so that thousands of short connections leave nothing open)."""
+
     def close(self) -> None:
         """Release resources (connections, caches)."""
 

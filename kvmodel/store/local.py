@@ -267,6 +267,15 @@ class LocalStore(VersionedStore):
             root = self._new_commit(conn, [], ranges.EMPTY, "Repository created", "", {})
             conn.execute("INSERT INTO refs VALUES ('main', 'branch', ?, 0)", (root.id,))
 
+    def release_thread(self) -> None:
+        tc = getattr(self._local, "tc", None)
+        if tc is None or tc.depth:
+            return
+        self._local.tc = None
+        with self._lock:
+            self._all_conns.discard(tc)
+        tc.conn.close()
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

@@ -366,3 +366,32 @@ def test_equal_trees_share_a_metarange(local_store):
     c2 = commit({"k0500": b"changed"})
     c3 = commit({"k0500": b"v"})
     assert c3.metarange == c1.metarange != c2.metarange
+
+
+def test_release_thread_closes_the_threads_connection(tmp_path):
+    """A server calls release_thread as each connection's thread ends: no descriptor stays."""
+    import threading
+
+    import psutil
+
+    store = LocalStore(tmp_path / "s")
+    with store.write("main") as txn:
+        txn.put("k", b"v")
+    me = psutil.Process()
+
+    def work():
+        assert store.get("main", "k") == b"v"
+        store.release_thread()
+
+    # SQLite keeps one descriptor of a closed connection for reuse while others hold locks
+    # on the file: take the baseline after a first thread.
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    before = me.num_fds()
+    for _ in range(30):
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+    assert me.num_fds() <= before
+    store.close()
