@@ -1,0 +1,56 @@
+"""`hms-proxy bench` end to end at a tiny scale: our server as the target (started by the bench)
+and as the `--against` side (the session's proxy). Checks the result shape, not the timings."""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shutil
+
+import pytest
+
+from hms_proxy.bench import register
+from hms_proxy.bench.runner import OPERATIONS
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("javac") is None or shutil.which("java") is None,
+                       reason="the bench's JVM client needs a JDK (java and javac)"),
+    pytest.mark.skipif(importlib.util.find_spec("pyspark") is None,
+                       reason="the bench needs pyspark's jars"),
+]
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="hms-proxy")
+    register(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(argv)
+
+
+def test_bench_produces_a_full_table(proxy, tmp_path, capsys):
+    out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
+    args = parse(["bench", "--start-proxy", "--against", proxy.uri, "--partitions", "200",
+                  "--iterations", "3", "--warmup", "1", "--duration", "0.5",
+                  "--throughput-rounds", "1", "--json", str(out_json), "--markdown", str(out_md)])
+    assert args.func(args) == 0
+
+    result = json.loads(out_json.read_text())
+    rows = {row["operation"]: row for row in result["rows"]}
+    expected = {"add_partitions", "get_table_throughput", *(key for key, *_ in OPERATIONS)}
+    assert set(rows) == expected
+    for key, row in rows.items():
+        assert row["errors"] == {}, f"{key}: {row['errors']}"
+        for side in ("target", "against"):
+            median = row[f"{side}_median"]
+            assert median is not None and median >= 0, (key, side, row)
+            assert len(row[f"{side}_samples"]) >= 1
+        assert row["ratio"] is not None and row["ratio"] >= 0
+        assert isinstance(row["met"], bool)
+
+    table = capsys.readouterr().out
+    for row in rows.values():
+        assert row["label"] in table
+    assert "Ratio" in table and "Met" in table
+    markdown = out_md.read_text()
+    assert "hms-proxy bench --start-proxy --against" in markdown
+    assert rows["get_table"]["label"] in markdown
