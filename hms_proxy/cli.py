@@ -62,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default=os.environ.get("HMS_LOG_LEVEL", "INFO"),
                        help="DEBUG, INFO, WARNING... (default INFO)")
     serve.set_defaults(func=cmd_serve)
+
+    from hms_proxy import bench
+
+    bench.register(sub)
     return parser
 
 

@@ -294,7 +294,9 @@ class TableCalls(Family):
             env_props = getattr(env_context, "properties", None) or {}
             if not new.partitionKeys and not is_view(new) \
                     and env_props.get(DO_NOT_UPDATE_STATS, "").lower() != "true":
-                update_stats_fast(new.parameters, new.sd.location, False, env_context, force=True)
+                # The directory moves after this transaction: count the files where they are.
+                where = moves[0] if moves else new.sd.location
+                update_stats_fast(new.parameters, where, False, env_context, force=True)
             if not new.parameters.get(DDL_TIME):
                 new.parameters[DDL_TIME] = str(now())
             if cascade or rename:
