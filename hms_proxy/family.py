@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from hms_proxy import errors
 from hms_proxy.gen.hive_metastore import ttypes
 from hms_proxy.warehouse import Warehouse
+from kvmodel.cache import LRUCache
 from kvmodel.catalog import CatalogReader, CatalogWriter
 from kvmodel.contract import VersionedStore
 
@@ -28,6 +29,7 @@ class Env:
     ref: str = "main"
     conf: dict[str, str] = field(default_factory=dict)
     started: float = field(default_factory=time.time)
+    cache: LRUCache = field(default_factory=lambda: LRUCache(256 << 20))
 
 
 class Family:
@@ -46,7 +48,7 @@ class Family:
     @contextmanager
     def reading(self, ctx):
         with self.env.store.read(self.ref_of(ctx)) as view:
-            yield CatalogReader(view, ttypes)
+            yield CatalogReader(view, ttypes, self.env.cache)
 
     @contextmanager
     def writing(self, ctx):

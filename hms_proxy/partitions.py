@@ -6,6 +6,7 @@ are (:class:`~hms_proxy.processor.Raw`) unless a filter needs the values.
 """
 from __future__ import annotations
 
+import bisect
 import copy
 
 from hms_proxy import errors, filters, javafmt, names, warehouse
@@ -14,6 +15,7 @@ from hms_proxy.processor import Raw
 from hms_proxy.tables import is_external, is_view, normalize_sd, update_stats_fast
 from kvmodel import catalog as keys
 from kvmodel import codec
+from kvmodel.contract import prefix_end
 
 
 def part_name(table, values) -> str:
@@ -191,7 +193,7 @@ class PartitionCalls(Family):
             table = cat.table(db, tbl)
             if table is None:
                 raise missing(f"{db}.{tbl} table not found")
-            return table, list(cat.partitions_raw(db, tbl))
+            return table, cat.partition_list(db, tbl)
 
     def get_partitions(self, ctx, db_name, tbl_name, max_parts):
         _, items = self._listing(ctx, db_name, tbl_name)
@@ -257,8 +259,10 @@ class PartitionCalls(Family):
         if not filter_text:
             return items
         key_types = {k.name: k.type for k in table.partitionKeys or []}
-        predicate = filters.parse_filter(filter_text).compile(key_types)
+        expr = filters.parse_filter(filter_text)
+        predicate = expr.compile(key_types)
         key_names = list(key_types)
+        items = _narrow_to_leading_value(items, expr.root, table.partitionKeys or [])
         return [(n, d) for n, d in items
                 if predicate(dict(zip(key_names, self._stored_values(n, d))))]
 
@@ -469,6 +473,36 @@ class PartitionCalls(Family):
 
     def partition_name_to_spec(self, ctx, part_name_):
         return names.part_name_to_spec(part_name_)
+
+
+def _leading_equality(node, key: str):
+    """The string a filter requires the first partition key to equal (an ``=`` leaf on it,
+    alone or ANDed with anything), or None."""
+    if isinstance(node, filters.Leaf):
+        if node.op == "=" and node.key.lower() == key and isinstance(node.value, str):
+            return node.value
+        return None
+    if isinstance(node, filters.Node) and node.op == "AND":
+        found = _leading_equality(node.lhs, key)
+        return found if found is not None else _leading_equality(node.rhs, key)
+    return None
+
+
+def _narrow_to_leading_value(items, root, partition_keys):
+    """A superset of the partitions a filter can select, found by bisection when it pins
+    the first (string) key: names are sorted and start with ``key=<escaped value>``. HMS
+    compares strings with SQL's blank padding, so every value ``v`` followed by spaces is
+    kept; the predicate decides exactly."""
+    if not partition_keys or partition_keys[0].type.lower() != "string":
+        return items
+    first = partition_keys[0].name
+    value = _leading_equality(root, first)
+    if value is None or not value.rstrip(" "):
+        return items
+    prefix = f"{first}={names.escape_path_name(value.rstrip(' '))}"
+    lo = bisect.bisect_left(items, prefix, key=lambda item: item[0])
+    hi = bisect.bisect_left(items, prefix_end(prefix), key=lambda item: item[0])
+    return items[lo:hi]
 
 
 def _needs_stats(params, env_props) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kvmodel import codec
+from kvmodel.cache import LRUCache
 from kvmodel.contract import ReadView, WriteTxn, prefix_end
 
 SUBTREE_END = chr(ord("/") + 1)  # the first character after '/': skips a whole subtree
@@ -57,11 +58,27 @@ def role_key(name: str) -> str:
 
 
 class CatalogReader:
-    """Typed reads of HMS entities from one consistent view."""
+    """Typed reads of HMS entities from one consistent view.
 
-    def __init__(self, view: ReadView, ttypes):
+    With a ``cache``, listings derived from the view (database and table names, a table's
+    partitions) are kept under the view's token, so repeated listings of an unchanged branch
+    cost one lookup; any write to the branch changes the token.
+    """
+
+    def __init__(self, view: ReadView, ttypes, cache: LRUCache | None = None):
         self.view = view
         self.t = ttypes
+        self.cache = cache if getattr(view, "token", None) is not None else None
+
+    def _cached(self, key: tuple, compute, weigh):
+        if self.cache is None:
+            return compute()
+        full_key = (self.view.token,) + key
+        value = self.cache.get(full_key)
+        if value is None:
+            value = compute()
+            self.cache.put(full_key, value, weigh(value))
+        return value
 
     # --- raw bytes (sent to clients as they are) ---------------------------------------
     def raw(self, key: str) -> bytes | None:
@@ -76,7 +93,7 @@ class CatalogReader:
         return self._get(self.t.Database, db_key(db))
 
     def database_names(self) -> list[str]:
-        return self._child_names("db/")
+        return list(self._cached(("dbs",), lambda: tuple(self._child_names("db/")), _weigh_names))
 
     def _child_names(self, prefix: str) -> list[str]:
         """Names of the entities directly under ``prefix`` (``prefix + name``), skipping each
@@ -98,7 +115,8 @@ class CatalogReader:
         return self._get(self.t.Table, table_key(db, tbl))
 
     def table_names(self, db: str) -> list[str]:
-        return self._child_names(f"db/{db}/table/")
+        return list(self._cached(("tables", db),
+                                 lambda: tuple(self._child_names(f"db/{db}/table/")), _weigh_names))
 
     def tables(self, db: str) -> Iterator[tuple[str, bytes]]:
         """(name, raw Table bytes) for every table of ``db``, seeking past partitions."""
@@ -118,6 +136,11 @@ class CatalogReader:
         n = len(prefix)
         for key, value in self.view.scan_prefix(prefix):
             yield key[n:], value
+
+    def partition_list(self, db: str, tbl: str) -> tuple[tuple[str, bytes], ...]:
+        """All partitions of a table as (name, raw bytes), in name order (cached)."""
+        return self._cached(("parts", db, tbl), lambda: tuple(self.partitions_raw(db, tbl)),
+                            _weigh_pairs)
 
     def partition_names(self, db: str, tbl: str) -> list[str]:
         return [name for name, _ in self.partitions_raw(db, tbl)]
@@ -159,9 +182,13 @@ class CatalogReader:
 
 
 class CatalogWriter(CatalogReader):
-    """Typed writes of HMS entities inside one write transaction."""
+    """Typed writes of HMS entities inside one write transaction (never cached: the
+    transaction's own writes are not in its token)."""
 
     view: WriteTxn
+
+    def __init__(self, view: WriteTxn, ttypes):
+        super().__init__(view, ttypes, cache=None)
 
     def put(self, key: str, entity) -> bytes:
         data = codec.encode(entity)
@@ -182,3 +209,11 @@ class CatalogWriter(CatalogReader):
     def delete_database_subtree(self, db: str) -> None:
         self.view.delete(db_key(db))
         self.view.delete_prefix(db_key(db) + "/")
+
+
+def _weigh_names(names) -> int:
+    return 64 + sum(60 + len(n) for n in names)
+
+
+def _weigh_pairs(pairs) -> int:
+    return 64 + sum(120 + len(n) + len(d) for n, d in pairs)

@@ -101,9 +101,16 @@ class DiffEntry:
 
 
 class ReadView(abc.ABC):
-    """A consistent, read-only view of one ref at one instant."""
+    """A consistent, read-only view of one ref at one instant.
+
+    ``token`` identifies the content the view sees: two views with equal tokens (not None) see
+    identical content, so anything derived from a view may be cached under its token, across
+    threads and processes. A branch's token changes with every change to it (a staged write,
+    a commit, a reset); a tag's or commit's never does. None means: do not cache.
+    """
 
     ref: ResolvedRef
+    token: object = None
 
     @abc.abstractmethod
     def get(self, key: Key) -> Value | None:

@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS refs (
     name TEXT PRIMARY KEY,              -- branches and tags share one namespace
     kind TEXT NOT NULL CHECK (kind IN ('branch', 'tag')),
     commit_id TEXT NOT NULL,
-    protected INTEGER NOT NULL DEFAULT 0
+    protected INTEGER NOT NULL DEFAULT 0,
+    version INTEGER NOT NULL DEFAULT 0  -- bumped by every change to a branch's content
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS commits (
     id TEXT PRIMARY KEY, parents TEXT NOT NULL, message TEXT NOT NULL, author TEXT NOT NULL,
@@ -58,6 +59,7 @@ CREATE TABLE IF NOT EXISTS metaranges (id BLOB PRIMARY KEY, data BLOB NOT NULL);
 """
 _SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 BUSY_TIMEOUT_S = 30.0
+MAX_IDLE_CONNECTIONS = 32
 
 
 class _ThreadConn:
@@ -103,12 +105,15 @@ class _View(ReadView):
     """A read view: the tree of ``ref.commit``, overlaid with the branch's staging if any."""
 
     def __init__(self, store: LocalStore, conn: sqlite3.Connection, ref: ResolvedRef,
-                 tree: ranges.Metarange):
+                 tree: ranges.Metarange, version: int = 0):
         self.ref = ref
         self._store = store
         self._conn = conn
         self._tree = tree
         self._open = True
+        self._dirty = False
+        self.token = (("branch", ref.branch, ref.commit, version) if ref.branch is not None
+                      else ("commit", ref.commit))
 
     def _check_open(self) -> None:
         if not self._open:
@@ -154,6 +159,7 @@ class _Write(_View, WriteTxn):
 
     def put(self, key: Key, value: Value) -> None:
         self._check_open()
+        self._dirty = True
         self._conn.execute(
             "INSERT INTO staging (branch, key, value) VALUES (?, ?, ?) "
             "ON CONFLICT (branch, key) DO UPDATE SET value = excluded.value",
@@ -162,6 +168,7 @@ class _Write(_View, WriteTxn):
     def delete(self, key: Key) -> None:
         self._check_open()
         _check_key(key)
+        self._dirty = True
         if ranges.lookup(self._tree, key, self._store._load_range) is None:
             # Absent in the head commit: dropping any staged value is enough, no tombstone.
             self._conn.execute("DELETE FROM staging WHERE branch = ? AND key = ?",
@@ -192,6 +199,7 @@ class LocalStore(VersionedStore):
             raise ValueError(f"synchronous must be one of {_SYNC_MODES}, not {synchronous!r}")
         self._local = threading.local()
         self._all_conns: weakref.WeakSet[_ThreadConn] = weakref.WeakSet()
+        self._idle: list[_ThreadConn] = []  # connections released by finished threads
         self._lock = threading.Lock()
         self._closed = False
         self._ranges = ranges.LRUCache(cache_bytes)
@@ -206,6 +214,10 @@ class LocalStore(VersionedStore):
         if tc is None:
             if self._closed:
                 raise StoreError("the store is closed")
+            with self._lock:
+                if self._idle:
+                    tc = self._local.tc = self._idle.pop()
+                    return tc
             conn = sqlite3.connect(self.db_path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                    check_same_thread=False)
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
@@ -257,6 +269,9 @@ class LocalStore(VersionedStore):
             for statement in _SCHEMA.split(";"):  # executescript() would COMMIT first
                 if statement.strip():
                     conn.execute(statement)
+            columns = {r[1] for r in conn.execute("PRAGMA table_info(refs)")}
+            if "version" not in columns:  # a store created before branch versions existed
+                conn.execute("ALTER TABLE refs ADD COLUMN version INTEGER NOT NULL DEFAULT 0")
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
             if row is not None:
                 if row[0] != SCHEMA_VERSION:
@@ -265,14 +280,21 @@ class LocalStore(VersionedStore):
                 return
             conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
             root = self._new_commit(conn, [], ranges.EMPTY, "Repository created", "", {})
-            conn.execute("INSERT INTO refs VALUES ('main', 'branch', ?, 0)", (root.id,))
+            conn.execute("INSERT INTO refs (name, kind, commit_id) VALUES ('main', 'branch', ?)",
+                         (root.id,))
 
     def release_thread(self) -> None:
+        """Hand this thread's connection to the idle pool for the next thread (a server
+        calls it as each client connection ends). Connections are reused rather than
+        closed: closing one while others hold WAL locks makes SQLite park its descriptor."""
         tc = getattr(self._local, "tc", None)
         if tc is None or tc.depth:
             return
         self._local.tc = None
         with self._lock:
+            if len(self._idle) < MAX_IDLE_CONNECTIONS and not self._closed:
+                self._idle.append(tc)
+                return
             self._all_conns.discard(tc)
         tc.conn.close()
 
@@ -282,6 +304,7 @@ class LocalStore(VersionedStore):
             for tc in list(self._all_conns):
                 tc.conn.close()
             self._all_conns.clear()
+            self._idle.clear()
         self._local = threading.local()
         self._ranges.clear()
         self._metaranges.clear()
@@ -378,11 +401,17 @@ class LocalStore(VersionedStore):
 
     # --- refs --------------------------------------------------------------------------------
     def _resolve(self, conn: sqlite3.Connection, expr: RefExpr) -> ResolvedRef:
+        return self._resolve_versioned(conn, expr)[0]
+
+    def _resolve_versioned(self, conn: sqlite3.Connection,
+                           expr: RefExpr) -> tuple[ResolvedRef, int]:
+        """The resolved ref and the branch's content version (0 for other refs)."""
         parsed = parse_ref(expr)
-        row = conn.execute("SELECT kind, commit_id FROM refs WHERE name = ?",
+        row = conn.execute("SELECT kind, commit_id, version FROM refs WHERE name = ?",
                            (parsed.base,)).fetchone()
+        version = 0
         if row is not None:
-            kind, commit_id = row
+            kind, commit_id, version = row
         elif is_commit_prefix(parsed.base):
             kind, commit_id = "commit", self._commit_by_prefix(conn, parsed.base.lower())
         else:
@@ -390,7 +419,7 @@ class LocalStore(VersionedStore):
         commit_id = walk_ancestry(commit_id, parsed.hops, self.get_commit, expr)
         plain = parsed.plain
         return ResolvedRef(expr, commit_id, parsed.base if plain and kind == "branch" else None,
-                           parsed.base if plain and kind == "tag" else None)
+                           parsed.base if plain and kind == "tag" else None), version
 
     @staticmethod
     def _commit_by_prefix(conn: sqlite3.Connection, prefix: str) -> CommitID:
@@ -420,7 +449,8 @@ class LocalStore(VersionedStore):
             existing = conn.execute("SELECT kind FROM refs WHERE name = ?", (name,)).fetchone()
             if existing is not None:
                 raise RefExists(f"a {existing[0]} named {name!r} already exists")
-            conn.execute("INSERT INTO refs VALUES (?, ?, ?, 0)", (name, kind, commit_id))
+            conn.execute("INSERT INTO refs (name, kind, commit_id) VALUES (?, ?, ?)",
+                         (name, kind, commit_id))
         return commit_id
 
     def create_branch(self, name: BranchName, source: RefExpr) -> Branch:
@@ -479,8 +509,8 @@ class LocalStore(VersionedStore):
     @contextmanager
     def read(self, ref: RefExpr) -> Iterator[ReadView]:
         with self._txn(write=False) as conn:
-            resolved = self._resolve(conn, ref)
-            view = _View(self, conn, resolved, self._tree(conn, resolved.commit))
+            resolved, version = self._resolve_versioned(conn, ref)
+            view = _View(self, conn, resolved, self._tree(conn, resolved.commit), version)
             try:
                 yield view
             finally:
@@ -495,8 +525,15 @@ class LocalStore(VersionedStore):
             txn = _Write(self, conn, resolved, self._tree(conn, resolved.commit))
             try:
                 yield txn
+                if txn._dirty:
+                    self._bump(conn, resolved.branch)
             finally:
                 txn._open = False
+
+    @staticmethod
+    def _bump(conn: sqlite3.Connection, branch: BranchName) -> None:
+        """A branch's content changed: readers' tokens must change with it."""
+        conn.execute("UPDATE refs SET version = version + 1 WHERE name = ?", (branch,))
 
     # --- commits -------------------------------------------------------------------------------
     def commit(self, branch: BranchName, message: str, author: str = "",
@@ -515,6 +552,7 @@ class LocalStore(VersionedStore):
             commit = self._new_commit(conn, [head], tree, message, author, metadata or {})
             conn.execute("UPDATE refs SET commit_id = ? WHERE name = ?", (commit.id, branch))
             conn.execute("DELETE FROM staging WHERE branch = ?", (branch,))
+            self._bump(conn, branch)
         return commit
 
     def commit_snapshot(self, branch: BranchName, parents: list[CommitID],
@@ -581,4 +619,7 @@ class LocalStore(VersionedStore):
         with self._txn(write=True) as conn:
             if self._branch(conn, branch)[1]:
                 raise ProtectedRef(f"branch {branch!r} is protected")
-            return conn.execute("DELETE FROM staging WHERE branch = ?", (branch,)).rowcount
+            dropped = conn.execute("DELETE FROM staging WHERE branch = ?", (branch,)).rowcount
+            if dropped:
+                self._bump(conn, branch)
+            return dropped

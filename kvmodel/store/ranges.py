@@ -25,13 +25,13 @@ C-level array operations plus slicing)::
 """
 from __future__ import annotations
 
+from kvmodel.cache import LRUCache  # noqa: F401 - re-exported for the store
+
 import hashlib
 import struct
 import sys
-import threading
 from array import array
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
 
@@ -160,40 +160,6 @@ class Metarange:
 EMPTY = Metarange()
 
 LoadRange = Callable[[bytes], Range]
-
-
-class LRUCache:
-    """A thread-safe LRU of immutable decoded objects, bounded by total weight (bytes)."""
-
-    def __init__(self, max_weight: int):
-        self.max_weight = max_weight
-        self._items: OrderedDict[bytes, tuple[object, int]] = OrderedDict()
-        self._weight = 0
-        self._lock = threading.Lock()
-
-    def get(self, key):
-        with self._lock:
-            item = self._items.get(key)
-            if item is None:
-                return None
-            self._items.move_to_end(key)
-            return item[0]
-
-    def put(self, key, value, weight: int) -> None:
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._weight -= old[1]
-            self._items[key] = (value, weight)
-            self._weight += weight
-            while self._weight > self.max_weight and len(self._items) > 1:
-                _, (_, w) = self._items.popitem(last=False)
-                self._weight -= w
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._weight = 0
 
 
 def _is_boundary(raw_key: bytes) -> bool:

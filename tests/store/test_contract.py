@@ -584,3 +584,31 @@ def test_store_get_answers_like_a_read_view(store):
             assert store.get(ref, key) == expected, (ref, key)
     with pytest.raises(RefNotFound):
         store.get("nope", "a")
+
+
+def test_view_tokens_identify_content(store):
+    """Equal tokens mean equal content; every change to a branch changes its token."""
+    def token(ref):
+        with store.read(ref) as view:
+            return view.token, dict(view.scan())
+
+    t0, c0 = token("main")
+    assert token("main") == (t0, c0)
+    stage(store, "main", {"a": b"1"})
+    t1, c1 = token("main")
+    assert t1 != t0
+    with store.write("main"):
+        pass  # a write transaction that changes nothing keeps the token
+    assert token("main")[0] == t1
+    store.commit("main", "c1")
+    t2, c2 = token("main")
+    assert t2 not in (t0, t1) and c2 == c1
+    store.create_tag("v1", "main")
+    assert token("v1")[0] == token("v1")[0]
+    stage(store, "main", {"b": b"2"})
+    t3 = token("main")[0]
+    store.reset("main")
+    t4, c4 = token("main")
+    assert t4 not in (t2, t3) and c4 == c2
+    head = store.resolve("main").commit
+    assert token(head)[0] == token("v1")[0]

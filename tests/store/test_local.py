@@ -368,8 +368,9 @@ def test_equal_trees_share_a_metarange(local_store):
     assert c3.metarange == c1.metarange != c2.metarange
 
 
-def test_release_thread_closes_the_threads_connection(tmp_path):
-    """A server calls release_thread as each connection's thread ends: no descriptor stays."""
+def test_released_connections_are_reused_by_later_threads(tmp_path):
+    """A server calls release_thread as each connection's thread ends: later threads reuse
+    the connection, so descriptors do not grow with the number of threads."""
     import threading
 
     import psutil
