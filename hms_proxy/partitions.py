@@ -49,7 +49,7 @@ class PartitionCalls(Family):
         p = copy.copy(part)
         p.dbName, p.tableName = table.dbName, table.tableName
         p.values = list(part.values)
-        p.sd = normalize_sd(part.sd, self.t)
+        p.sd = normalize_sd(part.sd, self.t, copy_first=False)  # the request's own struct
         made_dir = False
         if not is_view(table):
             if not p.sd.location:
@@ -111,7 +111,7 @@ class PartitionCalls(Family):
         with self.writing(ctx) as cat:
             table = self._table_for_add(cat, db, tbl)
             seen: set[str] = set()
-            staged: list[tuple[str, object]] = []
+            named: list[tuple[str, object]] = []
             for part in parts:
                 if lower(part.dbName) != table.dbName or lower(part.tableName) != table.tableName:
                     raise errors.MetaError(
@@ -121,14 +121,23 @@ class PartitionCalls(Family):
                     raise errors.MetaError(
                         f"java.io.IOException: Duplicate partitions in the list: {_describe(part)}")
                 seen.add(name)
-                if cat.raw(keys.part_key(table.dbName, table.tableName, name)) is not None:
+                named.append((name, part))
+            existing = cat.view.get_many(
+                [keys.part_key(table.dbName, table.tableName, n) for n, _ in named])
+            staged = []
+            for (name, part), found in zip(named, existing):
+                if found is not None:
                     if if_not_exists:
                         continue
                     raise errors.AlreadyExists(f"Partition already exists: {_describe(part)}")
                 staged.append((name, part))
+            rows = []
             for name, part in staged:
                 _, prepared = self._prepare(cat, table, part)
-                added.append(cat.put(keys.part_key(table.dbName, table.tableName, name), prepared))
+                data = codec.encode(prepared)
+                rows.append((keys.part_key(table.dbName, table.tableName, name), data))
+                added.append(data)
+            cat.view.put_many(rows)
         return added
 
     def append_partition(self, ctx, db_name, tbl_name, part_vals):
@@ -255,16 +264,23 @@ class PartitionCalls(Family):
             return None
 
     def _filtered(self, ctx, db_name, tbl_name, filter_text):
-        table, items = self._listing(ctx, db_name, tbl_name)
-        if not filter_text:
-            return items
-        key_types = {k.name: k.type for k in table.partitionKeys or []}
-        expr = filters.parse_filter(filter_text)
-        predicate = expr.compile(key_types)
-        key_names = list(key_types)
-        items = _narrow_to_leading_value(items, expr.root, table.partitionKeys or [])
-        return [(n, d) for n, d in items
-                if predicate(dict(zip(key_names, self._stored_values(n, d))))]
+        db, tbl = lower(db_name), lower(tbl_name)
+        with self.reading(ctx) as cat:
+            table = cat.table(db, tbl)
+            if table is None:
+                raise errors.NoSuchObject(f"{db}.{tbl} table not found")
+            items = cat.partition_list(db, tbl)
+            if not filter_text:
+                return items
+            key_types = {k.name: k.type for k in table.partitionKeys or []}
+            expr = filters.parse_filter(filter_text)
+            predicate = expr.compile(key_types)
+            key_names = list(key_types)
+            # (name, bytes, values) per partition, parsed once per branch state.
+            parsed = cat.derived(("values", db, tbl), lambda: tuple(
+                (n, d, dict(zip(key_names, self._stored_values(n, d)))) for n, d in items))
+        parsed = _narrow_to_leading_value(parsed, expr.root, table.partitionKeys or [])
+        return [(n, d) for n, d, values in parsed if predicate(values)]
 
     def _stored_values(self, name, data):
         """A partition's values. The name spells them, except where an empty or null value

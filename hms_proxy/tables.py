@@ -31,9 +31,13 @@ def normalize_columns(cols, t):
     return [t.FieldSchema(name=lower(c.name), type=c.type, comment=c.comment) for c in cols or []]
 
 
-def normalize_sd(sd, t):
-    """A storage descriptor as HMS hands it back: every collection present, names lower-case."""
-    sd = codec.clone(sd) if sd is not None else t.StorageDescriptor()
+def normalize_sd(sd, t, copy_first: bool = True):
+    """A storage descriptor as HMS hands it back: every collection present, names lower-case.
+    ``copy_first=False`` normalises in place (for structs decoded from the request)."""
+    if sd is None:
+        sd = t.StorageDescriptor()
+    elif copy_first:
+        sd = codec.clone(sd)
     sd.cols = normalize_columns(sd.cols, t)
     if sd.location:
         sd.location = warehouse.qualify(sd.location)

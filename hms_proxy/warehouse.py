@@ -61,10 +61,19 @@ def local_path(location: str | None) -> str | None:
 def mkdirs(location: str | None) -> bool:
     """Create the directory; True when it did not exist before."""
     path = local_path(location)
-    if path is None or os.path.isdir(path):
+    if path is None:
         return False
     try:
-        os.makedirs(path, exist_ok=True)
+        os.mkdir(path)  # the common case: the parent exists; one system call
+    except FileExistsError:
+        return False
+    except FileNotFoundError:
+        try:
+            os.makedirs(path)
+        except FileExistsError:
+            return False
+        except OSError:
+            return False
     except OSError:
         return False
     return True

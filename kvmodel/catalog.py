@@ -137,6 +137,11 @@ class CatalogReader:
         for key, value in self.view.scan_prefix(prefix):
             yield key[n:], value
 
+    def derived(self, key: tuple, compute):
+        """Anything computed from this view's partitions, cached like them (weighed at a
+        few hundred bytes an item)."""
+        return self._cached(("derived",) + key, compute, lambda v: 64 + 300 * len(v))
+
     def partition_list(self, db: str, tbl: str) -> tuple[tuple[str, bytes], ...]:
         """All partitions of a table as (name, raw bytes), in name order (cached)."""
         return self._cached(("parts", db, tbl), lambda: tuple(self.partitions_raw(db, tbl)),

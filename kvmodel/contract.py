@@ -146,6 +146,11 @@ class WriteTxn(ReadView):
     def delete(self, key: Key) -> None:
         """Stage a tombstone for ``key`` (a no-op when absent)."""
 
+    def put_many(self, items: list[tuple[Key, Value]]) -> None:
+        """Stage several keys at once (backends may batch them)."""
+        for key, value in items:
+            self.put(key, value)
+
     def delete_prefix(self, prefix: Key) -> int:
         """Delete every key under ``prefix``; returns how many were deleted."""
         keys = [k for k, _ in self.scan_prefix(prefix)]

@@ -28,10 +28,11 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--partitions", type=int, default=10_000,
                    help="partitions in the benchmark table (default 10000)")
     p.add_argument("--iterations", type=int, default=None,
-                   help="timed calls per operation and side (default 20, 5 for get_partitions "
-                        "and the range filter)")
+                   help="timed calls per operation and side (default 200 for single-object calls, "
+                        "30 for listings, 5 for get_partitions and the range filter)")
     p.add_argument("--warmup", type=int, default=None,
-                   help="untimed calls per operation and side first (default 3, 1 for heavy ones)")
+                   help="untimed calls per operation and side first (default 300 for single-object "
+                        "calls, 10 for listings, 1 for heavy ones)")
     p.add_argument("--clients", type=int, default=8,
                    help="concurrent connections for the get_table throughput test (default 8)")
     p.add_argument("--duration", type=float, default=3.0,

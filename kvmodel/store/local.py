@@ -129,6 +129,20 @@ class _View(ReadView):
                 return row[0]
         return ranges.lookup(self._tree, key, self._store._load_range)
 
+    def get_many(self, keys: list[Key]) -> list[Value | None]:
+        """Staged rows of all the keys in a few queries, then the tree for the rest."""
+        self._check_open()
+        staged: dict[str, bytes | None] = {}
+        if self.ref.branch is not None:
+            for i in range(0, len(keys), 500):
+                chunk = [_check_key(k) for k in keys[i:i + 500]]
+                marks = ",".join("?" * len(chunk))
+                staged.update(self._conn.execute(
+                    f"SELECT key, value FROM staging WHERE branch = ? AND key IN ({marks})",
+                    (self.ref.branch, *chunk)).fetchall())
+        load = self._store._load_range
+        return [staged[k] if k in staged else ranges.lookup(self._tree, k, load) for k in keys]
+
     def scan(self, start: Key = "", end: Key | None = None) -> Iterator[tuple[Key, Value]]:
         self._check_open()
         _check_key(start)
@@ -164,6 +178,14 @@ class _Write(_View, WriteTxn):
             "INSERT INTO staging (branch, key, value) VALUES (?, ?, ?) "
             "ON CONFLICT (branch, key) DO UPDATE SET value = excluded.value",
             (self.ref.branch, _check_key(key), _check_value(value)))
+
+    def put_many(self, items: list[tuple[Key, Value]]) -> None:
+        self._check_open()
+        self._dirty = True
+        self._conn.executemany(
+            "INSERT INTO staging (branch, key, value) VALUES (?, ?, ?) "
+            "ON CONFLICT (branch, key) DO UPDATE SET value = excluded.value",
+            [(self.ref.branch, _check_key(k), _check_value(v)) for k, v in items])
 
     def delete(self, key: Key) -> None:
         self._check_open()
