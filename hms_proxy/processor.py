@@ -9,10 +9,12 @@ Unlike the processor the Thrift compiler generates, this one
 from __future__ import annotations
 
 import logging
+import struct
 import time
 from dataclasses import dataclass, field
 
 from thrift.protocol import fastbinary
+from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TApplicationException, TException, TMessageType, TType
 
 from hms_proxy import errors
@@ -83,7 +85,7 @@ class Processor:
         self.metrics = metrics
 
     def process(self, iprot, oprot, ctx: CallContext) -> None:
-        name, mtype, seqid = iprot.readMessageBegin()
+        name, mtype, seqid = read_message_begin(iprot)
         method = self.methods.get(name)
         impl = getattr(self.handler, name, None) if method is not None else None
         if method is None or impl is None or mtype not in (TMessageType.CALL, TMessageType.ONEWAY):
@@ -98,7 +100,6 @@ class Processor:
             return
         args = method.args_cls()
         args.read(iprot)
-        iprot.readMessageEnd()
         ctx.calls += 1
         started = time.perf_counter()
         outcome = "ok"
@@ -118,16 +119,21 @@ class Processor:
                 self.metrics.observe(name, time.perf_counter() - started, outcome)
         if method.result_cls is None:
             return
-        result = method.result_cls()
-        oprot.writeMessageBegin(name, TMessageType.REPLY, seqid)
-        if value is not None and _has_raw(value):
-            _write_struct_with_raw(oprot, method.result_cls.thrift_spec, {"success": value})
+        # The whole reply is assembled into one buffer and sent with one write.
+        if value is None:
+            payload = b"\x00"
+        elif isinstance(value, Raw):
+            payload = b"\x0c\x00\x00" + value.data + b"\x00"
+        elif _has_raw(value):
+            payload = _encode_struct_with_raw(method.result_cls.thrift_spec, {"success": value})
         else:
-            if value is not None:
-                result.success = value
-            result.write(oprot)
-        oprot.writeMessageEnd()
-        oprot.trans.flush()
+            result = method.result_cls()
+            result.success = value
+            payload = fastbinary.encode_binary(result, [method.result_cls,
+                                                        method.result_cls.thrift_spec])
+        trans = oprot.trans
+        trans.write(message_header(name, TMessageType.REPLY, seqid) + payload)
+        trans.flush()
 
     def _reply_error(self, oprot, method: _Method, seqid: int, exc: Exception) -> None:
         texc = exc if isinstance(exc, TException) and not isinstance(exc, TApplicationException) \
@@ -180,12 +186,12 @@ def _has_raw(value) -> bool:
     return any(f is not None and _has_raw(getattr(value, f[2])) for f in spec)
 
 
-def _write_struct_with_raw(oprot, spec, values) -> None:
-    """Write a struct whose fields may hold Raw values or lists of Raw values.
+def _encode_struct_with_raw(spec, values) -> bytes:
+    """Encode a struct whose fields may hold Raw values or lists of Raw values.
 
     ``values`` is the struct object or a dict of field name to value. Plain fields are encoded
     by fastbinary through a one-field copy of the struct, minus its stop byte."""
-    trans = oprot.trans
+    out: list[bytes] = []
     get = values.get if isinstance(values, dict) else (lambda n: getattr(values, n))
     for f in spec:
         if f is None:
@@ -195,19 +201,66 @@ def _write_struct_with_raw(oprot, spec, values) -> None:
         if value is None:
             continue
         if isinstance(value, Raw):
-            oprot.writeFieldBegin(fname, TType.STRUCT, fid)
-            trans.write(value.data)
+            out.append(_FIELD.pack(TType.STRUCT, fid))
+            out.append(value.data)
         elif ftype == TType.LIST and value and isinstance(value[0], Raw):
-            oprot.writeFieldBegin(fname, TType.LIST, fid)
-            oprot.writeListBegin(TType.STRUCT, len(value))
-            trans.write(b"".join(r.data for r in value))
+            out.append(_FIELD.pack(TType.LIST, fid) + _LIST.pack(TType.STRUCT, len(value)))
+            out.extend(r.data for r in value)
         elif ftype == TType.STRUCT and _has_raw(value):
-            oprot.writeFieldBegin(fname, TType.STRUCT, fid)
-            _write_struct_with_raw(oprot, value.thrift_spec, value)
+            out.append(_FIELD.pack(TType.STRUCT, fid))
+            out.append(_encode_struct_with_raw(value.thrift_spec, value))
         else:
             holder = _OneField(fid, ftype, fname, fargs, value)
-            trans.write(fastbinary.encode_binary(holder, [type(holder), holder.thrift_spec])[:-1])
-    oprot.writeFieldStop()
+            out.append(fastbinary.encode_binary(holder, [type(holder), holder.thrift_spec])[:-1])
+    out.append(b"\x00")
+    return b"".join(out)
+
+
+_FIELD = struct.Struct("!bh")
+_LIST = struct.Struct("!bi")
+_I32 = struct.Struct("!i")
+_HEADER = struct.Struct("!II")
+VERSION_1 = 0x80010000
+VERSION_MASK = 0xFFFF0000
+
+
+def message_header(name: str, mtype: int, seqid: int) -> bytes:
+    """A strict binary-protocol message header."""
+    raw = name.encode()
+    return _HEADER.pack(VERSION_1 | mtype, len(raw)) + raw + _I32.pack(seqid)
+
+
+def read_message_begin(iprot) -> tuple[str, int, int]:
+    """(name, type, seqid) of the next message, strict or old-style, as TBinaryProtocol reads
+    it, but in a few reads of the transport (this runs once per call)."""
+    trans = iprot.trans
+    (size,) = _I32.unpack(trans.readAll(4))
+    if size < 0:
+        if size & VERSION_MASK != VERSION_1:
+            raise TProtocolException(type=TProtocolException.BAD_VERSION,
+                                     message=f"Bad version in readMessageBegin: {size}")
+        mtype = size & 0xFF
+        (length,) = _I32.unpack(trans.readAll(4))
+        _check_length(iprot, length)
+        name = trans.readAll(length).decode("utf-8")
+        (seqid,) = _I32.unpack(trans.readAll(4))
+        return name, mtype, seqid
+    if getattr(iprot, "strictRead", False):
+        raise TProtocolException(type=TProtocolException.BAD_VERSION,
+                                 message="No protocol version header")
+    _check_length(iprot, size)
+    name = trans.readAll(size).decode("utf-8")
+    mtype = trans.readAll(1)[0]
+    (seqid,) = _I32.unpack(trans.readAll(4))
+    return name, mtype, seqid
+
+
+def _check_length(iprot, length: int) -> None:
+    limit = getattr(iprot, "string_length_limit", None)
+    if length < 0:
+        raise TProtocolException(TProtocolException.NEGATIVE_SIZE, f"Negative length: {length}")
+    if limit is not None and length > limit:
+        raise TProtocolException(TProtocolException.SIZE_LIMIT, f"Length exceeded max allowed: {length}")
 
 
 class _OneField:

@@ -47,38 +47,64 @@ class MessageTooLarge(TTransportException):
     """A client sent more bytes for one message than the server allows."""
 
 
-class _BoundedSocket(TTransport.TTransportBase):
-    """A socket transport that refuses to read more than ``limit`` bytes per message."""
+class _SocketTransport(TTransport.TTransportBase, CReadableTransport):
+    """The unframed transport: reads a socket into a buffer that the C decoder reads directly,
+    refusing more than ``limit`` bytes per message; each reply leaves in one ``sendall``."""
 
-    def __init__(self, sock: TSocket, limit: int):
+    def __init__(self, sock: socket.socket, limit: int):
         self.sock = sock
         self.limit = limit
         self.count = 0
+        self._rbuf = io.BytesIO(b"")
+        self._wbuf: list[bytes] = []
 
     def start_message(self) -> None:
         self.count = 0
 
-    def isOpen(self):
-        return self.sock.isOpen()
-
-    def read(self, sz):
-        data = self.sock.read(sz)
+    def _recv(self, want: int) -> bytes:
+        data = self.sock.recv(max(want, 65536))
+        if not data:
+            raise TTransportException(TTransportException.END_OF_FILE, "client closed the connection")
         self.count += len(data)
         if self.count > self.limit:
-            raise MessageTooLarge(
-                TTransportException.SIZE_LIMIT,
-                f"message exceeds the limit of {self.limit} bytes",
-            )
+            raise MessageTooLarge(TTransportException.SIZE_LIMIT,
+                                  f"message exceeds the limit of {self.limit} bytes")
         return data
 
+    def isOpen(self):
+        return True
+
+    def read(self, sz):
+        ret = self._rbuf.read(sz)
+        if ret:
+            return ret
+        self._rbuf = io.BytesIO(self._recv(sz))
+        return self._rbuf.read(sz)
+
     def write(self, buf):
-        self.sock.write(buf)
+        self._wbuf.append(buf)
 
     def flush(self):
-        self.sock.flush()
+        data = b"".join(self._wbuf)
+        self._wbuf = []
+        self.sock.sendall(data)
 
     def close(self):
         self.sock.close()
+
+    @property
+    def cstringio_buf(self):
+        return self._rbuf
+
+    def cstringio_refill(self, partialread, reqlen):
+        chunks = [partialread]
+        have = len(partialread)
+        while have < reqlen:
+            data = self._recv(reqlen - have)
+            chunks.append(data)
+            have += len(data)
+        self._rbuf = io.BytesIO(b"".join(chunks))
+        return self._rbuf
 
 
 class _FramedTransport(TTransport.TTransportBase, CReadableTransport):
@@ -227,15 +253,12 @@ class MetastoreServer:
         t.start()
 
     def _make_transport(self, conn: socket.socket):
-        tsock = TSocket()
-        tsock.setHandle(conn)
         cfg = self.config
         if cfg.transport == "framed":
+            tsock = TSocket()
+            tsock.setHandle(conn)
             return _FramedTransport(tsock, cfg.max_message_size)
-        bounded = _BoundedSocket(tsock, cfg.max_message_size)
-        trans = TTransport.TBufferedTransport(bounded)
-        trans.start_message = bounded.start_message
-        return trans
+        return _SocketTransport(conn, cfg.max_message_size)
 
     def _serve_connection(self, conn: socket.socket, addr) -> None:
         fileno = conn.fileno()
