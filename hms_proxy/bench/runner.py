@@ -17,8 +17,6 @@ import os
 import platform
 import secrets
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,6 +24,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from hms_proxy import metastores
 
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "HmsBench.java"
 TABLE = "events"
@@ -60,29 +60,6 @@ def log(msg: str) -> None:
 # --- servers --------------------------------------------------------------------------
 
 
-def pyspark_jars() -> Path:
-    """PySpark's jars directory: hive-metastore-2.3.10, libthrift and everything they need."""
-    try:
-        import pyspark
-    except ImportError as exc:
-        raise SystemExit("hms-proxy bench needs pyspark (its jars hold the HMS 2.3.10 client): "
-                         "pip install 'pyspark>=4,<5'") from exc
-    jars = Path(pyspark.__file__).resolve().parent / "jars"
-    if not (jars / "hive-metastore-2.3.10.jar").exists():
-        raise SystemExit(f"hive-metastore-2.3.10.jar not found in {jars}")
-    return jars
-
-
-def classpath() -> str:
-    return f"{pyspark_jars()}{os.sep}*"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def parse_uri(uri: str) -> tuple[str, int]:
     rest = uri.split("://", 1)[1] if "://" in uri else uri
     rest = rest.split(",")[0].rstrip("/")
@@ -90,133 +67,6 @@ def parse_uri(uri: str) -> tuple[str, int]:
     if not host or not port.isdigit():
         raise SystemExit(f"expected thrift://HOST:PORT, got {uri!r}")
     return host, int(port)
-
-
-@dataclass
-class Server:
-    """A metastore we started: a child process in its own process group."""
-
-    name: str
-    port: int
-    popen: subprocess.Popen
-    workdir: Path
-    log_path: Path
-    _log: object = field(default=None, repr=False)
-
-    @property
-    def uri(self) -> str:
-        return f"thrift://127.0.0.1:{self.port}"
-
-    def alive(self) -> bool:
-        return self.popen.poll() is None
-
-    def stop(self, timeout: float = 30.0) -> None:
-        if self.popen.poll() is None:
-            _signal_group(self.popen, signal.SIGTERM)
-            try:
-                self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                _signal_group(self.popen, signal.SIGKILL)
-                self.popen.wait(timeout)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-
-def _signal_group(popen: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(popen.pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def _spawn(name: str, cmd: list[str], workdir: Path, port: int, cwd: Path) -> Server:
-    workdir.mkdir(parents=True, exist_ok=True)
-    log_path = workdir / f"{name}.log"
-    log_file = open(log_path, "ab")
-    popen = subprocess.Popen(cmd, cwd=cwd, stdout=log_file, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
-    return Server(name, port, popen, workdir, log_path, log_file)
-
-
-def _log_tail(path: Path, lines: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "<no log>"
-
-
-def wait_ready(server: Server, timeout: float) -> None:
-    """Poll get_all_databases until it answers (HMS binds before its schema is usable)."""
-    from thrift.protocol import TBinaryProtocol
-    from thrift.transport import TSocket, TTransport
-
-    from hms_proxy.gen.hive_metastore import ThriftHiveMetastore
-
-    deadline = time.monotonic() + timeout
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        if not server.alive():
-            raise RuntimeError(f"{server.name} exited with {server.popen.returncode} during startup; "
-                               f"log tail ({server.log_path}):\n{_log_tail(server.log_path)}")
-        try:
-            with socket.create_connection(("127.0.0.1", server.port), timeout=1.0):
-                pass
-        except OSError:
-            time.sleep(0.3)
-            continue
-        sock = TSocket.TSocket("127.0.0.1", server.port)
-        sock.setTimeout(10_000)
-        transport = TTransport.TBufferedTransport(sock)
-        try:
-            transport.open()
-            ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport)).get_all_databases()
-            return
-        except Exception as exc:  # noqa: BLE001 - anything means "not ready yet"
-            last = exc
-            time.sleep(0.5)
-        finally:
-            transport.close()
-    raise TimeoutError(f"{server.name} did not answer within {timeout:.0f}s (last error: {last!r}); "
-                       f"log tail ({server.log_path}):\n{_log_tail(server.log_path)}")
-
-
-def oracle_properties(workdir: Path, warehouse: Path) -> dict[str, str]:
-    """Stock HMS 2.3.10 on embedded Derby, configured as the conformance tests' oracle."""
-    return {
-        "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={workdir / 'metastore_db'};create=true",
-        "datanucleus.schema.autoCreateAll": "true",
-        "hive.metastore.schema.verification": "false",
-        "hive.async.log.enabled": "false",
-        "datanucleus.connectionPoolingType": "HikariCP",
-        "hive.metastore.warehouse.dir": str(warehouse),
-        "hive.root.logger": "console",
-        "hive.log.dir": str(workdir),
-        "derby.system.home": str(workdir),
-        "derby.stream.error.file": str(workdir / "derby.log"),
-    }
-
-
-def spawn_oracle(workdir: Path) -> Server:
-    """Start the stock HMS 2.3.10 from PySpark's jars (call :func:`wait_ready` next)."""
-    warehouse = workdir / "warehouse"
-    warehouse.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    props = [f"-D{k}={v}" for k, v in oracle_properties(workdir, warehouse).items()]
-    cmd = ["java", "-Xmx2g", *props, "-cp", classpath(),
-           "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(port)]
-    return _spawn("oracle", cmd, workdir, port, workdir)
-
-
-def spawn_proxy(workdir: Path) -> Server:
-    """Start our server over a fresh store in ``workdir`` (call :func:`wait_ready` next)."""
-    warehouse = workdir / "warehouse"
-    warehouse.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    cmd = [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(workdir / "store"),
-           "--port", str(port), "--host", "127.0.0.1", "--warehouse", str(warehouse),
-           "--log-level", "WARNING"]
-    return _spawn("proxy", cmd, workdir, port, workdir)
 
 
 # --- the JVM client -------------------------------------------------------------------
@@ -230,7 +80,7 @@ def cache_root() -> Path:
 def compile_client() -> Path:
     """Compile HmsBench.java once per source and jar set; returns the classes directory."""
     source = JAVA_SOURCE.read_bytes()
-    jars = sorted(p.name for p in pyspark_jars().glob("*.jar"))
+    jars = sorted(p.name for p in metastores.pyspark_jars().glob("*.jar"))
     digest = hashlib.sha256(source + "\n".join(jars).encode()).hexdigest()[:16]
     for root in (cache_root(), Path(tempfile.gettempdir()) / f"hms-proxy-bench-{os.getuid()}"):
         out = root / digest
@@ -246,7 +96,7 @@ def compile_client() -> Path:
         tmp = root / f".tmp-{digest}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
-        result = subprocess.run([javac, "-nowarn", "-cp", classpath(), "-d", str(tmp), str(JAVA_SOURCE)],
+        result = subprocess.run([javac, "-nowarn", "-cp", metastores.classpath(), "-d", str(tmp), str(JAVA_SOURCE)],
                                 capture_output=True, text=True)
         if result.returncode != 0:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -265,7 +115,7 @@ class JavaClient:
     def __init__(self, classes: Path, log_path: Path):
         self._log = open(log_path, "ab")
         self.proc = subprocess.Popen(
-            ["java", "-Xmx2g", "-cp", f"{classes}{os.pathsep}{classpath()}", "HmsBench"],
+            ["java", "-Xmx2g", "-cp", f"{classes}{os.pathsep}{metastores.classpath()}", "HmsBench"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
             text=True, encoding="utf-8", bufsize=1, start_new_session=True)
 
@@ -291,7 +141,7 @@ class JavaClient:
                 self.proc.stdin.flush()
                 self.proc.wait(10)
             except (OSError, subprocess.TimeoutExpired):
-                _signal_group(self.proc, signal.SIGKILL)
+                self.proc.kill()
                 self.proc.wait(10)
         self._log.close()
 
@@ -369,13 +219,16 @@ def run_bench(args) -> dict:
     if n < 1:
         raise SystemExit("--partitions must be at least 1")
     workroot = Path(tempfile.mkdtemp(prefix="hms-proxy-bench-"))
-    servers: list[Server] = []
+    servers: list[metastores.MetastoreProcess] = []
     client: JavaClient | None = None
     uris: dict[str, str] = {}
     started_by_us: set[str] = set()
     try:
+        log("compiling the JVM client (cached after the first run)")
+        classes = compile_client()
         if args.start_proxy:
-            servers.append(spawn_proxy(workroot / "proxy"))
+            log("starting our server")
+            servers.append(metastores.start_proxy(workroot / "proxy", "--log-level", "WARNING"))
             uris["target"] = servers[-1].uri
             started_by_us.add("target")
         elif args.target:
@@ -383,17 +236,15 @@ def run_bench(args) -> dict:
         else:
             raise SystemExit("give --target thrift://HOST:PORT or --start-proxy")
         if args.start_oracle:
-            servers.append(spawn_oracle(workroot / "oracle"))
+            log("starting the stock HMS 2.3.10")
+            servers.append(metastores.start_stock_hms(workroot / "oracle", heap="2g",
+                                                      timeout=180.0))
             uris["against"] = servers[-1].uri
             started_by_us.add("against")
         elif args.against:
             uris["against"] = args.against
-        log("compiling the JVM client (cached after the first run)")
-        classes = compile_client()
         for server in servers:
-            log(f"waiting for {server.name} on port {server.port} (log: {server.log_path})")
-            wait_ready(server, timeout=180.0)
-            log(f"{server.name} ready after {time.monotonic() - started:.1f}s")
+            log(f"{server.name} ready after {server.startup_seconds:.1f}s (log: {server.log_path})")
         sides = _sides("against" in uris)
         run_id = datetime.datetime.now().strftime("%Y%m%d_%H%M%S") + "_" + secrets.token_hex(3)
         client = JavaClient(classes, workroot / "bench-client.log")
@@ -600,7 +451,10 @@ def render_markdown(result: dict) -> str:
 
 
 def cmd_bench(args) -> int:
-    result = run_bench(args)
+    try:
+        result = run_bench(args)
+    except RuntimeError as exc:  # a missing JDK or PySpark, a server that did not start
+        raise SystemExit(f"hms-proxy bench: {exc}") from None
     table = render_table(result)
     print(table, flush=True)
     if args.json:

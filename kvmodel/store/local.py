@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kvmodel.cache import LRUCache
 from kvmodel.contract import (Branch, BranchName, Commit, CommitID, DiffEntry, Key, ReadView,
                               RefExpr, ResolvedRef, Tag, TagName, Value, VersionedStore, WriteTxn,
                               prefix_end)
@@ -224,9 +225,9 @@ class LocalStore(VersionedStore):
         self._idle: list[_ThreadConn] = []  # connections released by finished threads
         self._lock = threading.Lock()
         self._closed = False
-        self._ranges = ranges.LRUCache(cache_bytes)
-        self._metaranges = ranges.LRUCache(max(cache_bytes // 4, 1 << 20))
-        self._commits = ranges.LRUCache(20_000)  # weight 1 per commit
+        self._ranges = LRUCache(cache_bytes)
+        self._metaranges = LRUCache(max(cache_bytes // 4, 1 << 20))
+        self._commits = LRUCache(20_000)  # weight 1 per commit
         self.stats = {"ranges_decoded": 0, "ranges_written": 0, "metaranges_decoded": 0}
         self._initialise()
 

@@ -25,7 +25,6 @@ C-level array operations plus slicing)::
 """
 from __future__ import annotations
 
-from kvmodel.cache import LRUCache  # noqa: F401 - re-exported for the store
 
 import hashlib
 import struct

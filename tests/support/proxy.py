@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
-import sys
-import time
 from pathlib import Path
 
-from tests.support.process import REPO_ROOT, MetastoreProcess, free_port, spawn
+from hms_proxy import metastores
+from hms_proxy.metastores import MetastoreProcess
+from tests.support.process import REPO_ROOT
 
 STARTUP_TIMEOUT = 60.0
 
@@ -19,14 +19,4 @@ def proxy_available() -> bool:
 
 def start_proxy(workdir: Path | str, *extra_args: str, timeout: float = STARTUP_TIMEOUT) -> MetastoreProcess:
     """Start our server over a fresh store in `workdir`; returns once it answers Thrift calls."""
-    workdir = Path(workdir).resolve()
-    warehouse = workdir / "warehouse"
-    warehouse.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    cmd = [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(workdir / "store"),
-           "--port", str(port), "--warehouse", str(warehouse), *extra_args]
-    started = time.monotonic()
-    proc = spawn("proxy", cmd, workdir=workdir, port=port, warehouse=warehouse, cwd=REPO_ROOT,
-                 timeout=timeout)
-    proc.startup_seconds = time.monotonic() - started
-    return proc
+    return metastores.start_proxy(workdir, *extra_args, cwd=REPO_ROOT, timeout=timeout)
