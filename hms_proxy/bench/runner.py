@@ -39,6 +39,7 @@ OPERATIONS = [
     ("get_partition", "get_partition", "point", 3.0),
     ("get_partition_names", "get_partition_names (all {n})", "fast", 3.0),
     ("get_partitions", "get_partitions (all {n})", "heavy", 3.0),
+    ("get_partitions_after_write", "get_partitions (all {n}), right after a write", "heavy", 3.0),
     ("get_partitions_by_filter_1pct", "get_partitions_by_filter (1%: ds = ...)", "fast", 3.0),
     ("get_partitions_by_filter_range", "get_partitions_by_filter (range: 10 of 100 ds)", "heavy", 3.0),
     ("get_partitions_by_names", "get_partitions_by_names ({m})", "fast", 3.0),

@@ -291,6 +291,9 @@ public final class HmsBench {
             };
             case "get_partition_names": return (e, i) -> check(e.client.get_partition_names(e.db, e.table, (short) -1).size(), e.nparts, name);
             case "get_partitions": return (e, i) -> check(e.client.get_partitions(e.db, e.table, (short) -1).size(), e.nparts, name);
+            // The same listing, each time right after a write to the table (made untimed in
+            // prepare): no server-side cache of the previous answer can serve it.
+            case "get_partitions_after_write": return (e, i) -> check(e.client.get_partitions(e.db, e.table, (short) -1).size(), e.nparts, name);
             case "get_partitions_by_filter_1pct": return (e, i) -> {
                 int day = new Random(2000L + i).nextInt(Math.max(1, (e.nparts + e.hours - 1) / e.hours));
                 String ds = DAY0.plusDays(day).toString();
@@ -330,8 +333,12 @@ public final class HmsBench {
     }
 
     void prepare(String op, Endpoint e) throws Exception {
-        if (op.equals("alter_partition") && e.altered == null) {
+        if ((op.equals("alter_partition") || op.equals("get_partitions_after_write")) && e.altered == null) {
             e.altered = e.client.get_partition(e.db, e.table, e.values(e.nparts / 2));
+        }
+        if (op.equals("get_partitions_after_write")) {
+            e.altered.getParameters().put("bench.touched", Long.toString(++e.alterCount));
+            e.client.alter_partition(e.db, e.table, e.altered);
         }
     }
 
