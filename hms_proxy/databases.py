@@ -112,10 +112,11 @@ class DatabaseCalls(Family):
             raise errors.NoSuchObject(name)
         return Raw(data)
 
+    def _names(self, ctx):
+        return self.cached(ctx, ("dbnames",), lambda cat: tuple(cat.database_names()))
+
     def get_databases(self, ctx, pattern):
-        with self.reading(ctx) as cat:
-            return match_names(pattern, cat.database_names(), "get_databases")
+        return match_names(pattern, self._names(ctx), "get_databases")
 
     def get_all_databases(self, ctx):
-        with self.reading(ctx) as cat:
-            return cat.database_names()
+        return list(self._names(ctx))

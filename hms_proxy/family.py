@@ -18,6 +18,7 @@ from kvmodel.catalog import CatalogReader, CatalogWriter
 from kvmodel.contract import VersionedStore
 
 DDL_TIME = "transient_lastDdlTime"
+_NONE = object()  # a cached "there is nothing" (the cache itself answers None for a miss)
 
 
 @dataclass
@@ -44,6 +45,24 @@ class Family:
     def get_raw(self, ctx, key: str) -> bytes | None:
         """One key at the call's ref, by the store's fastest path."""
         return self.env.store.get(self.ref_of(ctx), key)
+
+    def cached(self, ctx, key: tuple, compute, weigh=lambda value: 4096):
+        """Something derived from the call's ref, cached under the ref's content token: a
+        hit costs one statement (the token); a miss computes it from a consistent view and
+        caches it under that view's token. ``compute(reader)`` may return None."""
+        ref = self.ref_of(ctx)
+        cache = self.env.cache
+        token = self.env.store.token(ref)
+        if token is not None:
+            hit = cache.get((token,) + key)
+            if hit is not None:
+                return None if hit is _NONE else hit
+        with self.env.store.read(ref) as view:
+            value = compute(CatalogReader(view, ttypes, cache))
+            if view.token is not None:
+                cache.put((view.token,) + key, _NONE if value is None else value,
+                          64 if value is None else weigh(value))
+        return value
 
     @contextmanager
     def reading(self, ctx):

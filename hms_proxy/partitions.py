@@ -196,13 +196,18 @@ class PartitionCalls(Family):
 
     # --- listings -----------------------------------------------------------------------
     def _listing(self, ctx, db_name, tbl_name, missing=errors.NoSuchObject):
-        """(table, [(name, bytes)]) for the table's partitions, in name order."""
+        """(table, ((name, bytes), ...)) for the table's partitions, in name order."""
         db, tbl = lower(db_name), lower(tbl_name)
-        with self.reading(ctx) as cat:
+
+        def compute(cat):
             table = cat.table(db, tbl)
-            if table is None:
-                raise missing(f"{db}.{tbl} table not found")
-            return table, cat.partition_list(db, tbl)
+            return None if table is None else (table, cat.partition_list(db, tbl))
+
+        found = self.cached(ctx, ("listing", db, tbl), compute,
+                            weigh=lambda value: 4096 + _weigh_items(value[1]))
+        if found is None:
+            raise missing(f"{db}.{tbl} table not found")
+        return found
 
     def get_partitions(self, ctx, db_name, tbl_name, max_parts):
         _, items = self._listing(ctx, db_name, tbl_name)
@@ -264,21 +269,19 @@ class PartitionCalls(Family):
             return None
 
     def _filtered(self, ctx, db_name, tbl_name, filter_text):
-        db, tbl = lower(db_name), lower(tbl_name)
-        with self.reading(ctx) as cat:
-            table = cat.table(db, tbl)
-            if table is None:
-                raise errors.NoSuchObject(f"{db}.{tbl} table not found")
-            items = cat.partition_list(db, tbl)
-            if not filter_text:
-                return items
-            key_types = {k.name: k.type for k in table.partitionKeys or []}
-            expr = filters.parse_filter(filter_text)
-            predicate = expr.compile(key_types)
-            key_names = list(key_types)
-            # (name, bytes, values) per partition, parsed once per branch state.
-            parsed = cat.derived(("values", db, tbl), lambda: tuple(
-                (n, d, dict(zip(key_names, self._stored_values(n, d)))) for n, d in items))
+        table, items = self._listing(ctx, db_name, tbl_name)
+        if not filter_text:
+            return items
+        key_types = {k.name: k.type for k in table.partitionKeys or []}
+        expr = filters.parse_filter(filter_text)
+        predicate = expr.compile(key_types)
+        key_names = list(key_types)
+        db, tbl = table.dbName, table.tableName
+        # (name, bytes, values) per partition, parsed once per branch state (from the view
+        # the cache entry is keyed by, never from another read).
+        parsed = self.cached(ctx, ("values", db, tbl), lambda cat: tuple(
+            (n, d, dict(zip(key_names, self._stored_values(n, d))))
+            for n, d in cat.partition_list(db, tbl)), weigh=_weigh_items)
         parsed = _narrow_to_leading_value(parsed, expr.root, table.partitionKeys or [])
         return [(n, d) for n, d, values in parsed if predicate(values)]
 
@@ -519,6 +522,11 @@ def _narrow_to_leading_value(items, root, partition_keys):
     lo = bisect.bisect_left(items, prefix, key=lambda item: item[0])
     hi = bisect.bisect_left(items, prefix_end(prefix), key=lambda item: item[0])
     return items[lo:hi]
+
+
+def _weigh_items(items) -> int:
+    """Roughly the bytes a cached partition listing holds (names, values, Python objects)."""
+    return sum(200 + len(item[0]) + len(item[1]) for item in items)
 
 
 def _needs_stats(params, env_props) -> bool:

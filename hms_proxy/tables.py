@@ -202,9 +202,11 @@ class TableCalls(Family):
         tables = self.get_table_objects_by_name(ctx, req.dbName, req.tblNames)
         return self.t.GetTablesResult(tables=tables)
 
+    def _table_names(self, ctx, db):
+        return self.cached(ctx, ("tablenames", db), lambda cat: tuple(cat.table_names(db)))
+
     def get_tables(self, ctx, db_name, pattern):
-        with self.reading(ctx) as cat:
-            return match_names(pattern, cat.table_names(lower(db_name)))
+        return match_names(pattern, self._table_names(ctx, lower(db_name)))
 
     def get_tables_by_type(self, ctx, db_name, pattern, tableType):
         if tableType and tableType not in TABLE_TYPES:
@@ -220,8 +222,7 @@ class TableCalls(Family):
         return out
 
     def get_all_tables(self, ctx, db_name):
-        with self.reading(ctx) as cat:
-            return cat.table_names(lower(db_name))
+        return list(self._table_names(ctx, lower(db_name)))
 
     def get_table_meta(self, ctx, db_patterns, tbl_patterns, tbl_types):
         out = []

@@ -186,6 +186,12 @@ class VersionedStore(abc.ABC):
         with self.read(ref) as view:
             return view.get(key)
 
+    def token(self, ref: RefExpr) -> object:
+        """The token a read view of ``ref`` would have now (see :class:`ReadView`): what
+        lets a caller use something cached under it without opening a view at all."""
+        with self.read(ref) as view:
+            return view.token
+
     # --- refs ---------------------------------------------------------------------------
     @abc.abstractmethod
     def resolve(self, ref: RefExpr) -> ResolvedRef:

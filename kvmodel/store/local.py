@@ -529,6 +529,20 @@ class LocalStore(VersionedStore):
             return staged_value
         return ranges.lookup(self._tree(tc.conn, commit_id), key, self._load_range)
 
+    def token(self, ref: RefExpr) -> object:
+        """One statement for a plain branch or tag name."""
+        tc = self._thread_conn()
+        parsed = parse_ref(ref)
+        if tc.depth or not parsed.plain:
+            return super().token(ref)
+        row = tc.conn.execute("SELECT kind, commit_id, version FROM refs WHERE name = ?",
+                              (parsed.base,)).fetchone()
+        if row is None:
+            return super().token(ref)
+        kind, commit_id, version = row
+        return ("branch", parsed.base, commit_id, version) if kind == "branch" \
+            else ("commit", commit_id)
+
     @contextmanager
     def read(self, ref: RefExpr) -> Iterator[ReadView]:
         with self._txn(write=False) as conn:

@@ -612,3 +612,13 @@ def test_view_tokens_identify_content(store):
     assert t4 not in (t2, t3) and c4 == c2
     head = store.resolve("main").commit
     assert token(head)[0] == token("v1")[0]
+
+
+def test_store_token_matches_a_read_views_token(store):
+    commit(store, "main", {"a": b"1"})
+    store.create_tag("t", "main")
+    stage(store, "main", {"b": b"2"})
+    head = store.resolve("main").commit
+    for ref in ("main", "t", head, "main~1"):
+        with store.read(ref) as view:
+            assert store.token(ref) == view.token, ref

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from kvmodel.cache import LRUCache
 from kvmodel.errors import NothingToCommit, StoreCorrupt, StoreError
 from kvmodel.store import open_store, ranges
 from kvmodel.store.local import LocalStore
@@ -311,7 +312,7 @@ def test_range_and_metarange_formats_round_trip():
 
 
 def test_range_cache_is_bounded():
-    cache = ranges.LRUCache(max_weight=100)
+    cache = LRUCache(max_weight=100)
     for i in range(50):
         cache.put(i, str(i), 10)
     assert cache.get(0) is None and cache.get(49) == "49"
