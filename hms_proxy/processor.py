@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from thrift.protocol import fastbinary
 from thrift.protocol.TProtocol import TProtocolException
+from thrift.transport.TTransport import CReadableTransport
 from thrift.Thrift import TApplicationException, TException, TMessageType, TType
 
 from hms_proxy import errors
@@ -99,12 +100,15 @@ class Processor:
             )
             return
         args = method.args_cls()
-        args.read(iprot)
+        if isinstance(iprot.trans, CReadableTransport):
+            fastbinary.decode_binary(args, iprot, [method.args_cls, method.args_cls.thrift_spec])
+        else:
+            args.read(iprot)
         ctx.calls += 1
-        started = time.perf_counter()
+        started = time.perf_counter() if self.metrics is not None else 0.0
         outcome = "ok"
         try:
-            value = impl(ctx, *(getattr(args, a) for a in method.arg_names))
+            value = impl(ctx, *[getattr(args, a) for a in method.arg_names])
         except CloseConnection:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure must become a reply
@@ -239,12 +243,11 @@ def read_message_begin(iprot) -> tuple[str, int, int]:
         if size & VERSION_MASK != VERSION_1:
             raise TProtocolException(type=TProtocolException.BAD_VERSION,
                                      message=f"Bad version in readMessageBegin: {size}")
-        mtype = size & 0xFF
         (length,) = _I32.unpack(trans.readAll(4))
         _check_length(iprot, length)
-        name = trans.readAll(length).decode("utf-8")
-        (seqid,) = _I32.unpack(trans.readAll(4))
-        return name, mtype, seqid
+        rest = trans.readAll(length + 4)  # the name and the sequence id
+        (seqid,) = _I32.unpack_from(rest, length)
+        return rest[:length].decode("utf-8"), size & 0xFF, seqid
     if getattr(iprot, "strictRead", False):
         raise TProtocolException(type=TProtocolException.BAD_VERSION,
                                  message="No protocol version header")

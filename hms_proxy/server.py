@@ -81,6 +81,17 @@ class _SocketTransport(TTransport.TTransportBase, CReadableTransport):
         self._rbuf = io.BytesIO(self._recv(sz))
         return self._rbuf.read(sz)
 
+    def readAll(self, sz):
+        ret = self._rbuf.read(sz)
+        if len(ret) == sz:  # the common case: all of it is buffered already
+            return ret
+        chunks, have = [ret], len(ret)
+        while have < sz:
+            chunk = self.read(sz - have)
+            chunks.append(chunk)
+            have += len(chunk)
+        return b"".join(chunks)
+
     def write(self, buf):
         self._wbuf.append(buf)
 
