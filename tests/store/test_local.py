@@ -397,3 +397,11 @@ def test_released_connections_are_reused_by_later_threads(tmp_path):
         t.join()
     assert me.num_fds() <= before
     store.close()
+
+
+def test_new_stores_use_large_pages(tmp_path):
+    store = LocalStore(tmp_path / "s")
+    conn = sqlite3.connect(tmp_path / "s" / "store.db")
+    assert conn.execute("PRAGMA page_size").fetchone()[0] == 16384
+    conn.close()
+    store.close()
