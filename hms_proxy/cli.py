@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="most elements in one list, set or map (default 1000000)")
     serve.add_argument("--max-connections", type=int, default=1000,
                        help="connections served at once; more are refused (default 1000)")
+    serve.add_argument("--cache-size", type=_size, default=256 << 20,
+                       help="memory for cached listings (default 256m; 0 disables)")
     serve.add_argument("--conf", action="append", metavar="KEY=VALUE",
                        help="a configuration value answered by get_config_value (repeatable)")
     serve.add_argument("--pid-file", default=None, help="write the server's pid here")
@@ -77,12 +79,13 @@ def make_server(args) -> srv.MetastoreServer:
     from hms_proxy.handler import Handler
     from hms_proxy.processor import Processor
     from hms_proxy.warehouse import Warehouse
+    from kvmodel.cache import LRUCache
     from kvmodel.store import open_store
 
     store = open_store(args.store)
     warehouse_root = args.warehouse or os.path.join(os.path.abspath(args.store), "warehouse")
     env = Env(store=store, warehouse=Warehouse(warehouse_root), ref=args.ref,
-              conf=_conf(args.conf))
+              conf=_conf(args.conf), cache=LRUCache(args.cache_size))
     services = (ThriftHiveMetastore, FacebookService)
     processor = Processor(None, services, ttypes)
     handler = Handler(env, processor.methods)

@@ -23,6 +23,8 @@ class LRUCache:
             return item[0]
 
     def put(self, key, value, weight: int) -> None:
+        if weight > self.max_weight:
+            return  # larger than the whole cache (or the cache is disabled)
         with self._lock:
             old = self._items.pop(key, None)
             if old is not None:
