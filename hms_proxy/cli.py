@@ -66,8 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=cmd_serve)
 
     from hms_proxy import bench
+    from hms_proxy import refs_cli
 
     bench.register(sub)
+    refs_cli.register(sub)
     return parser
 
 
