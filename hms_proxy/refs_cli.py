@@ -471,7 +471,7 @@ def format_commit(commit: Commit) -> list[str]:
     for key in sorted(commit.metadata):
         lines.append(f"Meta:   {key}={commit.metadata[key]}")
     lines.append("")
-    lines.extend(f"    {line}" for line in (commit.message or "").splitlines() or [""])
+    lines.extend(f"    {line}".rstrip() for line in (commit.message or "").splitlines())
     return lines
 
 
