@@ -410,8 +410,10 @@ def cmd_log(args) -> int:
     if args.json:
         _emit_json([commit_json(c) for c in commits])
         return 0
+    width = max((len(c.author or "-") for c in commits), default=0)
     for c in commits:
-        print(f"{short(c.id)}  {fmt_time(c.created)}  {c.author or '-'}  {first_line(c.message)}")
+        print(f"{short(c.id)}  {fmt_time(c.created)}  {c.author or '-':<{width}}  "
+              f"{first_line(c.message)}")
     return 0
 
 
@@ -548,7 +550,9 @@ def cmd_revert(args) -> int:
 
 # --- formatting of the engine's reports --------------------------------------------------------
 _PLURAL = {"partition": "partitions", "function": "functions", "table": "tables",
-           "database": "databases", "role": "roles"}
+           "database": "databases", "role": "roles", "table_column_stats": "column stats",
+           "partition_column_stats": "partition column stats"}
+_LABEL = {"table_column_stats": "column stats", "partition_column_stats": "column stats"}
 _MARK = {"added": "+", "removed": "-", "modified": "~"}
 MAX_VALUE = 80
 
@@ -573,16 +577,25 @@ def fmt_value(value) -> str:
 
 
 def fmt_field(fc) -> str:
-    """``parameters.owner: alice -> bob``; ``columns.added: [discount]``."""
+    """``parameters.owner: alice -> bob``; ``columns.added: [discount int]``;
+    ``columns.retyped: amount int -> bigint``."""
     name = getattr(fc, "field", str(fc))
     before, after = getattr(fc, "before", None), getattr(fc, "after", None)
     if before is None and after is None:
         return name
+    one_sided = name.endswith((".added", ".dropped", ".removed"))
+    if one_sided and (before is None or after is None):
+        value = after if before is None else before
+        if isinstance(value, dict):  # {column: type}
+            return f"{name}: [" + ", ".join(f"{k} {fmt_value(v)}" for k, v in value.items()) + "]"
+        return f"{name}: {fmt_value(value)}"
+    if isinstance(before, dict) and isinstance(after, dict) and before.keys() == after.keys() \
+            and name.endswith((".retyped", ".comment")):
+        return f"{name}: " + ", ".join(f"{k} {fmt_value(before[k])} -> {fmt_value(after[k])}"
+                                       for k in before)
     if before is None:
         return f"{name}: {fmt_value(after)}"
     if after is None:
-        if name.endswith((".added", ".removed")):
-            return f"{name}: {fmt_value(before)}"
         return f"{name}: {fmt_value(before)} -> (none)"
     return f"{name}: {fmt_value(before)} -> {fmt_value(after)}"
 
@@ -647,8 +660,9 @@ def format_diff(report, partitions: bool = False) -> list[str]:
             children = sorted(entry["children"], key=lambda c: (c.kind, tuple(c.path)))
             if partitions:
                 for change in children:
-                    rest = "/".join(str(p) for p in change.path[2:])
-                    label = rest if change.kind == "partition" else f"{change.kind} {rest}"
+                    rest = " ".join(str(p) for p in change.path[2:])
+                    label = rest if change.kind == "partition" else \
+                        f"{_LABEL.get(change.kind, change.kind)} {rest}"
                     lines.append(_entity_line("    ", change, label))
             else:
                 by_kind: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -672,7 +686,8 @@ def summarize(changes) -> str:
     parts = []
     for (kind, what), n in sorted(counts.items(),
                                   key=lambda kv: (kv[0][0] == "partition", kv[0])):
-        noun = kind if n == 1 else _PLURAL.get(kind, kind)
+        noun = _PLURAL.get(kind, kind) if n != 1 else \
+            {"partition_column_stats": "partition column stats"}.get(kind, _LABEL.get(kind, kind))
         parts.append(f"{n} {noun} {what}")
     return ", ".join(parts) if parts else "no changes"
 

@@ -376,6 +376,8 @@ def fake_report() -> FakeDiffReport:
                                  (FakeFieldChange("parameters.numRows", "1", "2"),))
                 for i in range(5)]
     changes += [FakeEntityChange("partition", ("shop", "customers", "ds=1"), "added")]
+    changes += [FakeEntityChange("partition_column_stats", ("shop", "customers", "ds=1", c),
+                                 "added") for c in ("id", "name")]
     return FakeDiffReport(changes)
 
 
@@ -387,6 +389,7 @@ def test_format_diff_rolls_up_partitions():
         "  - function shop.f1",
         "  ~ shop.customers",
         "    partitions: +1",
+        "    partition column stats: +2",
         "  ~ shop.orders  columns.added: [discount]  parameters.owner: alice -> bob",
         "    partitions: +120 -3 ~5",
         "+ role admin",
@@ -399,7 +402,8 @@ def test_format_diff_lists_partitions_in_full():
     assert lines[i + 1] == "    + ds=0"
     assert "    - ds=x0" in lines
     assert "    ~ ds=y4  parameters.numRows: 1 -> 2" in lines
-    assert sum(1 for line in lines if line.startswith("    ")) == 129
+    assert "    + column stats ds=1 name" in lines
+    assert sum(1 for line in lines if line.startswith("    ")) == 131
     assert refs_cli.format_diff(FakeDiffReport()) == []
 
 
@@ -410,6 +414,11 @@ def test_format_values():
     assert f(FakeFieldChange("columns.removed", ["a", "b"], None)) == "columns.removed: [a, b]"
     assert f(FakeFieldChange("location", None, "file:/x")) == "location: file:/x"
     assert f(FakeFieldChange("sd", {"a": 1}, {"a": 2})) == "sd: {a: 1} -> {a: 2}"
+    assert f(FakeFieldChange("columns.added", None, {"discount": "int", "note": "string"})) == \
+        "columns.added: [discount int, note string]"
+    assert f(FakeFieldChange("columns.dropped", {"x": "int"}, None)) == "columns.dropped: [x int]"
+    assert f(FakeFieldChange("columns.retyped", {"a": "int"}, {"a": "bigint"})) == \
+        "columns.retyped: a int -> bigint"
     assert refs_cli.fmt_value("x" * 200).endswith("...")
     assert len(refs_cli.fmt_value("x" * 200)) == refs_cli.MAX_VALUE
 
