@@ -474,3 +474,136 @@ def test_format_commit():
 def test_engine_commands_report_a_missing_engine(cli):
     code, out, err = cli("diff", "main", "main~1")
     assert code == 2 and out == "" and "kvmodel.versioning" in err and err.count("\n") == 1
+
+
+# --- diff, show, merge, revert against the real engine -----------------------------------------
+@pytest.fixture
+def dev(store_path):
+    """A branch dev off main with one commit: shop.orders gets a column and a new owner, two
+    new partitions, and one dropped."""
+    store = open_store(store_path)
+    try:
+        store.create_branch("dev", "main")
+        put(store, "dev", {
+            catalog.table_key("shop", "orders"): table("shop", "orders", "carol",
+                                                       ("id", "amount", "discount")),
+            catalog.part_key("shop", "orders", "ds=4"): partition("shop", "orders", "4"),
+            catalog.part_key("shop", "orders", "ds=5"): partition("shop", "orders", "5"),
+            catalog.part_key("shop", "orders", "ds=1"): None})
+        store.commit("dev", "orders: discount, carol, ds=4..5", author="carol")
+    finally:
+        store.close()
+    return "dev"
+
+
+@needs_engine
+def test_diff(cli, dev, store_path):
+    code, out, err = cli("diff", "main", "dev")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "shop"
+    assert lines[1].startswith("  ~ shop.orders  ")
+    assert "columns.added: [discount int]" in lines[1]
+    assert "parameters.owner: alice -> carol" in lines[1]
+    assert lines[2] == "    partitions: +2 -1"
+    assert len(lines) == 3
+
+    code, out, _ = cli("diff", "main", "dev", "--partitions")
+    assert out.splitlines()[2:] == ["    - ds=1", "    + ds=4", "    + ds=5"]
+
+    report = cli_json(cli, "diff", "main", "dev")
+    assert json.dumps(report)  # JSON as the engine renders it
+
+    # a branch's uncommitted changes are part of it
+    store = open_store(store_path)
+    put(store, "dev", {catalog.db_key("tmp"): database("tmp")})
+    store.close()
+    code, out, _ = cli("diff", "main", "dev")
+    assert "+ tmp" in out.splitlines()
+    code, out, _ = cli("diff", "main", "dev", "--path", "shop.orders")
+    assert "+ tmp" not in out and "shop.orders" in out
+    code, out, _ = cli("diff", "dev", "dev")
+    assert code == 0 and out.strip() == "(no changes)"
+    code, _, err = cli("diff", "main", "nosuch")
+    assert code == 2 and "nosuch" in err and err.count("\n") == 1
+
+
+@needs_engine
+def test_show(cli, dev):
+    head = cli_json(cli, "log", "dev")[0]
+    code, out, err = cli("show", "dev")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == f"commit {head['id']}"
+    assert lines[1] == f"Parent: {head['parents'][0][:12]}"
+    assert "Author: carol" in lines
+    assert "    orders: discount, carol, ds=4..5" in lines
+    assert "    partitions: +2 -1" in lines
+    shown = cli_json(cli, "show", head["id"][:8])
+    assert shown["id"] == head["id"] and shown["diff"] is not None
+    code, out, _ = cli("show", "main~2")
+    assert code == 0 and "(root commit)" in out
+    code, _, err = cli("show", "nosuch")
+    assert code == 2 and err.startswith("hms-proxy: error: ")
+
+
+@needs_engine
+def test_merge(cli, dev, store_path):
+    before = cli_json(cli, "log", "main")[0]["id"]
+    code, out, err = cli("merge", "dev", "main", "--dry-run")
+    assert code == 0, err
+    assert out.startswith("dry run: merging dev into main would apply ")
+    assert cli_json(cli, "log", "main")[0]["id"] == before
+
+    code, out, err = cli("merge", "dev", "main", "-m", "merge dev", "--author", "mia")
+    assert code == 0, err
+    assert out.startswith("merged dev into main: ")
+    head = cli_json(cli, "log", "main")[0]
+    assert out.split()[4] == head["id"][:12]
+    assert head["message"] == "merge dev" and head["author"] == "mia"
+    store = open_store(store_path)
+    assert store.get("main", catalog.part_key("shop", "orders", "ds=5")) is not None
+    store.close()
+
+
+@needs_engine
+def test_merge_conflicts(cli, dev, store_path):
+    store = open_store(store_path)
+    put(store, "main", {catalog.table_key("shop", "orders"): table("shop", "orders", "erin")})
+    store.commit("main", "orders: erin")
+    store.close()
+    before = cli_json(cli, "log", "main")[0]["id"]
+
+    code, out, err = cli("merge", "dev", "main")
+    assert code == 1, err
+    lines = out.splitlines()
+    assert lines[0].startswith("merge of dev into main stopped: ")
+    conflicts = [line for line in lines[1:] if line.startswith("CONFLICT (")]
+    assert conflicts and any("shop.orders" in c and "owner" in c for c in conflicts)
+    assert any("carol" in c and "erin" in c for c in conflicts)
+    assert cli_json(cli, "log", "main")[0]["id"] == before
+
+    code, out, _ = cli("merge", "dev", "main", "--json")
+    assert code == 1 and json.loads(out)
+
+    code, out, err = cli("merge", "dev", "main", "--strategy", "source-wins")
+    assert code == 0, err
+    assert out.startswith("merged dev into main: ") and "resolved by" in out
+    store = open_store(store_path)
+    merged = codec.decode(ttypes.Table, store.get("main", catalog.table_key("shop", "orders")))
+    store.close()
+    assert merged.owner == "carol"
+
+
+@needs_engine
+def test_revert(cli, store_path):
+    target = cli_json(cli, "log", "main")[0]  # "create sales.events"
+    code, out, err = cli("revert", "main", target["id"][:10])
+    assert code == 0, err
+    assert out.startswith("[main ") and "(2 keys changed)" in out
+    store = open_store(store_path)
+    assert store.get("main", catalog.table_key("sales", "events")) is None
+    assert store.get("main", catalog.table_key("shop", "orders")) is not None
+    store.close()
+    code, _, err = cli("revert", "main", "nosuch")
+    assert code == 2 and "nosuch" in err
