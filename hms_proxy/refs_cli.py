@@ -531,11 +531,30 @@ def cmd_merge(args) -> int:
 
 def cmd_revert(args) -> int:
     revert_commit = _engine("revert_commit")
+    MergeConflict = _engine("MergeConflict", "kvmodel.errors")
 
     with _open(args) as store:
         target = store.resolve(args.commit).commit
-        commit = revert_commit(store, args.branch, target, author=_author(args),
-                               message=args.message)
+        try:
+            commit = revert_commit(store, args.branch, target, author=_author(args),
+                                   message=args.message)
+        except MergeConflict as exc:
+            conflicts = list(exc.result.conflicts or [])
+            if args.json:
+                _emit_json(exc.result)
+            else:
+                n = len(conflicts)
+                print(f"revert of {short(target)} on {args.branch} stopped: {n} conflict"
+                      f"{'' if n == 1 else 's'} with later changes (nothing committed)")
+                print("\n".join(fmt_conflict(c) for c in conflicts))
+            return 1
+        except NothingToCommit as exc:
+            if args.json:
+                _emit_json({"branch": args.branch, "reverted": target, "commit": None,
+                            "changed_keys": 0})
+            else:
+                print(f"nothing to revert: {exc}")
+            return 1
         changed = sum(1 for _ in store.diff(commit.parents[0], commit.id)) \
             if commit.parents else None
     if args.json:
@@ -698,7 +717,12 @@ def fmt_conflict(conflict) -> str:
     fields = [getattr(f, "field", f) for f in (conflict.fields or ())]
     if fields:
         line += "  fields: " + ", ".join(str(f) for f in fields)
-    line += f"  source: {fmt_value(conflict.source)}  dest: {fmt_value(conflict.dest)}"
+    dropped = "DROPPED" in str(conflict.type).upper()
+
+    def side(value) -> str:
+        return "(dropped)" if value is None and dropped else fmt_value(value)
+
+    line += f"  source: {side(conflict.source)}  dest: {side(conflict.dest)}"
     return line
 
 
@@ -716,9 +740,10 @@ def format_merge(result, args) -> list[str]:
     applied = list(result.applied or [])
     conflicts = list(result.conflicts or [])
     if conflicts and args.strategy == "fail":  # a dry run reporting what would stop the merge
-        return ([f"dry run: merging {args.source} into {args.dest} would apply "
-                 f"{summarize(applied)}"] + format_conflicts(result, args)[1:]
-                + [f"{len(conflicts)} conflict{'' if len(conflicts) == 1 else 's'}"])
+        n = len(conflicts)
+        return ([f"dry run: merging {args.source} into {args.dest} would stop on {n} "
+                 f"conflict{'' if n == 1 else 's'} (--strategy source-wins or dest-wins "
+                 "resolves them)"] + format_conflicts(result, args)[1:])
     lines = []
     if args.dry_run:
         lines.append(f"dry run: merging {args.source} into {args.dest} would apply "

@@ -584,7 +584,10 @@ def test_merge_conflicts(cli, dev, store_path):
     assert cli_json(cli, "log", "main")[0]["id"] == before
 
     code, out, _ = cli("merge", "dev", "main", "--json")
-    assert code == 1 and json.loads(out)
+    assert code == 1 and json.loads(out)["conflicts"]
+    code, out, _ = cli("merge", "dev", "main", "--dry-run")
+    assert code == 1 and out.startswith("dry run: merging dev into main would stop on ")
+    assert out.splitlines()[1:] == conflicts
 
     code, out, err = cli("merge", "dev", "main", "--strategy", "source-wins")
     assert code == 0, err
@@ -607,3 +610,21 @@ def test_revert(cli, store_path):
     store.close()
     code, _, err = cli("revert", "main", "nosuch")
     assert code == 2 and "nosuch" in err
+
+
+@needs_engine
+def test_revert_conflict_and_nothing_to_revert(cli, store_path):
+    first = cli_json(cli, "log", "main")[1]  # "create shop.orders"
+    store = open_store(store_path)
+    put(store, "main", {catalog.table_key("shop", "orders"): table("shop", "orders", "zed")})
+    store.commit("main", "orders: zed")
+    store.close()
+    code, out, _ = cli("revert", "main", first["id"])
+    assert code == 1
+    assert out.startswith(f"revert of {first['id'][:12]} on main stopped: ")
+    assert "CONFLICT (PARENT_DROPPED) database shop  source: (dropped)  dest: " in out
+
+    last = cli_json(cli, "log", "main")[0]
+    assert cli("revert", "main", last["id"])[0] == 0
+    code, out, _ = cli("revert", "main", last["id"])
+    assert code == 1 and out.startswith("nothing to revert: ")
