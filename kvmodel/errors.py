@@ -40,3 +40,18 @@ class HeadMoved(StoreError):
 
 class StoreCorrupt(StoreError):
     """The store's files do not hold what the store expects."""
+
+
+class MergeConflict(StoreError):
+    """A merge (or revert) found conflicts it was not told how to resolve; ``result`` is the
+    :class:`kvmodel.merge.MergeResult` with every conflict."""
+
+    def __init__(self, result, message: str | None = None):
+        self.result = result
+        n = len(result.conflicts)
+        super().__init__(message or f"merging {result.source!r} into {result.dest!r}: "
+                                    f"{n} conflict{'s' if n != 1 else ''}")
+
+
+class DirtyBranch(StoreError):
+    """The branch has staged (uncommitted) changes, and the operation needs a clean branch."""
