@@ -536,3 +536,27 @@ def test_revert_conflicts_with_later_changes(shop):
         revert_commit(shop, "main", bad.id)
     assert [c.type for c in info.value.result.conflicts] == ["VALUE_DIFFERS"]
     assert shop.resolve("main").commit == head
+
+
+def test_table_dropped_by_the_source_and_altered_by_the_destination(shop):
+    write(shop, "dev", {TBL: None, pkey("1"): None, pkey("2"): None})
+    write(shop, "main", {TBL: table(owner="bob")})
+    result = merge_refs(shop, "dev", "main", strategy="dest-wins")
+    [c] = result.conflicts
+    assert (c.type, c.fields, c.source, c.dest) == ("DROPPED_AND_MODIFIED", ("owner",), None,
+                                                    {"owner": "bob"})
+    assert {k for k in contents(shop, "main") if k.startswith(TBL)} == {TBL, pkey("1"), pkey("2")}
+
+
+def test_merge_result_is_json(shop):
+    import json
+    write(shop, "dev", {TBL: table(params={"team": "web"}), pkey("3"): partition("3")})
+    write(shop, "main", {TBL: table(params={"team": "data"})})
+    result = merge_refs(shop, "dev", "main", strategy="source-wins", message="m",
+                        metadata={"ticket": "3"})
+    js = json.loads(json.dumps(result.to_json()))
+    assert js["commit"] == result.commit.id and js["resolved_by"] == "source-wins"
+    assert [a["key"] for a in js["applied"]] == [TBL, pkey("3")]
+    assert js["applied"][0]["fields"] == [{"field": "parameters.team", "before": "data",
+                                           "after": "web"}]
+    assert result.commit.message == "m" and result.commit.metadata == {"ticket": "3"}
