@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
+import threading
 import os
 import sys
 
@@ -43,6 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=int(os.environ.get("HMS_PORT", "9083")),
                        help="port to listen on (default 9083, env HMS_PORT; 0 picks a free one)")
     serve.add_argument("--ref", default="main", help="branch or ref served (default main)")
+    serve.add_argument("--bind", action="append", default=[], metavar="PORT=REF",
+                       help="also listen on PORT for REF (a branch, tag or commit; repeatable), "
+                            "e.g. --bind 9084=dev --bind 9085=v1.0")
+    serve.add_argument("--autocommit", action="store_true",
+                       help="commit every Thrift write at once (author: the set_ugi user; "
+                            "message: the call and its object); default: writes stay staged on "
+                            "the branch until 'hms-proxy commit', as in lakeFS")
     serve.add_argument("--warehouse", default=None,
                        help="warehouse root for default locations (default <store>/warehouse)")
     serve.add_argument("--transport", choices=("buffered", "framed"), default="buffered",
@@ -73,8 +82,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _binds(pairs: list[str]) -> list[tuple[int, str]]:
+    out = []
+    for pair in pairs or []:
+        port, sep, ref = pair.partition("=")
+        if not sep or not port.strip().isdigit() or not ref.strip():
+            raise SystemExit(f"--bind takes PORT=REF, got {pair!r}")
+        out.append((int(port), ref.strip()))
+    return out
+
+
 def make_server(args) -> srv.MetastoreServer:
-    """The server for parsed ``serve`` arguments (bound, not yet serving)."""
+    """The server for parsed ``serve`` arguments (bound, not yet serving); listeners of
+    ``--bind`` are in its ``extra_listeners``."""
     from hms_proxy.family import Env
     from hms_proxy.gen.fb303 import FacebookService
     from hms_proxy.gen.hive_metastore import ThriftHiveMetastore, ttypes
@@ -87,7 +107,11 @@ def make_server(args) -> srv.MetastoreServer:
     store = open_store(args.store)
     warehouse_root = args.warehouse or os.path.join(os.path.abspath(args.store), "warehouse")
     env = Env(store=store, warehouse=Warehouse(warehouse_root), ref=args.ref,
-              conf=_conf(args.conf), cache=LRUCache(args.cache_size))
+              conf=_conf(args.conf), cache=LRUCache(args.cache_size),
+              autocommit=args.autocommit)
+    binds = _binds(args.bind)
+    for _, ref in binds:
+        store.resolve(ref)  # fail at start, not at the first call, on an unknown ref
     services = (ThriftHiveMetastore, FacebookService)
     processor = Processor(None, services, ttypes)
     handler = Handler(env, processor.methods)
@@ -103,6 +127,12 @@ def make_server(args) -> srv.MetastoreServer:
     server = srv.MetastoreServer(processor, config, on_stop=store.close,
                                  on_connection_end=store.release_thread)
     server.bind()
+    server.extra_listeners = []
+    for port, ref in binds:
+        extra = srv.MetastoreServer(processor, dataclasses.replace(config, port=port),
+                                    on_connection_end=store.release_thread, ref=ref)
+        extra.bind()
+        server.extra_listeners.append(extra)
     return server
 
 
@@ -110,12 +140,26 @@ def cmd_serve(args) -> int:
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     server = make_server(args)
+    extras = server.extra_listeners
+    close_store, server.on_stop = server.on_stop, None  # closed once every listener is done
     server.install_signal_handlers()
     srv.pid_file_write(args.pid_file)
-    logging.getLogger("hms_proxy").info(
-        "serving %s (ref %s) on %s:%d", args.store, args.ref, args.host, server.port)
+    log = logging.getLogger("hms_proxy")
+    log.info("serving %s (ref %s) on %s:%d", args.store, args.ref, args.host, server.port)
     print(f"hms-proxy listening on {args.host}:{server.port}", flush=True)
+    threads = []
+    for extra in extras:
+        log.info("serving ref %s on %s:%d", extra.ref, args.host, extra.port)
+        print(f"hms-proxy listening on {args.host}:{extra.port} for ref {extra.ref}", flush=True)
+        t = threading.Thread(target=extra.serve_forever, name=f"listener-{extra.port}", daemon=True)
+        t.start()
+        threads.append(t)
     server.serve_forever()
+    for extra in extras:
+        extra.stop()
+    for t in threads:
+        t.join(timeout=15)
+    close_store()
     return 0
 
 

@@ -16,6 +16,7 @@ from hms_proxy.warehouse import Warehouse
 from kvmodel.cache import LRUCache
 from kvmodel.catalog import CatalogReader, CatalogWriter
 from kvmodel.contract import VersionedStore
+from kvmodel.errors import NothingToCommit
 
 DDL_TIME = "transient_lastDdlTime"
 _NONE = object()  # a cached "there is nothing" (the cache itself answers None for a miss)
@@ -31,6 +32,7 @@ class Env:
     conf: dict[str, str] = field(default_factory=dict)
     started: float = field(default_factory=time.time)
     cache: LRUCache = field(default_factory=lambda: LRUCache(256 << 20))
+    autocommit: bool = False
 
 
 class Family:
@@ -71,8 +73,23 @@ class Family:
 
     @contextmanager
     def writing(self, ctx):
-        with self.env.store.write(self.ref_of(ctx)) as txn:
+        """A write transaction on the call's branch; refused on a protected branch; with
+        ``serve --autocommit``, committed in the same transaction as the write."""
+        store, ref = self.env.store, self.ref_of(ctx)
+        branch = store.get_branch(ref)  # None for a tag or commit: the store refuses the write
+        if branch is not None and branch.protected:
+            raise errors.MetaError(
+                f"Branch '{ref}' is protected: write on a branch and merge it "
+                f"(hms-proxy branch create NAME --from {ref}; hms-proxy merge NAME {ref})")
+        with store.write(ref) as txn:
             yield CatalogWriter(txn, ttypes)
+            if self.env.autocommit:
+                try:
+                    store.commit(ref, getattr(ctx, "call", "") or "write",
+                                 author=getattr(ctx, "user", None) or "",
+                                 metadata={"source": "thrift", "call": getattr(ctx, "call", "")})
+                except NothingToCommit:
+                    pass
 
     # --- shared lookups -----------------------------------------------------------------
     @staticmethod

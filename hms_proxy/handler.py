@@ -5,6 +5,7 @@ Any Thrift method that no family defines is absent here, so the processor answer
 """
 from __future__ import annotations
 
+from hms_proxy import routing
 from hms_proxy.colstats import ColumnStatsCalls
 from hms_proxy.databases import DatabaseCalls
 from hms_proxy.family import Env
@@ -23,10 +24,10 @@ class Handler:
         self._calls = {}
         for family_cls in FAMILIES:
             family = family_cls(env)
-            for name in thrift_methods:
+            for name, method in thrift_methods.items():
                 impl = getattr(family, name, None)
                 if impl is not None and name not in self._calls:
-                    self._calls[name] = impl
+                    self._calls[name] = _routed(name, impl, method)
         self.databases = DatabaseCalls(env)
 
     def __getattr__(self, name):
@@ -41,3 +42,40 @@ class Handler:
 
     def start(self) -> None:
         self.databases.ensure_default_database()
+
+
+def _routed(name: str, impl, method):
+    """The family method behind the routing of :mod:`hms_proxy.routing`: the call's ref is
+    chosen here, once, and its answer qualified back when the request was qualified."""
+    arg_names = method.arg_names
+    result_spec = method.result_cls.thrift_spec if method.result_cls is not None else ()
+
+    def call(ctx, *args):
+        args = list(args)
+        ref = routing.strip_arguments(name, arg_names, args)
+        ctx.ref = ref or ctx.listener_ref
+        ctx.call = _describe_call(name, arg_names, args)
+        value = impl(ctx, *args)
+        if ref is not None:
+            value = routing.qualify_result(value, result_spec, ref)
+        return value
+
+    call.__name__ = name
+    return call
+
+
+def _describe_call(name: str, arg_names, args) -> str:
+    """``create_table shop.orders``: the method and the object it names, for commit messages."""
+    parts = []
+    for arg, value in zip(arg_names, args):
+        if isinstance(value, str) and arg in ("db_name", "dbname", "dbName", "name", "tbl_name",
+                                              "table_name", "part_name", "funcName"):
+            parts.append(value)
+        elif hasattr(value, "thrift_spec"):
+            for attr in ("dbName", "tableName", "tblName", "name", "functionName"):
+                text = getattr(value, attr, None)
+                if isinstance(text, str):
+                    parts.append(text)
+            if parts:
+                break
+    return f"{name} {'.'.join(parts)}".strip()

@@ -44,6 +44,9 @@ class CallContext:
     user: str | None = None
     groups: list[str] = field(default_factory=list)
     calls: int = 0
+    listener_ref: str | None = None  # the ref of the port the client connected to
+    ref: str | None = None           # the ref of the call being served (set by the handler)
+    call: str = ""                   # "<method> <object>", for commit messages and logs
 
 
 @dataclass(frozen=True)

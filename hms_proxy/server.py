@@ -177,9 +177,10 @@ class MetastoreServer:
     """Accepts connections and serves each on its own thread until the client leaves."""
 
     def __init__(self, processor: Processor, config: ServerConfig, on_stop=None,
-                 on_connection_end=None):
+                 on_connection_end=None, ref: str | None = None):
         self.processor = processor
         self.config = config
+        self.ref = ref  # the ref this listener serves (None: the server's default)
         self.on_stop = on_stop
         self.on_connection_end = on_connection_end
         self._stopping = threading.Event()
@@ -274,7 +275,7 @@ class MetastoreServer:
     def _serve_connection(self, conn: socket.socket, addr) -> None:
         fileno = conn.fileno()
         peer = f"{addr[0]}:{addr[1]}" if isinstance(addr, tuple) else str(addr)
-        ctx = CallContext(peer=peer)
+        ctx = CallContext(peer=peer, listener_ref=self.ref)
         trans = self._make_transport(conn)
         cfg = self.config
         proto = TBinaryProtocolAccelerated(

@@ -210,6 +210,10 @@ class VersionedStore(abc.ABC):
     def list_branches(self) -> list[Branch]:
         """All branches, by name."""
 
+    def get_branch(self, name: BranchName) -> Branch | None:
+        """The branch by that name, or None (a tag, a commit or nothing)."""
+        return next((b for b in self.list_branches() if b.name == name), None)
+
     @abc.abstractmethod
     def set_branch_protection(self, name: BranchName, protected: bool) -> None:
         """Mark a branch protected (it cannot be deleted or reset). Raises RefNotFound."""

@@ -491,6 +491,12 @@ class LocalStore(VersionedStore):
             conn.execute("DELETE FROM refs WHERE name = ?", (name,))
             conn.execute("DELETE FROM staging WHERE branch = ?", (name,))
 
+    def get_branch(self, name: BranchName) -> Branch | None:
+        row = self._thread_conn().conn.execute(
+            "SELECT commit_id, protected FROM refs WHERE name = ? AND kind = 'branch'",
+            (name,)).fetchone()
+        return None if row is None else Branch(name, row[0], bool(row[1]))
+
     def list_branches(self) -> list[Branch]:
         rows = self._thread_conn().conn.execute(
             "SELECT name, commit_id, protected FROM refs WHERE kind = 'branch' ORDER BY name")
