@@ -2,11 +2,13 @@
 
 Every command opens the store, does one thing and closes it (the store serialises writers, so
 these are safe next to a running server). Exit status: 0 done, 1 a conflict or nothing to do
-(merge conflicts, nothing to commit), 2 an error (one ``hms-proxy: error: ...`` line on stderr).
+(merge conflicts, nothing to commit, a pre-commit/pre-merge hook's veto), 2 an error (one
+``hms-proxy: error: ...`` line on stderr).
 ``--json`` prints machine-readable output instead of the compact human one.
 
-The contextual diff, merge and revert come from :mod:`kvmodel.versioning`, imported lazily by
-the commands that need it.
+The contextual diff, merge and revert come from :mod:`kvmodel.versioning`, and ``commit`` and
+``merge`` run the store's hooks through :mod:`kvmodel.hooks`, imported lazily by the commands
+that need them.
 """
 from __future__ import annotations
 
@@ -363,10 +365,14 @@ def cmd_tag_delete(args) -> int:
 # --- commit, log, reset ------------------------------------------------------------------------
 def cmd_commit(args) -> int:
     metadata = _parse_meta(args.meta)
+    commit_with_hooks = _engine("commit_with_hooks", "kvmodel.hooks")
+    HookVeto = _engine("HookVeto", "kvmodel.hooks")
     with _open(args) as store:
         try:
-            commit = store.commit(args.branch, args.message, author=_author(args),
-                                  metadata=metadata)
+            commit = commit_with_hooks(store, _local_path(args.store), args.branch,
+                                       args.message, author=_author(args), metadata=metadata)
+        except HookVeto as veto:
+            return _report_veto(args, veto, f"commit on branch {args.branch}")
         except NothingToCommit:
             if args.json:
                 _emit_json({"branch": args.branch, "commit": None, "changed_keys": 0})
@@ -506,14 +512,18 @@ def _filtered(report, prefix: str):
 
 
 def cmd_merge(args) -> int:
-    merge_refs = _engine("merge_refs")
+    merge_with_hooks = _engine("merge_with_hooks", "kvmodel.hooks")
+    HookVeto = _engine("HookVeto", "kvmodel.hooks")
     MergeConflict = _engine("MergeConflict", "kvmodel.errors")
 
     with _open(args) as store:
         try:
-            result = merge_refs(store, args.source, args.dest, strategy=args.strategy,
-                                dry_run=args.dry_run, author=_author(args),
-                                message=args.message)
+            result = merge_with_hooks(store, _local_path(args.store), args.source, args.dest,
+                                      strategy=args.strategy, dry_run=args.dry_run,
+                                      author=_author(args), message=args.message)
+        except HookVeto as veto:
+            what = f"merge of {args.source} into {args.dest}"
+            return _report_veto(args, veto, ("dry run: " if args.dry_run else "") + what)
         except MergeConflict as exc:
             result = exc.result
             if args.json:
@@ -527,6 +537,18 @@ def cmd_merge(args) -> int:
         print("\n".join(format_merge(result, args)))
     conflicts = list(getattr(result, "conflicts", None) or [])
     return 1 if conflicts and args.strategy == "fail" else 0
+
+
+def _report_veto(args, veto, what: str) -> int:
+    """A pre-commit/pre-merge hook veto: ``hms-proxy: error: <what> vetoed by hooks:`` then
+    one indented line per message on stderr (and the messages as JSON with --json); exit 1."""
+    messages = list(getattr(veto, "messages", None) or [str(veto)])
+    if args.json:
+        _emit_json({"vetoed": True, "operation": what, "messages": messages})
+    print(f"hms-proxy: error: {what} vetoed by hooks (nothing committed):", file=sys.stderr)
+    for message in messages:
+        print(f"  {message}", file=sys.stderr)
+    return 1
 
 
 def cmd_revert(args) -> int:
