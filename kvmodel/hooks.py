@@ -292,28 +292,6 @@ def commit_with_hooks(store: VersionedStore, store_path, branch: str, message: s
     raise HeadMoved(f"branch {branch!r} kept changing while its pre-commit hooks ran")
 
 
-class _PinnedHead:
-    """The store, except that a commit on ``branch`` must have ``head`` as first parent and
-    is made with ``expected_head=head``: how a merge (merge_refs has no expected_head) is made
-    against the very head its hooks checked."""
-
-    def __init__(self, store: VersionedStore, branch: str, head: str):
-        self._store, self._branch, self._head = store, branch, head
-
-    def __getattr__(self, name):
-        return getattr(self._store, name)
-
-    def commit_snapshot(self, branch, parents, changes, message, author="", metadata=None,
-                        expected_head=None):
-        if branch == self._branch and (not parents or parents[0] != self._head
-                                       or expected_head not in (None, self._head)):
-            raise HeadMoved(f"branch {branch!r} moved from {self._head[:12]} while its "
-                            "pre-merge hooks ran")
-        return self._store.commit_snapshot(branch, parents, changes, message, author,
-                                           metadata, expected_head=self._head
-                                           if branch == self._branch else expected_head)
-
-
 _PREFER = {"fail": None, "source-wins": "source", "dest-wins": "dest"}
 
 
@@ -323,7 +301,8 @@ def merge_with_hooks(store: VersionedStore, store_path, source: str, dest: str, 
                      hooks: HookSet | None = None) -> MergeResult:
     """:func:`kvmodel.versioning.merge_refs`, with the pre-merge hooks run on the changes the
     merge would apply (from a dry run). The source is pinned to the commit the hooks saw, and
-    the merge commit is made against the destination head they saw (HeadMoved otherwise). A
+    the merge is made with ``expected_head`` = the destination head they saw (HeadMoved
+    otherwise). A
     dry run runs the hooks too (HookVeto: the merge would be refused). Conflicts that stop the
     merge (strategy "fail") are reported as merge_refs reports them, without running hooks."""
     hooks = hooks if hooks is not None else load_hooks(_path_of(store, store_path))
@@ -364,7 +343,7 @@ def merge_with_hooks(store: VersionedStore, store_path, source: str, dest: str, 
                             kw["message"], author, dict(metadata or {}), strategy, values))
     if dry_run:
         return preview
-    result = merge_refs(_PinnedHead(store, dest, dst_head), src_head, dest, **kw)
+    result = merge_refs(store, src_head, dest, expected_head=dst_head, **kw)
     result.source = source
     return result
 

@@ -31,7 +31,7 @@ from kvmodel.entities import (FIELDS, MERGE_VOLATILE_PARAMS, ColumnsField, Entit
                               MapField, ancestors, columns_by_name, decode, dependents,
                               entity_change, field_changes, get_field, jsonable, parse_key,
                               set_field)
-from kvmodel.errors import (DirtyBranch, MergeConflict, NothingToCommit, ReadOnlyRef,
+from kvmodel.errors import (DirtyBranch, HeadMoved, MergeConflict, NothingToCommit, ReadOnlyRef,
                             StoreError)
 
 STRATEGIES = ("fail", "source-wins", "dest-wins")
@@ -391,7 +391,7 @@ def _check_clean_branch(store: VersionedStore, branch: str):
 
 def merge_refs(store: VersionedStore, source: str, dest: str, *, strategy: str = "fail",
                dry_run: bool = False, author: str = "", message: str | None = None,
-               metadata: dict | None = None) -> MergeResult:
+               metadata: dict | None = None, expected_head: str | None = None) -> MergeResult:
     """Merge ``source`` into branch ``dest``, 3-way from their merge base.
 
     The source side is its *committed* head (a source branch's staged writes are not merged);
@@ -404,12 +404,15 @@ def merge_refs(store: VersionedStore, source: str, dest: str, *, strategy: str =
     nothing; "source-wins"/"dest-wins" resolve every conflict towards that side, field-wise
     where the conflict is a field, entity- or subtree-wise otherwise. ``dry_run`` computes the
     same result and writes nothing; it returns conflicts rather than raising. With unresolved
-    conflicts ``applied`` is empty (nothing would change).
+    conflicts ``applied`` is empty (nothing would change). ``expected_head``: merge only onto
+    that dest head (HeadMoved otherwise), e.g. the head that pre-merge hooks checked.
     """
     if strategy not in _PREFER:
         raise ValueError(f"unknown merge strategy {strategy!r}; use one of {STRATEGIES}")
     dref = _check_clean_branch(store, dest)
     src_head, dst_head = store.resolve(source).commit, dref.commit
+    if expected_head is not None and dst_head != expected_head:
+        raise HeadMoved(f"branch {dest!r} is at {dst_head[:12]}, not {expected_head[:12]}")
     base = store.merge_base(src_head, dst_head)
     if base is None:
         raise StoreError(f"{source!r} and {dest!r} have no common history")

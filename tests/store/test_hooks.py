@@ -363,7 +363,7 @@ def test_merge_is_made_against_the_head_the_hooks_saw(store, no_config):
         merge_with_hooks(store, no_config, "other", "main", hooks=HookSet())
 
     hooks = HookSet({"pre-commit": [], "pre-merge": [_hook(commits_meanwhile)]})
-    with pytest.raises(HeadMoved, match="moved from .* while its pre-merge hooks ran"):
+    with pytest.raises(HeadMoved, match="is at .*, not "):
         merge_with_hooks(store, no_config, "dev", "main", hooks=hooks)
     moved = store.resolve("main").commit
     assert moved != head and store.get("main", K.db_key("sales")) is None
