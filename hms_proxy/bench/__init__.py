@@ -2,6 +2,8 @@
 
 ``register(subparsers)`` adds the sub-command to the ``hms-proxy`` argument parser; the work is
 in :mod:`hms_proxy.bench.runner` and the JVM timing client in ``java/HmsBench.java``.
+``hms-proxy bench versioning`` (an optional mode, :mod:`hms_proxy.bench.versioning`) times the
+versioning engine directly on a store instead.
 """
 from __future__ import annotations
 
@@ -46,6 +48,13 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true",
                    help="exit 1 if any operation failed on any side")
     p.set_defaults(func=_cmd_bench)
+    # An optional mode: `hms-proxy bench versioning ...` parses the rest with its own options
+    # (and func); plain `hms-proxy bench --target ...` is unchanged.
+    from hms_proxy.bench import versioning  # light: its heavy imports are inside functions
+
+    modes = p.add_subparsers(dest="bench_mode", metavar="{versioning}",
+                             title="modes (optional)")
+    versioning.register(modes)
     return p
 
 
