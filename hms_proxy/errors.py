@@ -96,3 +96,27 @@ def to_thrift(exc: BaseException, ttypes) -> Exception | None:
     if isinstance(exc, FilterError):
         return ttypes.MetaException(message=exc.message)
     return None
+
+
+class NoSuchTxn(HMSError):
+    """The transaction is unknown or already committed (NoSuchTxnException)."""
+
+    thrift_name = "NoSuchTxnException"
+
+
+class TxnAborted(HMSError):
+    """The transaction was aborted (TxnAbortedException)."""
+
+    thrift_name = "TxnAbortedException"
+
+
+class NoSuchLock(HMSError):
+    """The lock is unknown or released (NoSuchLockException)."""
+
+    thrift_name = "NoSuchLockException"
+
+
+class TxnOpen(HMSError):
+    """The lock belongs to an open transaction (TxnOpenException)."""
+
+    thrift_name = "TxnOpenException"

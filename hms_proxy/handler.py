@@ -13,9 +13,10 @@ from hms_proxy.functions import FunctionCalls
 from hms_proxy.partitions import PartitionCalls
 from hms_proxy.service import ServiceCalls
 from hms_proxy.tables import TableCalls
+from hms_proxy.txns import TxnCalls
 
 FAMILIES = (DatabaseCalls, TableCalls, PartitionCalls, ColumnStatsCalls, FunctionCalls,
-            ServiceCalls)
+            ServiceCalls, TxnCalls)
 
 
 class Handler:

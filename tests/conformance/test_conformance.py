@@ -20,10 +20,7 @@ pytestmark = pytest.mark.oracle
 
 # Scenarios known to differ, each with its reason (also in docs/compatibility.md). They are
 # strict xfails: the day one matches the oracle, the run fails until the entry is removed.
-KNOWN_DIFFERENCES = {
-    "transactions_and_locks": "locks and transactions are not implemented yet (issue 4): "
-                              "the server answers UNKNOWN_METHOD",
-}
+KNOWN_DIFFERENCES: dict[str, str] = {}
 
 TRANSCRIPTS = REPO_ROOT / "tests" / ".artifacts" / "conformance"
 ONLY = os.environ.get("CONFORMANCE_ONLY", "")

@@ -1,0 +1,533 @@
+"""Locks and transactions: HMS 2.3's TxnHandler (what DbTxnManager talks to), in process.
+
+:class:`TxnState` is all the state (transactions, lock rows, the two id counters) and nothing
+else, so that moving it out of process is a matter of storing that one class elsewhere.
+:class:`TxnManager` is the logic, every public method under one mutex; :class:`TxnCalls` is the
+family serving the Thrift calls from a manager shared by all connections.
+
+What HMS 2.3.10 does, and so what this does (checked against the stock HMS, see
+``tests/conformance`` and ``tests/unit/test_txns.py``):
+
+- transaction ids and lock ids count from 1; ``open_txns`` opens at most
+  ``hive.txn.max.open.batch`` (1000) at once; a committed transaction is forgotten (committing
+  or aborting it again is ``NoSuchTxnException``), an aborted one is kept and listed by
+  ``get_open_txns`` (readers must keep ignoring what it wrote) until it is known to have
+  written nothing, when the reaper drops it like HMS's compactor does;
+- a lock request is a list of components (database, table or partition), enqueued WAITING and
+  then checked: each component looks at the locks *in front of it* -- rows of requests with
+  an id up to its own, ordered acquired first, then by type (SHARED_READ, SHARED_WRITE,
+  EXCLUSIVE), then by id -- from the nearest backwards, and HMS's ``jumpTable`` says whether to
+  acquire, wait or keep looking. One waiting component rolls the whole request back to
+  WAITING (all or nothing) and records what blocked it; ``check_lock`` checks again.
+  One deliberate difference: HMS 2.3 looks only at requests with an id up to the checked one,
+  so a waiting EXCLUSIVE lock is granted although a later SHARED_READ request passed it and
+  holds its lock (the oracle does that). Here the locks in front also include every acquired
+  lock, as Hive 4 does, so conflicting locks are never held together;
+  ``TxnManager(hms23_lock_scan=True)`` restores HMS 2.3's exact behaviour;
+- locks of one transaction never conflict with each other, nor components of one request
+  without a transaction; a database SHARED_READ does not conflict with a table EXCLUSIVE;
+- names are compared as given (HMS 2.3 does not lower-case them here);
+- ``unlock`` of an unknown lock succeeds; a transaction's acquired locks are released only by
+  its commit or abort (``TxnOpenException``);
+- a lock without a transaction that is not heartbeated (``heartbeat``, ``check_lock``) within
+  ``hive.txn.timeout`` is released, an open transaction not heartbeated is aborted; checked
+  lazily on each call and by a daemon reaper thread.
+"""
+from __future__ import annotations
+
+import re
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Callable
+
+from hms_proxy import errors
+from hms_proxy.family import Family
+from hms_proxy.gen.hive_metastore import ttypes as T
+
+DEFAULT_TIMEOUT = 300.0  # hive.txn.timeout
+DEFAULT_MAX_OPEN_BATCH = 1000  # hive.txn.max.open.batch
+MAX_HEARTBEAT_RANGE = 1_000_000  # HMS has no limit; a bigger range would exhaust our memory
+REAP_INTERVAL = 5.0
+
+OPEN, ABORTED = "o", "a"            # TXNS.TXN_STATE
+ACQUIRED, WAITING = "a", "w"        # HIVE_LOCKS.HL_LOCK_STATE
+
+SR, SW, EX = T.LockType.SHARED_READ, T.LockType.SHARED_WRITE, T.LockType.EXCLUSIVE
+_TYPE_RANK = {SR: 0, SW: 1, EX: 2}  # TxnHandler.LockTypeComparator: more restrictive last
+
+ACQUIRE, WAIT, KEEP_LOOKING = "acquire", "wait", "keep_looking"
+# TxnHandler.jumpTable[desired type][type of the lock in front][its state]
+JUMP_TABLE = {
+    SR: {SR: {ACQUIRED: ACQUIRE, WAITING: KEEP_LOOKING},
+         SW: {ACQUIRED: ACQUIRE, WAITING: KEEP_LOOKING},
+         EX: {ACQUIRED: WAIT, WAITING: WAIT}},
+    SW: {SR: {ACQUIRED: KEEP_LOOKING, WAITING: KEEP_LOOKING},
+         SW: {ACQUIRED: WAIT, WAITING: WAIT},
+         EX: {ACQUIRED: WAIT, WAITING: WAIT}},
+    EX: {SR: {ACQUIRED: WAIT, WAITING: WAIT},
+         SW: {ACQUIRED: WAIT, WAITING: WAIT},
+         EX: {ACQUIRED: WAIT, WAITING: WAIT}},
+}
+
+_WRITE_OPS = {T.DataOperationType.INSERT, T.DataOperationType.UPDATE,
+              T.DataOperationType.DELETE, T.DataOperationType.UNSET, None}
+
+
+# --- errors with HMS's wording (JavaUtils.txnIdToString / lockIdToString) ----------------------
+def no_such_txn(txnid: int) -> errors.HMSError:
+    return errors.NoSuchTxn(f"No such transaction txnid:{txnid}")
+
+
+def txn_aborted(txnid: int) -> errors.HMSError:
+    return errors.TxnAborted(f"Transaction txnid:{txnid} already aborted")
+
+
+def parse_timeout(value, default: float = DEFAULT_TIMEOUT) -> float:
+    """A HiveConf time in seconds: ``300``, ``300s``, ``5m``, ``300000ms``, ``1h``, ``1d``."""
+    if value is None or str(value).strip() == "":
+        return default
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|msec|s|sec|m|min|h|hour|d|day)?s?\s*",
+                         str(value).lower())
+    if match is None:
+        raise ValueError(f"invalid hive.txn.timeout: {value!r}")
+    scale = {None: 1, "ms": 0.001, "msec": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60,
+             "h": 3600, "hour": 3600, "d": 86400, "day": 86400}[match.group(2)]
+    return float(match.group(1)) * scale
+
+
+# --- the state --------------------------------------------------------------------------------
+@dataclass
+class Txn:
+    id: int
+    state: str
+    user: str | None
+    host: str | None
+    started: int          # ms
+    last_heartbeat: int   # ms
+    wrote: bool = False   # HMS would have TXN_COMPONENTS rows for it
+    aborted_at: int = 0   # ms
+
+
+@dataclass
+class LockRow:
+    """One component of a lock request (a HIVE_LOCKS row)."""
+
+    ext_id: int
+    int_id: int
+    txnid: int            # 0 without a transaction
+    db: str | None
+    table: str | None
+    partition: str | None
+    type: int
+    state: str
+    last_heartbeat: int   # ms; 0 for a transaction's lock until heartbeated by lock id
+    acquired_at: int | None
+    user: str | None
+    host: str | None
+    agent_info: str | None
+    blocked_by: tuple[int, int] | None = None
+
+    @property
+    def is_db_lock(self) -> bool:
+        return self.db is not None and self.table is None and self.partition is None
+
+    @property
+    def is_table_lock(self) -> bool:
+        return self.db is not None and self.table is not None and self.partition is None
+
+    def describe(self) -> str:
+        """TxnHandler.LockInfo.toString."""
+        state = {ACQUIRED: "ACQUIRED", WAITING: "WAITING"}[self.state]
+        return (f"lockid:{self.ext_id} intLockId:{self.int_id} txnid:{self.txnid} "
+                f"db:{_j(self.db)} table:{_j(self.table)} partition:{_j(self.partition)} "
+                f"state:{state} type:{T.LockType._VALUES_TO_NAMES[self.type]}")
+
+
+def _j(value) -> str:
+    return "null" if value is None else str(value)
+
+
+@dataclass
+class TxnState:
+    """Everything the manager knows: the TXNS and HIVE_LOCKS tables and the id counters."""
+
+    next_txn_id: int = 1
+    next_lock_id: int = 1
+    txns: dict[int, Txn] = field(default_factory=dict)
+    locks: dict[int, list[LockRow]] = field(default_factory=dict)  # by lock id, increasing
+
+
+def _sort_key(row: LockRow, state: str):
+    """TxnHandler.LockInfoComparator: acquired first, then by type, then by ids."""
+    return (state != ACQUIRED, _TYPE_RANK[row.type], row.ext_id, row.int_id)
+
+
+def _overlaps(a: LockRow, b: LockRow) -> bool:
+    if a.db != b.db:
+        return False
+    if a.table is not None and b.table is not None and a.table != b.table:
+        return False
+    if a.partition is not None and b.partition is not None and a.partition != b.partition:
+        return False
+    return True
+
+
+def _ignore_conflict(desired: LockRow, existing: LockRow) -> bool:
+    """TxnHandler.ignoreConflict."""
+    return ((desired.is_db_lock and desired.type == SR
+             and existing.is_table_lock and existing.type == EX)
+            or (existing.is_db_lock and existing.type == SR
+                and desired.is_table_lock and desired.type == EX)
+            or (desired.txnid != 0 and desired.txnid == existing.txnid)
+            or (desired.txnid == 0 and desired.ext_id == existing.ext_id))
+
+
+def _writes(component) -> bool:
+    """Whether HMS 2.3 records the component in TXN_COMPONENTS (so the txn 'wrote')."""
+    if component.isAcid is False:
+        return False
+    if component.operationType in _WRITE_OPS:
+        return not component.isDynamicPartitionWrite
+    return False
+
+
+class TxnManager:
+    """HMS 2.3's TxnHandler over a :class:`TxnState`; thread-safe."""
+
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT,
+                 clock: Callable[[], float] = time.time,
+                 max_open_batch: int = DEFAULT_MAX_OPEN_BATCH,
+                 state: TxnState | None = None, hms23_lock_scan: bool = False):
+        self.timeout = float(timeout)
+        self.hms23_lock_scan = hms23_lock_scan
+        self.clock = clock
+        self.max_open_batch = max_open_batch
+        self.state = state or TxnState()
+        self._mutex = threading.RLock()
+        self._reaper: threading.Thread | None = None
+
+    @classmethod
+    def from_conf(cls, conf: dict, **kwargs) -> "TxnManager":
+        return cls(timeout=parse_timeout(conf.get("hive.txn.timeout")),
+                   max_open_batch=int(conf.get("hive.txn.max.open.batch", DEFAULT_MAX_OPEN_BATCH)),
+                   **kwargs)
+
+    def _now(self) -> int:
+        return int(self.clock() * 1000)
+
+    # --- timeouts ---------------------------------------------------------------------------
+    def reap(self) -> None:
+        """Release timed-out locks, abort timed-out transactions, forget aborted transactions
+        that wrote nothing (HMS's housekeeper and compactor cleaner)."""
+        with self._mutex:
+            self._time_out(self._now())
+
+    def _time_out(self, now: int) -> None:
+        s = self.state
+        limit = now - int(self.timeout * 1000)
+        for ext_id in [e for e, rows in s.locks.items()
+                       if rows[0].txnid == 0 and rows[0].last_heartbeat < limit]:
+            del s.locks[ext_id]
+        for txn in [t for t in s.txns.values() if t.state == OPEN and t.last_heartbeat < limit]:
+            self._abort(txn, now)
+        for txn in [t for t in s.txns.values()
+                    if t.state == ABORTED and not t.wrote and t.aborted_at < limit]:
+            del s.txns[txn.id]
+
+    def ensure_reaper(self, interval: float = REAP_INTERVAL) -> None:
+        """Start the daemon thread reaping every ``interval`` seconds (once); it ends with the
+        manager."""
+        if self._reaper is not None:
+            return
+        with self._mutex:
+            if self._reaper is not None:
+                return
+            ref = weakref.ref(self)
+
+            def run():
+                while True:
+                    time.sleep(interval)
+                    manager = ref()
+                    if manager is None:
+                        return
+                    try:
+                        manager.reap()
+                    except Exception:  # pragma: no cover - never kill the reaper
+                        pass
+                    del manager
+
+            self._reaper = threading.Thread(target=run, name="hms-txn-reaper", daemon=True)
+            self._reaper.start()
+
+    # --- transactions -----------------------------------------------------------------------
+    def _require_open(self, txnid: int) -> Txn:
+        """TxnHandler.ensureValidTxn for a transaction that must be open."""
+        txn = self.state.txns.get(txnid)
+        if txn is None:
+            raise no_such_txn(txnid)
+        if txn.state == ABORTED:
+            raise txn_aborted(txnid)
+        return txn
+
+    def _abort(self, txn: Txn, now: int) -> None:
+        txn.state = ABORTED
+        txn.aborted_at = now
+        self._release_txn_locks(txn.id)
+
+    def _release_txn_locks(self, txnid: int) -> None:
+        locks = self.state.locks
+        for ext_id in [e for e, rows in locks.items() if rows[0].txnid == txnid]:
+            del locks[ext_id]
+
+    def open_txns(self, num_txns: int, user: str | None, host: str | None) -> list[int]:
+        with self._mutex:
+            now = self._now()
+            self._time_out(now)
+            count = max(0, min(int(num_txns or 0), self.max_open_batch))
+            s = self.state
+            ids = list(range(s.next_txn_id, s.next_txn_id + count))
+            s.next_txn_id += count
+            for txnid in ids:
+                s.txns[txnid] = Txn(txnid, OPEN, user, host, now, now)
+            return ids
+
+    def commit_txn(self, txnid: int) -> None:
+        with self._mutex:
+            self._time_out(self._now())
+            self._require_open(txnid)
+            self._release_txn_locks(txnid)
+            del self.state.txns[txnid]
+
+    def abort_txn(self, txnid: int) -> None:
+        with self._mutex:
+            now = self._now()
+            self._time_out(now)
+            txn = self.state.txns.get(txnid)
+            if txn is None:
+                raise no_such_txn(txnid)
+            if txn.state == OPEN:
+                self._abort(txn, now)
+
+    def abort_txns(self, txnids) -> None:
+        """Aborts the open ones, ignores the rest (HMS only logs them)."""
+        with self._mutex:
+            now = self._now()
+            self._time_out(now)
+            for txnid in txnids:
+                txn = self.state.txns.get(txnid)
+                if txn is not None and txn.state == OPEN:
+                    self._abort(txn, now)
+
+    def get_open_txns(self):
+        """(high water mark, ids of open and aborted txns, lowest open id or None)."""
+        with self._mutex:
+            self._time_out(self._now())
+            s = self.state
+            opened = [t.id for t in s.txns.values() if t.state == OPEN]
+            return s.next_txn_id - 1, set(s.txns), (min(opened) if opened else None)
+
+    def get_open_txns_info(self):
+        with self._mutex:
+            self._time_out(self._now())
+            s = self.state
+            infos = [T.TxnInfo(id=t.id,
+                               state=T.TxnState.OPEN if t.state == OPEN else T.TxnState.ABORTED,
+                               user=t.user, hostname=t.host, startedTime=t.started,
+                               lastHeartbeatTime=t.last_heartbeat)
+                     for t in sorted(s.txns.values(), key=lambda t: t.id)]
+            return s.next_txn_id - 1, infos
+
+    def heartbeat(self, lockid: int | None, txnid: int | None) -> None:
+        with self._mutex:
+            now = self._now()
+            self._time_out(now)
+            if lockid:
+                rows = self.state.locks.get(lockid)
+                if rows is None:
+                    raise errors.NoSuchLock(f"No such lock: lockid:{lockid}")
+                for row in rows:
+                    row.last_heartbeat = now
+            if txnid:
+                self._require_open(txnid).last_heartbeat = now
+
+    def heartbeat_txn_range(self, low: int, high: int):
+        """(aborted ids, unknown ids) in [low, high]; the open ones are heartbeated."""
+        if low is None or high is None or high < low:
+            raise errors.InternalError("heartbeat_txn_range: max < min")
+        if high - low + 1 > MAX_HEARTBEAT_RANGE:
+            raise errors.MetaError(f"heartbeat_txn_range: more than {MAX_HEARTBEAT_RANGE} "
+                                   f"transactions in one call")
+        with self._mutex:
+            now = self._now()
+            self._time_out(now)
+            aborted, nosuch = set(), set()
+            txns = self.state.txns
+            for txnid in range(low, high + 1):
+                txn = txns.get(txnid)
+                if txn is None:
+                    nosuch.add(txnid)
+                elif txn.state == ABORTED:
+                    aborted.add(txnid)
+                else:
+                    txn.last_heartbeat = now
+            return aborted, nosuch
+
+    # --- locks ------------------------------------------------------------------------------
+    def lock(self, components, txnid: int | None, user: str | None, host: str | None,
+             agent_info: str | None = "Unknown") -> tuple[int, int]:
+        """Enqueue a lock request and check it: (lock id, LockState)."""
+        if components is None or any(c is None or c.type not in _TYPE_RANK for c in components):
+            raise errors.InternalError("lock: a request needs components with a lock type")
+        txnid = txnid or 0
+        with self._mutex:
+            now = self._now()
+            self._time_out(now)
+            s = self.state
+            if txnid:
+                txn = self._require_open(txnid)
+                if any(_writes(c) for c in components):
+                    txn.wrote = True
+            ext_id = s.next_lock_id
+            s.next_lock_id += 1
+            if not components:
+                # HMS enqueues (and commits) the empty request, then fails checking it
+                raise errors.InternalError("lock: a request without components")
+            s.locks[ext_id] = [
+                LockRow(ext_id, i, txnid, c.dbname, c.tablename, c.partitionname, c.type,
+                        WAITING, 0 if txnid else now, None, user, host, agent_info)
+                for i, c in enumerate(components, start=1)]
+            return ext_id, self._check(ext_id, now)
+
+    def check_lock(self, lockid: int) -> int:
+        with self._mutex:
+            now = self._now()
+            self._time_out(now)
+            rows = self.state.locks.get(lockid)
+            if rows is None:
+                raise errors.NoSuchLock(f"No such lock lockid:{lockid}")
+            if rows[0].txnid:
+                self._require_open(rows[0].txnid).last_heartbeat = now
+            else:
+                for row in rows:
+                    row.last_heartbeat = now
+            return self._check(lockid, now)
+
+    def _check(self, ext_id: int, now: int) -> int:
+        """TxnHandler.checkLock: all components acquired, or none (WAITING)."""
+        mine = self.state.locks[ext_id]
+        before = {id(row): (row.state, row.acquired_at, row.blocked_by) for row in mine}
+        candidates = sorted(
+            ((row, row.state) for e, rows in self.state.locks.items() for row in rows
+             if e <= ext_id or (row.state == ACQUIRED and not self.hms23_lock_scan)),
+            key=lambda pair: _sort_key(*pair))
+        position = {id(row): i for i, (row, _) in enumerate(candidates)}
+        for row in mine:
+            if before[id(row)][0] == ACQUIRED:
+                continue
+            for other, other_state in reversed(candidates[:position[id(row)]]):
+                if not _overlaps(row, other):
+                    continue
+                action = JUMP_TABLE[row.type][other.type][other_state]
+                if action == KEEP_LOOKING:
+                    continue
+                if action == WAIT and not _ignore_conflict(row, other):
+                    for undo in mine:  # roll back what this check acquired
+                        undo.state, undo.acquired_at, undo.blocked_by = before[id(undo)]
+                    row.blocked_by = (other.ext_id, other.int_id)
+                    return T.LockState.WAITING
+                break  # ACQUIRE, or a conflict HMS ignores
+            # acquired: passed a lock in front, or nothing in front of it to pass
+            row.state, row.acquired_at, row.blocked_by = ACQUIRED, now, None
+        return T.LockState.ACQUIRED
+
+    def unlock(self, lockid: int) -> None:
+        with self._mutex:
+            self._time_out(self._now())
+            rows = self.state.locks.get(lockid)
+            if rows is None:
+                return  # HMS: idempotent
+            kept = [r for r in rows if not (r.txnid == 0 or r.state == WAITING)]
+            if len(kept) == len(rows):
+                raise errors.TxnOpen("Unlocking locks associated with transaction not "
+                                     f"permitted.  {rows[0].describe()}")
+            if kept:
+                self.state.locks[lockid] = kept
+            else:
+                del self.state.locks[lockid]
+
+    def show_locks(self, dbname=None, tablename=None, partname=None) -> list:
+        with self._mutex:
+            self._time_out(self._now())
+            rows = [row for rows in self.state.locks.values() for row in rows
+                    if (not dbname or row.db == dbname)
+                    and (not tablename or row.table == tablename)
+                    and (not partname or row.partition == partname)]
+            rows.sort(key=lambda row: _sort_key(row, row.state))
+            return [T.ShowLocksResponseElement(
+                lockid=r.ext_id, dbname=r.db, tablename=r.table, partname=r.partition,
+                state=T.LockState.ACQUIRED if r.state == ACQUIRED else T.LockState.WAITING,
+                type=r.type, txnid=r.txnid, lastheartbeat=r.last_heartbeat,
+                acquiredat=r.acquired_at, user=r.user, hostname=r.host, heartbeatCount=0,
+                agentInfo=r.agent_info,
+                blockedByExtId=r.blocked_by[0] if r.blocked_by else None,
+                blockedByIntId=r.blocked_by[1] if r.blocked_by else None,
+                lockIdInternal=r.int_id) for r in rows]
+
+
+class TxnCalls(Family):
+    """The Thrift calls of HMS 2.3's transaction and lock API."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.manager = TxnManager.from_conf(env.conf)
+
+    def _m(self) -> TxnManager:
+        self.manager.ensure_reaper()
+        return self.manager
+
+    def open_txns(self, ctx, rqst):
+        ids = self._m().open_txns(rqst.num_txns, rqst.user, rqst.hostname)
+        return T.OpenTxnsResponse(txn_ids=ids)
+
+    def get_open_txns(self, ctx):
+        hwm, ids, low = self._m().get_open_txns()
+        return T.GetOpenTxnsResponse(txn_high_water_mark=hwm, open_txns=ids, min_open_txn=low)
+
+    def get_open_txns_info(self, ctx):
+        hwm, infos = self._m().get_open_txns_info()
+        return T.GetOpenTxnsInfoResponse(txn_high_water_mark=hwm, open_txns=infos)
+
+    def commit_txn(self, ctx, rqst):
+        self._m().commit_txn(rqst.txnid)
+
+    def abort_txn(self, ctx, rqst):
+        self._m().abort_txn(rqst.txnid)
+
+    def abort_txns(self, ctx, rqst):
+        if rqst.txn_ids is None:
+            raise errors.InternalError("abort_txns: no txn_ids")
+        self._m().abort_txns(rqst.txn_ids)
+
+    def heartbeat(self, ctx, ids):
+        self._m().heartbeat(ids.lockid, ids.txnid)
+
+    def heartbeat_txn_range(self, ctx, txns):
+        aborted, nosuch = self._m().heartbeat_txn_range(txns.min, txns.max)
+        return T.HeartbeatTxnRangeResponse(aborted=aborted, nosuch=nosuch)
+
+    def lock(self, ctx, rqst):
+        lockid, state = self._m().lock(rqst.component, rqst.txnid, rqst.user, rqst.hostname,
+                                       rqst.agentInfo)
+        return T.LockResponse(lockid=lockid, state=state)
+
+    def check_lock(self, ctx, rqst):
+        return T.LockResponse(lockid=rqst.lockid, state=self._m().check_lock(rqst.lockid))
+
+    def unlock(self, ctx, rqst):
+        self._m().unlock(rqst.lockid)
+
+    def show_locks(self, ctx, rqst):
+        return T.ShowLocksResponse(locks=self._m().show_locks(rqst.dbname, rqst.tablename,
+                                                              rqst.partname))
