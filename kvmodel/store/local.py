@@ -10,8 +10,9 @@ Connections are per thread (``threading.local``): sqlite3 connections must not b
 threads mid-transaction, and a threaded server needs concurrent readers. Nested ``read``/``write``
 contexts on one thread join the thread's open transaction.
 
-Committed trees live in ``ranges``/``metaranges`` (see :mod:`kvmodel.store.ranges`); decoded
-ranges, metaranges and commits are cached in-process by id, since they never change.
+Committed trees live in ``ranges``/``index_nodes``/``metaranges`` (see
+:mod:`kvmodel.store.ranges`): ranges, index nodes and roots are stored once by content id;
+decoded ones, and commits, are cached in-process by id, since they never change.
 """
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ CREATE TABLE IF NOT EXISTS staging (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS ranges (id BLOB PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS metaranges (id BLOB PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS index_nodes (id BLOB PRIMARY KEY, data BLOB NOT NULL);
 """
 _SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 BUSY_TIMEOUT_S = 30.0
@@ -129,7 +131,7 @@ class _View(ReadView):
                                      (self.ref.branch, key)).fetchone()
             if row is not None:
                 return row[0]
-        return ranges.lookup(self._tree, key, self._store._load_range)
+        return ranges.lookup(self._tree, key, self._store._src)
 
     def get_many(self, keys: list[Key]) -> list[Value | None]:
         """Staged rows of all the keys in a few queries, then the tree for the rest."""
@@ -142,13 +144,13 @@ class _View(ReadView):
                 staged.update(self._conn.execute(
                     f"SELECT key, value FROM staging WHERE branch = ? AND key IN ({marks})",
                     (self.ref.branch, *chunk)).fetchall())
-        load = self._store._load_range
+        load = self._store._src
         return [staged[k] if k in staged else ranges.lookup(self._tree, k, load) for k in keys]
 
     def scan(self, start: Key = "", end: Key | None = None) -> Iterator[tuple[Key, Value]]:
         self._check_open()
         _check_key(start)
-        committed = ranges.iter_tree(self._tree, start, end, self._store._load_range)
+        committed = ranges.iter_tree(self._tree, start, end, self._store._src)
         if self.ref.branch is None:
             return committed
         return _overlay(self._staging(start, end), committed)
@@ -193,7 +195,7 @@ class _Write(_View, WriteTxn):
         self._check_open()
         _check_key(key)
         self._dirty = True
-        if ranges.lookup(self._tree, key, self._store._load_range) is None:
+        if ranges.lookup(self._tree, key, self._store._src) is None:
             # Absent in the head commit: dropping any staged value is enough, no tombstone.
             self._conn.execute("DELETE FROM staging WHERE branch = ? AND key = ?",
                                (self.ref.branch, key))
@@ -227,9 +229,12 @@ class LocalStore(VersionedStore):
         self._lock = threading.Lock()
         self._closed = False
         self._ranges = LRUCache(cache_bytes)
-        self._metaranges = LRUCache(max(cache_bytes // 4, 1 << 20))
+        self._nodes = LRUCache(max(cache_bytes // 4, 1 << 20))
+        self._metaranges = LRUCache(max(cache_bytes // 16, 1 << 20))
         self._commits = LRUCache(20_000)  # weight 1 per commit
-        self.stats = {"ranges_decoded": 0, "ranges_written": 0, "metaranges_decoded": 0}
+        self._src = ranges.Source(self._load_range, self._load_node)
+        self.stats = {"ranges_decoded": 0, "ranges_written": 0, "nodes_decoded": 0,
+                      "nodes_written": 0, "metaranges_decoded": 0, "metaranges_written": 0}
         self._initialise()
 
     # --- connections and transactions ----------------------------------------------------
@@ -335,6 +340,7 @@ class LocalStore(VersionedStore):
             self._idle.clear()
         self._local = threading.local()
         self._ranges.clear()
+        self._nodes.clear()
         self._metaranges.clear()
         self._commits.clear()
 
@@ -356,6 +362,18 @@ class LocalStore(VersionedStore):
             self.stats["ranges_decoded"] += 1
             self._ranges.put(range_id, rng, rng.size)
         return rng
+
+    def _load_node(self, node_id: bytes) -> ranges.IndexNode:
+        node = self._nodes.get(node_id)
+        if node is None:
+            row = self._thread_conn().conn.execute(
+                "SELECT data FROM index_nodes WHERE id = ?", (node_id,)).fetchone()
+            if row is None:
+                raise StoreCorrupt(f"index node {node_id.hex()} is missing")
+            node = ranges.IndexNode.decode(row[0])
+            self.stats["nodes_decoded"] += 1
+            self._nodes.put(node_id, node, len(row[0]))
+        return node
 
     def _tree(self, conn: sqlite3.Connection, commit_id: CommitID) -> ranges.Metarange:
         mr_id = bytes.fromhex(self.get_commit(commit_id).metarange)
@@ -385,19 +403,25 @@ class LocalStore(VersionedStore):
 
     def _write_tree(self, conn: sqlite3.Connection, base: ranges.Metarange,
                     changes: list[tuple[str, bytes | None]]) -> ranges.Metarange:
-        """Apply sorted changes to ``base``, storing the new ranges and metarange."""
+        """Apply sorted changes to ``base``, storing the new ranges, index nodes and root."""
         if not changes:
             return base
-        builder = ranges.apply_changes(base, changes, self._load_range)
+        builder = ranges.apply_changes(base, changes, self._src)
         for range_id, blob, decoded in builder.new_ranges:
             cur = conn.execute("INSERT OR IGNORE INTO ranges (id, data) VALUES (?, ?)",
                                (range_id, blob))
             self.stats["ranges_written"] += cur.rowcount
             self._ranges.put(range_id, decoded, decoded.size)
+        for node_id, blob, node in builder.new_nodes:
+            cur = conn.execute("INSERT OR IGNORE INTO index_nodes (id, data) VALUES (?, ?)",
+                               (node_id, blob))
+            self.stats["nodes_written"] += cur.rowcount
+            self._nodes.put(node_id, node, len(blob))
         mr = builder.out
         if mr.id != base.id:
-            conn.execute("INSERT OR IGNORE INTO metaranges (id, data) VALUES (?, ?)",
-                         (mr.id, mr.encode()))
+            cur = conn.execute("INSERT OR IGNORE INTO metaranges (id, data) VALUES (?, ?)",
+                               (mr.id, mr.encode()))
+            self.stats["metaranges_written"] += cur.rowcount
             self._metaranges.put(mr.id, mr, len(mr.encode()))
         return mr
 
@@ -538,7 +562,7 @@ class LocalStore(VersionedStore):
         kind, commit_id, staged_key, staged_value = row
         if kind == "branch" and staged_key is not None:
             return staged_value
-        return ranges.lookup(self._tree(tc.conn, commit_id), key, self._load_range)
+        return ranges.lookup(self._tree(tc.conn, commit_id), key, self._src)
 
     def token(self, ref: RefExpr) -> object:
         """One statement for a plain branch or tag name."""
@@ -640,7 +664,7 @@ class LocalStore(VersionedStore):
                 views.append(_View(self, conn, ref, self._tree(conn, ref.commit)))
             lview, rview = views
             changed = {k: (lv, rv) for k, lv, rv in ranges.diff_trees(
-                lview._tree, rview._tree, prefix, end, self._load_range)}
+                lview._tree, rview._tree, prefix, end, self._src)}
             staged_keys = set()
             for view in views:
                 if view.ref.branch is not None:
@@ -658,7 +682,7 @@ class LocalStore(VersionedStore):
                                 (branch,)).fetchall()
             out = []
             for key, value in rows:
-                committed = ranges.lookup(tree, key, self._load_range)
+                committed = ranges.lookup(tree, key, self._src)
                 if committed != value:
                     out.append(DiffEntry(key, committed, value))
         return iter(out)

@@ -5,6 +5,7 @@ decoded via ``store.stats``), which does not depend on the machine.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import signal
@@ -215,23 +216,27 @@ def test_commit_branch_and_diff_cost_on_a_large_store(tmp_path):
             txn.put(f"db/d/table/t{i // 1000:02d}/part/p={i:05d}", b"value %d" % i)
     c1 = store.commit("main", "bulk")
     ranges_after_bulk = _count(store, "ranges")
+    nodes_after_bulk = _count(store, "index_nodes")
     assert ranges_after_bulk > 50  # the tree really is many ranges
 
     with store.write("main") as txn:
         txn.put("db/d/table/t07/part/p=07500", b"changed")
     c2 = store.commit("main", "one key")
     assert _count(store, "ranges") - ranges_after_bulk <= 3
+    assert _count(store, "index_nodes") - nodes_after_bulk <= 2
 
-    before = (_count(store, "ranges"), _count(store, "metaranges"))
+    before = (_count(store, "ranges"), _count(store, "index_nodes"), _count(store, "metaranges"))
     store.create_branch("dev", "main")
     store.create_tag("v1", "main")
-    assert (_count(store, "ranges"), _count(store, "metaranges")) == before
+    assert (_count(store, "ranges"), _count(store, "index_nodes"),
+            _count(store, "metaranges")) == before
     store.close()
 
-    cold = LocalStore(path)  # empty caches: every range read is counted
+    cold = LocalStore(path)  # empty caches: every range and node read is counted
     try:
         assert [d.key for d in cold.diff(c1.id, c2.id)] == ["db/d/table/t07/part/p=07500"]
         assert cold.stats["ranges_decoded"] <= 4
+        assert cold.stats["nodes_decoded"] <= 2
 
         decoded = cold.stats["ranges_decoded"]
         with cold.read(c1.id) as view:
@@ -247,23 +252,60 @@ def test_commit_branch_and_diff_cost_on_a_large_store(tmp_path):
         cold.commit("dev", "one key on dev")
         assert cold.stats["ranges_decoded"] - decoded <= 3
         assert cold.stats["ranges_written"] <= 3
+        assert cold.stats["nodes_written"] <= 2 and cold.stats["metaranges_written"] == 1
     finally:
         cold.close()
 
 
-def test_incremental_trees_equal_trees_built_from_scratch():
-    """Content-defined chunking: however a key set was reached, its ranges are the same."""
+def test_one_key_commit_cost_is_constant_at_scale(tmp_path):
+    """200,000 keys of 1 KB (~8,000 ranges, ~40 index nodes): a one-key commit writes one or
+    two ranges, one or two index nodes and a root of a few KB; a diff reads as little."""
+    store = LocalStore(tmp_path / "store", cache_bytes=1 << 20)
+    filler = b"x" * 1000
+    for lo in range(0, 200_000, 50_000):
+        with store.write("main") as txn:
+            txn.put_many([(f"t{i % 100:02d}/p={i:06d}", filler) for i in range(lo, lo + 50_000)])
+    base = store.commit("main", "bulk")
+    tree = store._tree(store._thread_conn().conn, base.id)
+    assert len(tree) > 5_000 and len(tree.ids) > 20
+    root_bytes = len(tree.encode())
+    assert root_bytes < len(tree) * 4  # a few bytes of root per range: the index is a tree
+
+    rng = random.Random(3)
+    commits = [base]
+    for n in range(10):
+        key = f"t{rng.randrange(100):02d}/p={rng.randrange(200_000):06d}"
+        with store.write("main") as txn:
+            txn.put(key, b"changed %d" % n)
+        before = dict(store.stats)
+        commits.append(store.commit("main", f"one key {n}"))
+        written = {k: store.stats[k] - before[k] for k in store.stats}
+        assert written["ranges_written"] <= 3, written
+        assert written["nodes_written"] <= 2, written
+        assert written["metaranges_written"] == 1, written
+        head = store._tree(store._thread_conn().conn, commits[-1].id)
+        assert len(head.encode()) <= root_bytes + 200
+    store.close()
+
+    cold = LocalStore(tmp_path / "store")
+    try:
+        diff = list(cold.diff(commits[4].id, commits[5].id))
+        assert len(diff) == 1
+        assert cold.stats["ranges_decoded"] <= 4 and cold.stats["nodes_decoded"] <= 2
+    finally:
+        cold.close()
+
+
+@pytest.mark.parametrize("small_nodes", [False, True])
+def test_incremental_trees_equal_trees_built_from_scratch(monkeypatch, small_nodes):
+    """Content-defined chunking: however a key set was reached, its ranges and index nodes are
+    the same (with small nodes, the node level is exercised across many nodes)."""
+    if small_nodes:
+        monkeypatch.setattr(ranges, "NODE_MIN_ENTRIES", 2)
+        monkeypatch.setattr(ranges, "NODE_BOUNDARY_MASK", 3)
+        monkeypatch.setattr(ranges, "NODE_MAX_ENTRIES", 8)
     rng = random.Random(7)
-    stored: dict[bytes, ranges.Range] = {}
-
-    def load(range_id):
-        return stored[range_id]
-
-    def build(base, changes):
-        builder = ranges.apply_changes(base, sorted(changes.items()), load)
-        for range_id, _, decoded in builder.new_ranges:
-            stored[range_id] = decoded
-        return builder
+    src = ranges.MemorySource()
 
     truth: dict[str, bytes] = {}
     tree = ranges.EMPTY
@@ -271,44 +313,162 @@ def test_incremental_trees_equal_trees_built_from_scratch():
         changes: dict[str, bytes | None] = {}
         for _ in range(rng.choice([1, 5, 50, 800])):
             key = f"k{rng.randrange(20_000):05d}"
-            changes[key] = None if rng.random() < 0.3 else b"v%d" % rng.randrange(5)
-        builder = build(tree, changes)
+            size = rng.choice([2, 2, 300, 3000])
+            changes[key] = None if rng.random() < 0.3 else b"v%d" % rng.randrange(5) * size
+        builder = src.keep(ranges.apply_changes(tree, sorted(changes.items()), src))
         tree = builder.out
         truth.update(changes)
         truth = {k: v for k, v in truth.items() if v is not None}
-        scratch = ranges.apply_changes(ranges.EMPTY, sorted(truth.items()), load).out
-        assert tree.ids == scratch.ids, step
-        assert list(ranges.iter_tree(tree, "", None, load)) == sorted(truth.items())
+        scratch = ranges.apply_changes(ranges.EMPTY, sorted(truth.items()), src).out
+        assert tree.ids == scratch.ids and tree.id == scratch.id, step
+        assert list(ranges.iter_tree(tree, "", None, src)) == sorted(truth.items())
         if len(changes) == 1 and len(tree) > 10:
-            assert len(builder.new_ranges) <= 2  # a one-key change rewrites about one range
+            assert len(builder.new_ranges) <= 3  # a one-key change rewrites about one range
+            assert len(builder.new_nodes) <= 2
     assert len(tree) > 20
+    if small_nodes:
+        assert len(tree.ids) > 10
+
+
+def test_tree_reads_and_diffs_across_many_nodes(monkeypatch):
+    monkeypatch.setattr(ranges, "NODE_MIN_ENTRIES", 2)
+    monkeypatch.setattr(ranges, "NODE_BOUNDARY_MASK", 3)
+    src = ranges.MemorySource()
+    items = {f"k{i:05d}": b"v" * (i % 500) for i in range(0, 20_000, 2)}
+    left = src.keep(ranges.apply_changes(ranges.EMPTY, sorted(items.items()), src)).out
+    assert len(left.ids) > 20
+    changes = {"k00000": None, "k00001": b"new", "k09999": b"odd", "k10000": b"changed",
+               "k19998": None, "k20001": b"last"}
+    right = src.keep(ranges.apply_changes(left, sorted(changes.items()), src)).out
+    after = {**items, **changes}
+    after = {k: v for k, v in after.items() if v is not None}
+    for key in ("k00000", "k00001", "k00002", "k09999", "k10000", "k10001", "k20001", "a", "z"):
+        assert ranges.lookup(right, key, src) == after.get(key), key
+        assert ranges.lookup(left, key, src) == items.get(key), key
+    assert list(ranges.iter_tree(right, "k05000", "k05100", src)) == sorted(
+        (k, v) for k, v in after.items() if "k05000" <= k < "k05100")
+    expected = [(k, items.get(k), after.get(k)) for k in sorted(set(items) | set(after))
+                if items.get(k) != after.get(k)]
+    assert list(ranges.diff_trees(left, right, load=src)) == expected
+    assert list(ranges.diff_trees(left, right, "k05", "k15", load=src)) == [
+        e for e in expected if "k05" <= e[0] < "k15"]
+    assert list(ranges.diff_trees(right, right, load=src)) == []
 
 
 def test_range_boundaries_respect_bounds():
-    items = [(f"key{i:06d}", b"x" * 100) for i in range(20_000)]
-    tree = ranges.apply_changes(ranges.EMPTY, items, lambda _id: None).out
-    assert sum(tree.counts) == 20_000
-    assert all(ranges.MIN_ENTRIES <= c <= ranges.MAX_ENTRIES for c in tree.counts[:-1])
+    def weight(k, v):
+        return max(len(k) + len(v) + 8, ranges.ENTRY_FLOOR)
+
+    for value_size in (10, 100, 1900):
+        items = [(f"key{i:06d}", b"x" * value_size) for i in range(20_000)]
+        builder = ranges.apply_changes(ranges.EMPTY, items, ranges.MemorySource())
+        assert builder.out.key_count == 20_000
+        sizes = []
+        for _, blob, rng in builder.new_ranges[:-1]:
+            w = sum(weight(k, v) for k, v in zip(rng.keys, rng.values))
+            assert w >= ranges.MIN_BYTES and len(rng.keys) <= ranges.MAX_ENTRIES
+            assert len(blob) < ranges.MAX_BYTES + value_size + 100
+            sizes.append(len(blob))
+        if value_size == 1900:  # large entries: ranges of ~16-32 KiB, not ~140 entries
+            assert 16 * 1024 <= sum(sizes) / len(sizes) <= 32 * 1024
     big = [(f"k{i:03d}", b"y" * 100_000) for i in range(30)]
-    builder = ranges.apply_changes(ranges.EMPTY, big, lambda _id: None)
-    assert all(len(blob) < ranges.MAX_BYTES + 200_000 for _, blob, _ in builder.new_ranges)
-    assert len(builder.out) >= 30 * 100_000 // ranges.MAX_BYTES
+    builder = ranges.apply_changes(ranges.EMPTY, big, ranges.MemorySource())
+    assert len(builder.out) == 30  # an entry over MAX_BYTES is a range of its own
 
 
-def test_range_and_metarange_formats_round_trip():
+def test_range_node_and_root_formats_round_trip():
     keys = ["", "a", "é", "\U0001F600", "a\x00b"]
     values = [b"", b"\x00", b"x" * 1000, b"v", b"w"]
     blob = ranges.encode_range([k.encode() for k in keys], values)
     decoded = ranges.decode_range(blob)
     assert (decoded.keys, decoded.values, decoded.size) == (keys, values, len(blob))
-    mr = ranges.Metarange(["a", "c"], ["b", "\U0001F600"], [b"1" * 32, b"2" * 32], [3, 4])
-    back = ranges.Metarange.decode(mr.encode())
+    node = ranges.IndexNode(["a", "c"], ["b", "\U0001F600"], [b"1" * 32, b"2" * 32], [3, 4])
+    back = ranges.IndexNode.decode(node.encode())
     assert (back.firsts, back.lasts, back.ids, back.counts, back.id) == (
-        mr.firsts, mr.lasts, mr.ids, mr.counts, mr.id)
+        node.firsts, node.lasts, node.ids, node.counts, node.id)
+    mr = ranges.Metarange(["a", "c"], ["b", "é"], [b"3" * 32, b"4" * 32], [3, 4], [1, 2])
+    back = ranges.Metarange.decode(mr.encode())
+    assert (back.firsts, back.lasts, back.ids, back.counts, back.nranges, back.id) == (
+        mr.firsts, mr.lasts, mr.ids, mr.counts, mr.nranges, mr.id)
+    assert len(back) == 3 and back.key_count == 7
     with pytest.raises(StoreCorrupt):
         ranges.decode_range(b"PICKLE" + blob)
     with pytest.raises(StoreCorrupt):
         ranges.decode_range(blob + b"trailing")
+    with pytest.raises(StoreCorrupt):
+        ranges.IndexNode.decode(mr.encode())
+    with pytest.raises(StoreCorrupt):
+        ranges.Metarange.decode(node.encode())
+
+
+def test_stores_with_flat_metaranges_still_open(tmp_path):
+    """A store written before the two-level index: commits point at flat ``KVM1`` metaranges
+    listing every range. It reads, diffs and takes new commits (written the new way)."""
+    path = tmp_path / "store"
+    store = LocalStore(path)
+    items = {f"k{i:05d}": b"value %d" % i for i in range(30_000)}
+    with store.write("main") as txn:
+        txn.put_many(list(items.items()))
+    new_format = store.commit("main", "bulk")
+    store.create_branch("keep", "main")
+    store.close()
+
+    # Rewrite every commit's root as the flat metarange the old code wrote.
+    src = ranges.MemorySource()
+    flat_of = {}
+    with sqlite3.connect(path / "store.db") as conn:
+        src.nodes.update((i, ranges.IndexNode.decode(d))
+                         for i, d in conn.execute("SELECT id, data FROM index_nodes"))
+        for mr_id, data in conn.execute("SELECT id, data FROM metaranges").fetchall():
+            root = ranges.Metarange.decode(data)
+            entries = [[], [], [], []]
+            for node_id in root.ids:
+                node = src.nodes[node_id]
+                for col, values in zip(entries, (node.firsts, node.lasts, node.ids, node.counts)):
+                    col.extend(values)
+            flat = ranges.encode_legacy(*entries)
+            flat_of[mr_id] = hashlib.sha256(flat).digest()
+            conn.execute("INSERT INTO metaranges VALUES (?, ?)", (flat_of[mr_id], flat))
+        for commit_id, mr_id in conn.execute("SELECT id, metarange FROM commits").fetchall():
+            conn.execute("UPDATE commits SET metarange = ? WHERE id = ?",
+                         (flat_of[mr_id], commit_id))
+        conn.execute("DELETE FROM index_nodes")
+        conn.execute("DELETE FROM metaranges WHERE substr(data, 1, 4) != X'4B564D31'")
+
+    old = LocalStore(path)
+    try:
+        assert old.get_commit(new_format.id).metarange == flat_of[
+            bytes.fromhex(new_format.metarange)].hex()
+        with old.read("main") as view:
+            assert view.get("k12345") == b"value 12345" and view.get("k99999") is None
+            assert dict(view.scan()) == items
+        with old.write("main") as txn:
+            txn.put("k12345", b"changed")
+            txn.delete("k00007")
+        c2 = old.commit("main", "on a flat base")
+        assert old.stats["nodes_written"] > 1  # the base's nodes, written once
+        with old.write("main") as txn:
+            txn.put("k20000", b"again")
+        c3 = old.commit("main", "on a two-level base")
+        assert [d.key for d in old.diff("keep", c2.id)] == ["k00007", "k12345"]
+        assert [d.key for d in old.diff(c2.id, c3.id)] == ["k20000"]
+    finally:
+        old.close()
+    again = LocalStore(path)
+    try:
+        with sqlite3.connect(path / "store.db") as conn:
+            (data,) = conn.execute("SELECT data FROM metaranges WHERE id = ?",
+                                   (bytes.fromhex(c3.metarange),)).fetchone()
+        assert data[:4] == b"KVT1"
+        with again.read("main") as view:
+            expected = {**items, "k12345": b"changed", "k20000": b"again"}
+            del expected["k00007"]
+            assert dict(view.scan()) == expected
+        with again.read("keep") as view:
+            assert dict(view.scan()) == items
+        assert [d.key for d in again.diff("keep", "main")] == ["k00007", "k12345", "k20000"]
+    finally:
+        again.close()
 
 
 def test_range_cache_is_bounded():
