@@ -152,7 +152,7 @@ class IndexNode:
     """One index node: ``(first, last, range_id, count)`` of consecutive ranges, parallel
     lists bisected on ``lasts``. Immutable once built."""
 
-    __slots__ = ("firsts", "lasts", "ids", "counts", "_id", "_blob")
+    __slots__ = ("firsts", "lasts", "ids", "counts", "_id", "_blob", "_cuts")
 
     def __init__(self, firsts=(), lasts=(), ids=(), counts=()):
         self.firsts: list[str] = list(firsts)
@@ -161,9 +161,17 @@ class IndexNode:
         self.counts: list[int] = list(counts)
         self._id: bytes | None = None
         self._blob: bytes | None = None
+        self._cuts: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def cuts(self) -> list[int]:
+        """Positions of the range ids that may end a node (computed once: nodes are
+        immutable once built)."""
+        if self._cuts is None:
+            self._cuts = [j for j, rid in enumerate(self.ids) if _is_node_boundary(rid)]
+        return self._cuts
 
     def encode(self) -> bytes:
         if self._blob is None:
@@ -233,8 +241,7 @@ class Metarange:
         if buf[:4] == _LEGACY_MAGIC:
             firsts, lasts, ids, (counts,) = _decode_index(buf, _LEGACY_MAGIC, 1, "a metarange")
             builder = TreeBuilder()
-            for entry in zip(firsts, lasts, ids, counts):
-                builder.add_range(*entry)
+            builder.add_ranges(IndexNode(firsts, lasts, ids, counts), 0, len(ids))
             mr = builder.finish()
             mr.inline = {node_id: node for node_id, _, node in builder.new_nodes}
             mr._id = hashlib.sha256(buf).digest()
@@ -344,6 +351,25 @@ class TreeBuilder:
         if n >= NODE_MAX_ENTRIES or (n >= NODE_MIN_ENTRIES and _is_node_boundary(range_id)):
             self.cut_node()
 
+    def add_ranges(self, src: IndexNode, a: int, b: int) -> None:
+        """``add_range`` of entries ``a:b`` of ``src``, by slices: same cuts, found by
+        bisecting ``src``'s boundary positions instead of testing every entry."""
+        cuts = src.cuts()
+        while a < b:
+            node = self._node
+            n = len(node.ids)
+            # entry k lands at count n + k - a + 1: it may cut from NODE_MIN, must at NODE_MAX
+            i = bisect_left(cuts, a + max(0, NODE_MIN_ENTRIES - 1 - n))
+            k = min(cuts[i] if i < len(cuts) else b, a + NODE_MAX_ENTRIES - 1 - n)
+            stop = min(k + 1, b)
+            node.firsts.extend(src.firsts[a:stop])
+            node.lasts.extend(src.lasts[a:stop])
+            node.ids.extend(src.ids[a:stop])
+            node.counts.extend(src.counts[a:stop])
+            if k < b:
+                self.cut_node()
+            a = stop
+
     def add(self, key: str, value: bytes) -> None:
         raw = key.encode()
         self._keys.append(key)
@@ -418,15 +444,19 @@ def apply_changes(base: Metarange, changes: Sequence[Change], load: Source) -> T
             builder.reuse_node(base, i)
             continue
         node = _node(base, i, load)
-        m = len(node.ids)
-        for j in range(m):
+        m, j = len(node.ids), 0
+        while j < m:
+            if not builder.pending:  # reuse the ranges up to the next one with a change
+                nxt = m if c == hi else min(bisect_left(node.lasts, keys[c], j), m - 1)
+                builder.add_ranges(node, j, nxt)
+                j = nxt
+                if j == m:
+                    break
             hj = hi if j == m - 1 else bisect_right(keys, node.lasts[j], c, hi)
-            if hj == c and not builder.pending:
-                builder.add_range(node.firsts[j], node.lasts[j], node.ids[j], node.counts[j])
-                continue
             for key, value in _merge(load.range(node.ids[j]), changes[c:hj]):
                 builder.add(key, value)
             c = hj
+            j += 1
     if n == 0:
         for key, value in changes:
             if value is not None:
