@@ -11,12 +11,14 @@ from hms_proxy.databases import DatabaseCalls
 from hms_proxy.family import Env
 from hms_proxy.functions import FunctionCalls
 from hms_proxy.partitions import PartitionCalls
+from hms_proxy.roles import RoleCalls
 from hms_proxy.service import ServiceCalls
+from hms_proxy.table_filters import TableFilterCalls
 from hms_proxy.tables import TableCalls
 from hms_proxy.txns import TxnCalls
 
 FAMILIES = (DatabaseCalls, TableCalls, PartitionCalls, ColumnStatsCalls, FunctionCalls,
-            ServiceCalls, TxnCalls)
+            ServiceCalls, TxnCalls, RoleCalls, TableFilterCalls)
 
 
 class Handler:

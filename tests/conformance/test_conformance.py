@@ -12,7 +12,8 @@ import os
 import pytest
 
 from tests.conformance import (scenarios_databases, scenarios_misc,  # noqa: F401 - registration
-                               scenarios_partitions, scenarios_stats, scenarios_tables)
+                               scenarios_partitions, scenarios_roles, scenarios_stats,
+                               scenarios_tables)
 from tests.conformance.harness import SCENARIOS, Recorder, diff, record
 from tests.support.process import REPO_ROOT
 
