@@ -1,0 +1,84 @@
+"""pyiceberg's HiveCatalog against the stock HMS 2.3.10 (the oracle) and against our server, with
+the same assertions: a table's life cycle (namespace, create, two appends, load, list, rename,
+drop) and 8 racing writers on one table, every row arriving exactly once."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pytest.importorskip("pyiceberg.catalog.hive")
+
+from hms_proxy.bench.iceberg_race import catalog, run_race  # noqa: E402
+
+pytestmark = [pytest.mark.oracle, pytest.mark.timeout(300)]
+
+SIDES = ["oracle", "proxy"]
+
+
+@pytest.fixture(params=SIDES)
+def server(request):
+    return request.getfixturevalue(request.param)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+def rows(*ids):
+    return pa.table({"id": pa.array(ids, pa.int64()), "name": pa.array([f"n{i}" for i in ids])})
+
+
+def test_table_life_cycle(server, tmp_path):
+    from pyiceberg.exceptions import NoSuchTableError
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    warehouse = tmp_path / "warehouse"
+    warehouse.mkdir()
+    cat = catalog(server.uri, warehouse)
+    ns = unique("pyice")
+    cat.create_namespace(ns, {"location": f"file://{warehouse}/{ns}.db"})
+    assert (ns,) in cat.list_namespaces()
+
+    schema = Schema(NestedField(1, "id", LongType(), required=False),
+                    NestedField(2, "name", StringType(), required=False))
+    table = cat.create_table(f"{ns}.events", schema=schema)
+    table.append(rows(1, 2))
+    table.append(rows(3))
+
+    loaded = cat.load_table(f"{ns}.events")
+    assert sorted(loaded.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
+    assert len(loaded.metadata.snapshots) == 2
+    assert loaded.metadata_location == table.metadata_location
+    assert cat.list_tables(ns) == [(ns, "events")]
+
+    renamed = cat.rename_table(f"{ns}.events", f"{ns}.events_v2")
+    assert cat.list_tables(ns) == [(ns, "events_v2")]
+    assert not cat.table_exists(f"{ns}.events")
+    with pytest.raises(NoSuchTableError):
+        cat.load_table(f"{ns}.events")
+    assert sorted(renamed.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
+    assert len(renamed.metadata.snapshots) == 2
+    assert renamed.metadata_location == loaded.metadata_location
+
+    cat.drop_table(f"{ns}.events_v2")
+    assert cat.list_tables(ns) == []
+    with pytest.raises(NoSuchTableError):
+        cat.load_table(f"{ns}.events_v2")
+    cat.drop_namespace(ns)
+    assert (ns,) not in cat.list_namespaces()
+
+
+def test_racing_writers_every_row_exactly_once(server, tmp_path):
+    warehouse = tmp_path / "warehouse"
+    warehouse.mkdir()
+    writers, batches = 8, 5
+    result = run_race(server.uri, warehouse, unique("race"), writers=writers, batches=batches,
+                      max_retries=50)
+    assert result.errors == []
+    assert result.missing == []
+    assert result.duplicates == 0
+    assert result.counts == {f"{w},{b}": 10 for w in range(writers) for b in range(batches)}
+    assert result.snapshots == writers * batches
