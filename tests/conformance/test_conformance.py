@@ -13,7 +13,7 @@ import pytest
 
 from tests.conformance import (scenarios_databases, scenarios_misc,  # noqa: F401 - registration
                                scenarios_partitions, scenarios_roles, scenarios_stats,
-                               scenarios_tables)
+                               scenarios_tables, scenarios_trino)
 from tests.conformance.harness import SCENARIOS, Recorder, diff, record
 from tests.support.process import REPO_ROOT
 
