@@ -297,11 +297,11 @@ class TableCalls(Family):
                 moves = self._rename(cat, old, new)
             new.createTime = old.createTime
             env_props = getattr(env_context, "properties", None) or {}
-            if not new.partitionKeys and not is_view(new) \
+            # HMS 2.3 recounts an unpartitioned table's files on an alter, except on a rename
+            # that moves the data (a managed table at its default place).
+            if moves is None and not new.partitionKeys and not is_view(new) \
                     and env_props.get(DO_NOT_UPDATE_STATS, "").lower() != "true":
-                # The directory moves after this transaction: count the files where they are.
-                where = moves[0] if moves else new.sd.location
-                update_stats_fast(new.parameters, where, False, env_context, force=True)
+                update_stats_fast(new.parameters, new.sd.location, False, env_context, force=True)
             if not new.parameters.get(DDL_TIME):
                 new.parameters[DDL_TIME] = str(now())
             if cascade or rename:

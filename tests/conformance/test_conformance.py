@@ -51,6 +51,12 @@ def test_scenario(name, request):
     expected, actual = record(oracle, name), record(proxy, name)
     save_transcript("oracle", expected)
     save_transcript("proxy", actual)
+    for server, rec in (("oracle", expected), ("proxy", actual)):
+        aborted = [e for e in rec.entries if e.label == "scenario aborted"]
+        if aborted:
+            # Two recordings that both stop early would compare equal while testing nothing.
+            pytest.fail(f"scenario {name} aborted on the {server}: {aborted[0].outcome[1]}",
+                        pytrace=False)
     if expected.lines() != actual.lines():
         pytest.fail(f"scenario {name} differs from the oracle (- oracle, + proxy):\n"
                     f"{diff(expected, actual)}", pytrace=False)
