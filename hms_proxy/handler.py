@@ -10,6 +10,7 @@ from hms_proxy.colstats import ColumnStatsCalls
 from hms_proxy.databases import DatabaseCalls
 from hms_proxy.family import Env
 from hms_proxy.functions import FunctionCalls
+from hms_proxy.notifications import NotificationCalls
 from hms_proxy.partitions import PartitionCalls
 from hms_proxy.roles import RoleCalls
 from hms_proxy.service import ServiceCalls
@@ -18,7 +19,7 @@ from hms_proxy.tables import TableCalls
 from hms_proxy.txns import TxnCalls
 
 FAMILIES = (DatabaseCalls, TableCalls, PartitionCalls, ColumnStatsCalls, FunctionCalls,
-            ServiceCalls, TxnCalls, RoleCalls, TableFilterCalls)
+            ServiceCalls, TxnCalls, RoleCalls, TableFilterCalls, NotificationCalls)
 
 
 class Handler:
