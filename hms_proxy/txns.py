@@ -1,9 +1,13 @@
 """Locks and transactions: HMS 2.3's TxnHandler (what DbTxnManager talks to), in process.
 
 :class:`TxnState` is all the state (transactions, lock rows, the two id counters) and nothing
-else, so that moving it out of process is a matter of storing that one class elsewhere.
-:class:`TxnManager` is the logic, every public method under one mutex; :class:`TxnCalls` is the
-family serving the Thrift calls from a manager shared by all connections.
+else, in process; :class:`RedisTxnState` is the same state in Redis, shared by every server
+process started with ``serve --redis URL``. Both hand out the state by ``session()``, during
+which the caller has it to itself (a mutex in process; in Redis a global lock, SET NX PX with a
+token, around loading the state and writing back what changed, checked and released by one Lua
+script). :class:`TxnManager` is the logic, every public method in one session, whichever state
+it runs over; :class:`TxnCalls` is the family serving the Thrift calls from a manager shared by
+all connections.
 
 What HMS 2.3.10 does, and so what this does (checked against the stock HMS, see
 ``tests/conformance`` and ``tests/unit/test_txns.py``):
@@ -31,16 +35,20 @@ What HMS 2.3.10 does, and so what this does (checked against the stock HMS, see
   its commit or abort (``TxnOpenException``);
 - a lock without a transaction that is not heartbeated (``heartbeat``, ``check_lock``) within
   ``hive.txn.timeout`` is released, an open transaction not heartbeated is aborted; checked
-  lazily on each call and by a daemon reaper thread.
+  lazily on each call and by a daemon reaper thread (with Redis, in whichever process calls).
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 import threading
 import time
+import uuid
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from hms_proxy import errors
 from hms_proxy.family import Family
@@ -151,12 +159,194 @@ def _j(value) -> str:
 
 @dataclass
 class TxnState:
-    """Everything the manager knows: the TXNS and HIVE_LOCKS tables and the id counters."""
+    """Everything the manager knows: the TXNS and HIVE_LOCKS tables and the id counters, in
+    process.
+
+    The interface the manager uses (:class:`RedisTxnState` hands out an object with the same
+    one): ``session()`` gives the state to one caller at a time; in it, ``txns`` and ``locks``
+    are plain dicts, ``new_txn_ids``/``new_lock_id`` hand out ids, ``txn_high_water_mark`` is
+    the last transaction id handed out."""
 
     next_txn_id: int = 1
     next_lock_id: int = 1
     txns: dict[int, Txn] = field(default_factory=dict)
     locks: dict[int, list[LockRow]] = field(default_factory=dict)  # by lock id, increasing
+    _mutex: Any = field(default_factory=threading.RLock, repr=False, compare=False)
+
+    @contextmanager
+    def session(self):
+        with self._mutex:
+            yield self
+
+    def new_txn_ids(self, count: int) -> list[int]:
+        ids = list(range(self.next_txn_id, self.next_txn_id + count))
+        self.next_txn_id += count
+        return ids
+
+    def new_lock_id(self) -> int:
+        self.next_lock_id += 1
+        return self.next_lock_id - 1
+
+    def txn_high_water_mark(self) -> int:
+        return self.next_txn_id - 1
+
+
+# --- the state in Redis -----------------------------------------------------------------------
+DEFAULT_REDIS_PREFIX = "hms-proxy:txn:"
+REDIS_LEASE = 30.0      # seconds the global lock is held at most (an operation takes ms)
+REDIS_WAIT = 60.0       # seconds to wait for the global lock before failing the call
+
+# Write back what the session changed and release the global lock, only if it still holds it.
+_REDIS_COMMIT = """
+if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
+local ops = cjson.decode(ARGV[2])
+for i = 1, #ops[1], 2 do redis.call('hset', KEYS[2], ops[1][i], ops[1][i + 1]) end
+for _, id in ipairs(ops[2]) do redis.call('hdel', KEYS[2], id) end
+for i = 1, #ops[3], 2 do redis.call('hset', KEYS[3], ops[3][i], ops[3][i + 1]) end
+for _, id in ipairs(ops[4]) do redis.call('hdel', KEYS[3], id) end
+redis.call('del', KEYS[1])
+return 1
+"""
+_REDIS_RELEASE = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0
+"""
+
+
+def _dump_txn(txn: Txn) -> str:
+    return json.dumps(dataclasses.astuple(txn), separators=(",", ":"))
+
+
+def _load_txn(raw: str) -> Txn:
+    return Txn(*json.loads(raw))
+
+
+def _dump_rows(rows: list[LockRow]) -> str:
+    return json.dumps([dataclasses.astuple(r) for r in rows], separators=(",", ":"))
+
+
+def _load_rows(raw: str) -> list[LockRow]:
+    rows = [LockRow(*values) for values in json.loads(raw)]
+    for row in rows:
+        if row.blocked_by is not None:
+            row.blocked_by = tuple(row.blocked_by)
+    return rows
+
+
+class _RedisView:
+    """The state of one session over Redis: the tables loaded, the counters in Redis."""
+
+    def __init__(self, owner: "RedisTxnState", raw_txns: dict, raw_locks: dict):
+        self._owner = owner
+        self.raw_txns = {int(k): v for k, v in raw_txns.items()}
+        self.raw_locks = {int(k): v for k, v in raw_locks.items()}
+        self.txns = {k: _load_txn(self.raw_txns[k]) for k in sorted(self.raw_txns)}
+        self.locks = {k: _load_rows(self.raw_locks[k]) for k in sorted(self.raw_locks)}
+
+    def new_txn_ids(self, count: int) -> list[int]:
+        if count <= 0:
+            return []
+        last = self._owner.redis.incrby(self._owner.key_next_txn, count)
+        return list(range(last - count + 1, last + 1))
+
+    def new_lock_id(self) -> int:
+        return self._owner.redis.incr(self._owner.key_next_lock)
+
+    def txn_high_water_mark(self) -> int:
+        return int(self._owner.redis.get(self._owner.key_next_txn) or 0)
+
+    def changes(self) -> list:
+        """[txn fields and values to set, txn ids to delete, the same for lock requests]."""
+        out = []
+        for table, raw, dump in ((self.txns, self.raw_txns, _dump_txn),
+                                 (self.locks, self.raw_locks, _dump_rows)):
+            sets = []
+            for key, value in table.items():
+                text = dump(value)
+                if raw.get(key) != text:
+                    sets += [str(key), text]
+            out += [sets, [str(key) for key in raw if key not in table]]
+        return out
+
+
+class RedisTxnState:
+    """The manager's state in Redis, shared by every process using the same Redis and prefix.
+
+    Keys: ``<prefix>txns`` (hash: txn id -> JSON of a :class:`Txn`), ``<prefix>locks`` (hash:
+    lock id -> JSON of its rows), ``<prefix>next_txn`` and ``<prefix>next_lock`` (the last id
+    handed out, by INCR), ``<prefix>mutex`` (the global lock). A session takes the global lock
+    (SET NX PX with a random token), loads both hashes, lets the manager work on plain objects
+    and writes back the changed entries in one Lua script that first checks the token: a
+    process that lost its lease (stalled longer than ``lease`` seconds) fails its call instead
+    of overwriting another's work. Threads of one process queue on a local mutex first."""
+
+    def __init__(self, url: str | None = None, *, client=None,
+                 prefix: str = DEFAULT_REDIS_PREFIX, lease: float = REDIS_LEASE,
+                 wait: float = REDIS_WAIT):
+        if client is None:
+            import redis
+
+            client = redis.Redis.from_url(url, decode_responses=True)
+        self.redis = client
+        self.url = url
+        self.lease_ms = max(1, int(lease * 1000))
+        self.wait = wait
+        self.key_mutex = prefix + "mutex"
+        self.key_txns = prefix + "txns"
+        self.key_locks = prefix + "locks"
+        self.key_next_txn = prefix + "next_txn"
+        self.key_next_lock = prefix + "next_lock"
+        self._commit = client.register_script(_REDIS_COMMIT)
+        self._release = client.register_script(_REDIS_RELEASE)
+        self._local = threading.RLock()
+        self._current = threading.local()
+
+    def _acquire(self) -> str:
+        token = uuid.uuid4().hex
+        deadline = time.monotonic() + self.wait
+        pause = 0.0005
+        while not self.redis.set(self.key_mutex, token, nx=True, px=self.lease_ms):
+            if time.monotonic() > deadline:
+                raise errors.MetaError(f"Timed out waiting {self.wait:g}s for the lock "
+                                       f"table lock in Redis ({self.key_mutex})")
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
+        return token
+
+    @contextmanager
+    def session(self):
+        view = getattr(self._current, "view", None)
+        if view is not None:  # nested in this thread's session
+            yield view
+            return
+        with self._local:
+            token = self._acquire()
+            try:
+                pipe = self.redis.pipeline(transaction=False)
+                pipe.hgetall(self.key_txns)
+                pipe.hgetall(self.key_locks)
+                raw_txns, raw_locks = pipe.execute()
+                view = _RedisView(self, raw_txns, raw_locks)
+            except BaseException:
+                self._release(keys=[self.key_mutex], args=[token])
+                raise
+            self._current.view = view
+            try:
+                yield view
+            finally:
+                # written back even when the operation failed, as in process: what it did
+                # before failing (reaping, an id used) stays done
+                self._current.view = None
+                done = self._commit(keys=[self.key_mutex, self.key_txns, self.key_locks],
+                                    args=[token, json.dumps(view.changes())])
+                if not done:
+                    raise errors.MetaError("Lost the lock table lock in Redis (held longer "
+                                           f"than {self.lease_ms} ms); nothing was changed")
+
+    def clear(self) -> None:
+        """Forget every transaction and lock (tests)."""
+        self.redis.delete(self.key_mutex, self.key_txns, self.key_locks, self.key_next_txn,
+                          self.key_next_lock)
 
 
 def _sort_key(row: LockRow, state: str):
@@ -194,17 +384,18 @@ def _writes(component) -> bool:
 
 
 class TxnManager:
-    """HMS 2.3's TxnHandler over a :class:`TxnState`; thread-safe."""
+    """HMS 2.3's TxnHandler over a :class:`TxnState` or a :class:`RedisTxnState`; thread-safe
+    (and, over Redis, safe across processes)."""
 
     def __init__(self, timeout: float = DEFAULT_TIMEOUT,
                  clock: Callable[[], float] = time.time,
                  max_open_batch: int = DEFAULT_MAX_OPEN_BATCH,
-                 state: TxnState | None = None, hms23_lock_scan: bool = False):
+                 state: TxnState | RedisTxnState | None = None, hms23_lock_scan: bool = False):
         self.timeout = float(timeout)
         self.hms23_lock_scan = hms23_lock_scan
         self.clock = clock
         self.max_open_batch = max_open_batch
-        self.state = state or TxnState()
+        self.state = state if state is not None else TxnState()
         self._mutex = threading.RLock()
         self._reaper: threading.Thread | None = None
 
@@ -217,21 +408,29 @@ class TxnManager:
     def _now(self) -> int:
         return int(self.clock() * 1000)
 
+    @contextmanager
+    def _session(self):
+        """The state to this call alone, timed-out locks and transactions already reaped:
+        (state, now in ms)."""
+        with self.state.session() as s:
+            now = self._now()
+            self._time_out(s, now)
+            yield s, now
+
     # --- timeouts ---------------------------------------------------------------------------
     def reap(self) -> None:
         """Release timed-out locks, abort timed-out transactions, forget aborted transactions
         that wrote nothing (HMS's housekeeper and compactor cleaner)."""
-        with self._mutex:
-            self._time_out(self._now())
+        with self._session():
+            pass
 
-    def _time_out(self, now: int) -> None:
-        s = self.state
+    def _time_out(self, s, now: int) -> None:
         limit = now - int(self.timeout * 1000)
         for ext_id in [e for e, rows in s.locks.items()
                        if rows[0].txnid == 0 and rows[0].last_heartbeat < limit]:
             del s.locks[ext_id]
         for txn in [t for t in s.txns.values() if t.state == OPEN and t.last_heartbeat < limit]:
-            self._abort(txn, now)
+            self._abort(s, txn, now)
         for txn in [t for t in s.txns.values()
                     if t.state == ABORTED and not t.wrote and t.aborted_at < limit]:
             del s.txns[txn.id]
@@ -262,95 +461,81 @@ class TxnManager:
             self._reaper.start()
 
     # --- transactions -----------------------------------------------------------------------
-    def _require_open(self, txnid: int) -> Txn:
+    @staticmethod
+    def _require_open(s, txnid: int) -> Txn:
         """TxnHandler.ensureValidTxn for a transaction that must be open."""
-        txn = self.state.txns.get(txnid)
+        txn = s.txns.get(txnid)
         if txn is None:
             raise no_such_txn(txnid)
         if txn.state == ABORTED:
             raise txn_aborted(txnid)
         return txn
 
-    def _abort(self, txn: Txn, now: int) -> None:
+    def _abort(self, s, txn: Txn, now: int) -> None:
         txn.state = ABORTED
         txn.aborted_at = now
-        self._release_txn_locks(txn.id)
+        self._release_txn_locks(s, txn.id)
 
-    def _release_txn_locks(self, txnid: int) -> None:
-        locks = self.state.locks
-        for ext_id in [e for e, rows in locks.items() if rows[0].txnid == txnid]:
-            del locks[ext_id]
+    @staticmethod
+    def _release_txn_locks(s, txnid: int) -> None:
+        for ext_id in [e for e, rows in s.locks.items() if rows[0].txnid == txnid]:
+            del s.locks[ext_id]
 
     def open_txns(self, num_txns: int, user: str | None, host: str | None) -> list[int]:
-        with self._mutex:
-            now = self._now()
-            self._time_out(now)
+        with self._session() as (s, now):
             count = max(0, min(int(num_txns or 0), self.max_open_batch))
-            s = self.state
-            ids = list(range(s.next_txn_id, s.next_txn_id + count))
-            s.next_txn_id += count
+            ids = s.new_txn_ids(count)
             for txnid in ids:
                 s.txns[txnid] = Txn(txnid, OPEN, user, host, now, now)
             return ids
 
     def commit_txn(self, txnid: int) -> None:
-        with self._mutex:
-            self._time_out(self._now())
-            self._require_open(txnid)
-            self._release_txn_locks(txnid)
-            del self.state.txns[txnid]
+        with self._session() as (s, now):
+            self._require_open(s, txnid)
+            self._release_txn_locks(s, txnid)
+            del s.txns[txnid]
 
     def abort_txn(self, txnid: int) -> None:
-        with self._mutex:
-            now = self._now()
-            self._time_out(now)
-            txn = self.state.txns.get(txnid)
+        with self._session() as (s, now):
+            txn = s.txns.get(txnid)
             if txn is None:
                 raise no_such_txn(txnid)
             if txn.state == OPEN:
-                self._abort(txn, now)
+                self._abort(s, txn, now)
 
     def abort_txns(self, txnids) -> None:
         """Aborts the open ones, ignores the rest (HMS only logs them)."""
-        with self._mutex:
-            now = self._now()
-            self._time_out(now)
+        with self._session() as (s, now):
             for txnid in txnids:
-                txn = self.state.txns.get(txnid)
+                txn = s.txns.get(txnid)
                 if txn is not None and txn.state == OPEN:
-                    self._abort(txn, now)
+                    self._abort(s, txn, now)
 
     def get_open_txns(self):
         """(high water mark, ids of open and aborted txns, lowest open id or None)."""
-        with self._mutex:
-            self._time_out(self._now())
-            s = self.state
+        with self._session() as (s, now):
             opened = [t.id for t in s.txns.values() if t.state == OPEN]
-            return s.next_txn_id - 1, set(s.txns), (min(opened) if opened else None)
+            return s.txn_high_water_mark(), set(s.txns), (min(opened) if opened else None)
 
     def get_open_txns_info(self):
-        with self._mutex:
-            self._time_out(self._now())
-            s = self.state
+        with self._session() as (s, now):
             infos = [T.TxnInfo(id=t.id,
                                state=T.TxnState.OPEN if t.state == OPEN else T.TxnState.ABORTED,
                                user=t.user, hostname=t.host, startedTime=t.started,
                                lastHeartbeatTime=t.last_heartbeat)
                      for t in sorted(s.txns.values(), key=lambda t: t.id)]
-            return s.next_txn_id - 1, infos
+            return s.txn_high_water_mark(), infos
 
     def heartbeat(self, lockid: int | None, txnid: int | None) -> None:
-        with self._mutex:
-            now = self._now()
-            self._time_out(now)
+        with self._session() as (s, now):
             if lockid:
-                rows = self.state.locks.get(lockid)
+                rows = s.locks.get(lockid)
                 if rows is None:
                     raise errors.NoSuchLock(f"No such lock: lockid:{lockid}")
                 for row in rows:
                     row.last_heartbeat = now
             if txnid:
-                self._require_open(txnid).last_heartbeat = now
+                self._require_open(s, txnid).last_heartbeat = now
 
     def heartbeat_txn_range(self, low: int, high: int):
         """(aborted ids, unknown ids) in [low, high]; the open ones are heartbeated."""
@@ -359,11 +544,9 @@ class TxnManager:
         if high - low + 1 > MAX_HEARTBEAT_RANGE:
             raise errors.MetaError(f"heartbeat_txn_range: more than {MAX_HEARTBEAT_RANGE} "
                                    f"transactions in one call")
-        with self._mutex:
-            now = self._now()
-            self._time_out(now)
+        with self._session() as (s, now):
             aborted, nosuch = set(), set()
-            txns = self.state.txns
+            txns = s.txns
             for txnid in range(low, high + 1):
                 txn = txns.get(txnid)
                 if txn is None:
@@ -381,16 +564,12 @@ class TxnManager:
         if components is None or any(c is None or c.type not in _TYPE_RANK for c in components):
             raise errors.InternalError("lock: a request needs components with a lock type")
         txnid = txnid or 0
-        with self._mutex:
-            now = self._now()
-            self._time_out(now)
-            s = self.state
+        with self._session() as (s, now):
             if txnid:
-                txn = self._require_open(txnid)
+                txn = self._require_open(s, txnid)
                 if any(_writes(c) for c in components):
                     txn.wrote = True
-            ext_id = s.next_lock_id
-            s.next_lock_id += 1
+            ext_id = s.new_lock_id()
             if not components:
                 # HMS enqueues (and commits) the empty request, then fails checking it
                 raise errors.InternalError("lock: a request without components")
@@ -398,28 +577,26 @@ class TxnManager:
                 LockRow(ext_id, i, txnid, c.dbname, c.tablename, c.partitionname, c.type,
                         WAITING, 0 if txnid else now, None, user, host, agent_info)
                 for i, c in enumerate(components, start=1)]
-            return ext_id, self._check(ext_id, now)
+            return ext_id, self._check(s, ext_id, now)
 
     def check_lock(self, lockid: int) -> int:
-        with self._mutex:
-            now = self._now()
-            self._time_out(now)
-            rows = self.state.locks.get(lockid)
+        with self._session() as (s, now):
+            rows = s.locks.get(lockid)
             if rows is None:
                 raise errors.NoSuchLock(f"No such lock lockid:{lockid}")
             if rows[0].txnid:
-                self._require_open(rows[0].txnid).last_heartbeat = now
+                self._require_open(s, rows[0].txnid).last_heartbeat = now
             else:
                 for row in rows:
                     row.last_heartbeat = now
-            return self._check(lockid, now)
+            return self._check(s, lockid, now)
 
-    def _check(self, ext_id: int, now: int) -> int:
+    def _check(self, s, ext_id: int, now: int) -> int:
         """TxnHandler.checkLock: all components acquired, or none (WAITING)."""
-        mine = self.state.locks[ext_id]
+        mine = s.locks[ext_id]
         before = {id(row): (row.state, row.acquired_at, row.blocked_by) for row in mine}
         candidates = sorted(
-            ((row, row.state) for e, rows in self.state.locks.items() for row in rows
+            ((row, row.state) for e, rows in s.locks.items() for row in rows
              if e <= ext_id or (row.state == ACQUIRED and not self.hms23_lock_scan)),
             key=lambda pair: _sort_key(*pair))
         position = {id(row): i for i, (row, _) in enumerate(candidates)}
@@ -443,9 +620,8 @@ class TxnManager:
         return T.LockState.ACQUIRED
 
     def unlock(self, lockid: int) -> None:
-        with self._mutex:
-            self._time_out(self._now())
-            rows = self.state.locks.get(lockid)
+        with self._session() as (s, now):
+            rows = s.locks.get(lockid)
             if rows is None:
                 return  # HMS: idempotent
             kept = [r for r in rows if not (r.txnid == 0 or r.state == WAITING)]
@@ -453,14 +629,13 @@ class TxnManager:
                 raise errors.TxnOpen("Unlocking locks associated with transaction not "
                                      f"permitted.  {rows[0].describe()}")
             if kept:
-                self.state.locks[lockid] = kept
+                s.locks[lockid] = kept
             else:
-                del self.state.locks[lockid]
+                del s.locks[lockid]
 
     def show_locks(self, dbname=None, tablename=None, partname=None) -> list:
-        with self._mutex:
-            self._time_out(self._now())
-            rows = [row for rows in self.state.locks.values() for row in rows
+        with self._session() as (s, now):
+            rows = [row for rows in s.locks.values() for row in rows
                     if (not dbname or row.db == dbname)
                     and (not tablename or row.table == tablename)
                     and (not partname or row.partition == partname)]
@@ -481,7 +656,9 @@ class TxnCalls(Family):
 
     def __init__(self, env):
         super().__init__(env)
-        self.manager = TxnManager.from_conf(env.conf)
+        url = getattr(env, "redis_url", None)
+        self.manager = TxnManager.from_conf(env.conf,
+                                            state=RedisTxnState(url) if url else None)
 
     def _m(self) -> TxnManager:
         self.manager.ensure_reaper()

