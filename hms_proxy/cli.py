@@ -52,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="commit every Thrift write at once (author: the set_ugi user; "
                             "message: the call and its object); default: writes stay staged on "
                             "the branch until 'hms-proxy commit', as in lakeFS")
+    serve.add_argument("--redis", default=None, metavar="URL",
+                       help="keep locks and transactions in Redis (redis://host:port/db or "
+                            "unix:///path/to/redis.sock) so that several "
+                            "servers over one store share them; default: in process")
     serve.add_argument("--warehouse", default=None,
                        help="warehouse root for default locations (default <store>/warehouse)")
     serve.add_argument("--transport", choices=("buffered", "framed"), default="buffered",
@@ -108,7 +112,7 @@ def make_server(args) -> srv.MetastoreServer:
     warehouse_root = args.warehouse or os.path.join(os.path.abspath(args.store), "warehouse")
     env = Env(store=store, warehouse=Warehouse(warehouse_root), ref=args.ref,
               conf=_conf(args.conf), cache=LRUCache(args.cache_size),
-              autocommit=args.autocommit)
+              autocommit=args.autocommit, redis_url=getattr(args, "redis", None) or None)
     binds = _binds(args.bind)
     for _, ref in binds:
         store.resolve(ref)  # fail at start, not at the first call, on an unknown ref

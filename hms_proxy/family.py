@@ -33,6 +33,7 @@ class Env:
     started: float = field(default_factory=time.time)
     cache: LRUCache = field(default_factory=lambda: LRUCache(256 << 20))
     autocommit: bool = False
+    redis_url: str | None = None  # serve --redis: locks and transactions shared in Redis
 
 
 class Family:

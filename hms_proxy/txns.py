@@ -657,8 +657,11 @@ class TxnCalls(Family):
     def __init__(self, env):
         super().__init__(env)
         url = getattr(env, "redis_url", None)
-        self.manager = TxnManager.from_conf(env.conf,
-                                            state=RedisTxnState(url) if url else None)
+        state = None
+        if url:
+            state = RedisTxnState(url)
+            state.redis.ping()  # an unreachable Redis fails the start, not the first lock
+        self.manager = TxnManager.from_conf(env.conf, state=state)
 
     def _m(self) -> TxnManager:
         self.manager.ensure_reaper()
