@@ -365,8 +365,7 @@ def cmd_tag_delete(args) -> int:
 # --- commit, log, reset ------------------------------------------------------------------------
 def cmd_commit(args) -> int:
     metadata = _parse_meta(args.meta)
-    commit_with_hooks = _engine("commit_with_hooks", "kvmodel.hooks")
-    HookVeto = _engine("HookVeto", "kvmodel.hooks")
+    from kvmodel.hooks import HookVeto, commit_with_hooks
     with _open(args) as store:
         try:
             commit = commit_with_hooks(store, _local_path(args.store), args.branch,
@@ -436,20 +435,9 @@ def cmd_reset(args) -> int:
     return 0
 
 
-# --- show, diff, merge, revert (kvmodel.versioning) --------------------------------------------
-def _engine(name: str, module: str = "kvmodel.versioning"):
-    """``name`` from the versioning engine (imported lazily: only these commands need it)."""
-    import importlib
-
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise CliError(f"{module}.{name} is not available in this installation ({exc})") \
-            from exc
-
-
+# --- show, diff, merge, revert (kvmodel.versioning, imported in the commands that need it) ----
 def cmd_show(args) -> int:
-    diff_refs = _engine("diff_refs")
+    from kvmodel.versioning import diff_refs
 
     with _open(args) as store:
         commit = store.get_commit(store.resolve(args.commit).commit)
@@ -484,7 +472,7 @@ def format_commit(commit: Commit) -> list[str]:
 
 
 def cmd_diff(args) -> int:
-    diff_refs = _engine("diff_refs")
+    from kvmodel.versioning import diff_refs
 
     prefix = path_prefix(args.path) if args.path else ""
     with _open(args) as store:
@@ -512,9 +500,8 @@ def _filtered(report, prefix: str):
 
 
 def cmd_merge(args) -> int:
-    merge_with_hooks = _engine("merge_with_hooks", "kvmodel.hooks")
-    HookVeto = _engine("HookVeto", "kvmodel.hooks")
-    MergeConflict = _engine("MergeConflict", "kvmodel.errors")
+    from kvmodel.errors import MergeConflict
+    from kvmodel.hooks import HookVeto, merge_with_hooks
 
     with _open(args) as store:
         try:
@@ -552,8 +539,8 @@ def _report_veto(args, veto, what: str) -> int:
 
 
 def cmd_revert(args) -> int:
-    revert_commit = _engine("revert_commit")
-    MergeConflict = _engine("MergeConflict", "kvmodel.errors")
+    from kvmodel.errors import MergeConflict
+    from kvmodel.versioning import revert_commit
 
     with _open(args) as store:
         target = store.resolve(args.commit).commit

@@ -4,7 +4,6 @@ once as a subprocess. The formatting of the versioning engine's reports is also 
 small fake report objects (named Fake*), independent of the engine."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -21,8 +20,6 @@ from hms_proxy.gen.hive_metastore import ttypes
 from kvmodel import catalog, codec
 from kvmodel.store import open_store
 
-HAVE_ENGINE = importlib.util.find_spec("kvmodel.versioning") is not None
-needs_engine = pytest.mark.skipif(not HAVE_ENGINE, reason="kvmodel.versioning not there yet")
 
 
 # --- a store with real catalog entries ---------------------------------------------------------
@@ -470,12 +467,6 @@ def test_format_commit():
     assert lines[-3:] == ["    merge dev", "", "    details"]
 
 
-@pytest.mark.skipif(HAVE_ENGINE, reason="only meaningful before kvmodel.versioning exists")
-def test_engine_commands_report_a_missing_engine(cli):
-    code, out, err = cli("diff", "main", "main~1")
-    assert code == 2 and out == "" and "kvmodel.versioning" in err and err.count("\n") == 1
-
-
 # --- diff, show, merge, revert against the real engine -----------------------------------------
 @pytest.fixture
 def dev(store_path):
@@ -496,7 +487,6 @@ def dev(store_path):
     return "dev"
 
 
-@needs_engine
 def test_diff(cli, dev, store_path):
     code, out, err = cli("diff", "main", "dev")
     assert code == 0, err
@@ -528,7 +518,6 @@ def test_diff(cli, dev, store_path):
     assert code == 2 and "nosuch" in err and err.count("\n") == 1
 
 
-@needs_engine
 def test_show(cli, dev):
     head = cli_json(cli, "log", "dev")[0]
     code, out, err = cli("show", "dev")
@@ -547,7 +536,6 @@ def test_show(cli, dev):
     assert code == 2 and err.startswith("hms-proxy: error: ")
 
 
-@needs_engine
 def test_merge(cli, dev, store_path):
     before = cli_json(cli, "log", "main")[0]["id"]
     code, out, err = cli("merge", "dev", "main", "--dry-run")
@@ -566,7 +554,6 @@ def test_merge(cli, dev, store_path):
     store.close()
 
 
-@needs_engine
 def test_merge_conflicts(cli, dev, store_path):
     store = open_store(store_path)
     put(store, "main", {catalog.table_key("shop", "orders"): table("shop", "orders", "erin")})
@@ -598,7 +585,6 @@ def test_merge_conflicts(cli, dev, store_path):
     assert merged.owner == "carol"
 
 
-@needs_engine
 def test_revert(cli, store_path):
     target = cli_json(cli, "log", "main")[0]  # "create sales.events"
     code, out, err = cli("revert", "main", target["id"][:10])
@@ -612,7 +598,6 @@ def test_revert(cli, store_path):
     assert code == 2 and "nosuch" in err
 
 
-@needs_engine
 def test_revert_conflict_and_nothing_to_revert(cli, store_path):
     first = cli_json(cli, "log", "main")[1]  # "create shop.orders"
     store = open_store(store_path)
