@@ -6,16 +6,27 @@ answered (a listening socket is not enough: HMS binds before its schema is usabl
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 STOCK_HMS_JAR = "hive-metastore-2.3.10.jar"
+TXN_LAUNCHER = Path(__file__).resolve().parent / "java" / "TxnHms.java"
+# What the stock HMS's lock and transaction calls need, besides the tables TxnHms creates.
+TXN_PROPERTIES = {
+    "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager",
+    "hive.support.concurrency": "true",
+    "hive.compactor.initiator.on": "false",
+    "hive.compactor.worker.threads": "0",
+}
 
 
 def pyspark_jars() -> Path:
@@ -33,6 +44,45 @@ def pyspark_jars() -> Path:
 
 def classpath() -> str:
     return f"{pyspark_jars()}{os.sep}*"
+
+
+def java_cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "hms-proxy" / "java"
+
+
+def compile_java(source: Path, purpose: str) -> Path:
+    """Compile one Java file against PySpark's jars, once per source and jar set; returns the
+    classes directory (in ~/.cache/hms-proxy/java, else a temporary directory). The directory
+    appears by an atomic rename, so concurrent runs never see half-written classes."""
+    jars = sorted(p.name for p in pyspark_jars().glob("*.jar"))
+    digest = hashlib.sha256(source.read_bytes() + "\n".join(jars).encode()).hexdigest()[:16]
+    name = f"{source.stem}-{digest}"
+    for root in (java_cache_root(), Path(tempfile.gettempdir()) / f"hms-proxy-java-{os.getuid()}"):
+        out = root / name
+        if (out / f"{source.stem}.class").exists():
+            return out
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        javac = shutil.which("javac")
+        if javac is None:
+            raise RuntimeError(f"{purpose} needs javac (a JDK 17)")
+        tmp = root / f".tmp-{name}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        result = subprocess.run([javac, "-nowarn", "-cp", classpath(), "-d", str(tmp), str(source)],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise RuntimeError(f"javac failed for {source.name}:\n{result.stdout}\n{result.stderr}")
+        try:
+            tmp.rename(out)
+        except OSError:  # a concurrent run won the race
+            shutil.rmtree(tmp, ignore_errors=True)
+        return out
+    raise RuntimeError(f"no writable directory to compile {source.name} into")
 
 
 def free_port() -> int:
@@ -169,33 +219,42 @@ def stock_hms_properties(workdir: Path, warehouse: Path) -> dict[str, str]:
     }
 
 
-def start_stock_hms(workdir: Path | str, *, extra_properties: dict[str, str] | None = None,
-                    extra_classpath: str | None = None, main_class: str | None = None,
-                    heap: str = "1g", timeout: float = 120.0) -> MetastoreProcess:
+def start_stock_hms(workdir: Path | str, *, with_transactions: bool = False,
+                    extra_properties: dict[str, str] | None = None, heap: str = "1g",
+                    timeout: float = 120.0) -> MetastoreProcess:
     """Start the stock HMS 2.3.10 from PySpark's jars in ``workdir``; returns when it answers.
 
-    ``main_class`` (with ``extra_classpath``) replaces HiveMetaStore by a launcher that
-    prepares something first (the tests create the transaction tables this way)."""
+    ``with_transactions``: its lock and transaction calls work. HiveMetaStore alone answers
+    them with internal errors on a fresh Derby, so a tiny launcher (java/TxnHms.java, compiled
+    on first use) creates the transaction tables with TxnDbUtil.prepDb first."""
     workdir = Path(workdir).resolve()
     warehouse = workdir / "warehouse"
     warehouse.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    props = {**stock_hms_properties(workdir, warehouse), **(extra_properties or {})}
-    cp = classpath() if not extra_classpath else f"{extra_classpath}{os.pathsep}{classpath()}"
+    props = stock_hms_properties(workdir, warehouse)
+    cp, main_class = classpath(), "org.apache.hadoop.hive.metastore.HiveMetaStore"
+    if with_transactions:
+        props.update(TXN_PROPERTIES)
+        launcher = compile_java(TXN_LAUNCHER, "the stock HMS with transactions")
+        cp, main_class = f"{launcher}{os.pathsep}{cp}", TXN_LAUNCHER.stem
+    props.update(extra_properties or {})
     cmd = ["java", f"-Xmx{heap}", *(f"-D{k}={v}" for k, v in props.items()), "-cp", cp,
-           main_class or "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(port)]
+           main_class, "-p", str(port)]
     return spawn("oracle", cmd, workdir=workdir, port=port, warehouse=warehouse, cwd=workdir,
                  timeout=timeout)
 
 
-def start_proxy(workdir: Path | str, *extra_args: str, cwd: Path | None = None,
-                timeout: float = 60.0) -> MetastoreProcess:
-    """Start our server over a fresh store in ``workdir``; returns when it answers."""
+def start_proxy(workdir: Path | str, *extra_args: str, store: Path | str | None = None,
+                warehouse: Path | str | None = None, cwd: Path | None = None,
+                name: str = "proxy", timeout: float = 60.0) -> MetastoreProcess:
+    """Start our server in ``workdir`` (its log) over ``store`` (default ``workdir/store``:
+    a fresh one; give the same store to several servers to share it); returns when it answers."""
     workdir = Path(workdir).resolve()
-    warehouse = workdir / "warehouse"
+    warehouse = Path(warehouse).resolve() if warehouse is not None else workdir / "warehouse"
     warehouse.mkdir(parents=True, exist_ok=True)
+    store = Path(store).resolve() if store is not None else workdir / "store"
     port = free_port()
-    cmd = [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(workdir / "store"),
+    cmd = [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(store),
            "--port", str(port), "--host", "127.0.0.1", "--warehouse", str(warehouse), *extra_args]
-    return spawn("proxy", cmd, workdir=workdir, port=port, warehouse=warehouse,
+    return spawn(name, cmd, workdir=workdir, port=port, warehouse=warehouse,
                  cwd=cwd or workdir, timeout=timeout)

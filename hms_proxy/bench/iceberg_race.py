@@ -13,13 +13,10 @@ runs (without timing asserts); it checks every (writer, batch) arrived exactly o
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
-import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -30,7 +27,6 @@ from pathlib import Path
 
 from hms_proxy import metastores
 
-LAUNCHER_SOURCE = Path(__file__).resolve().parent / "java" / "TxnHms.java"
 
 # pyiceberg polls a WAITING lock with wait_exponential(multiplier=2, min, max): every wait is
 # at least 2 s unless max is lower, so with the defaults (max 60 s, 4 checks) a writer that
@@ -185,50 +181,8 @@ def run_race(uri: str, warehouse: Path | str, namespace: str, *, side: str = "",
 
 # --- the stock HMS with its lock tables -------------------------------------------------------
 
-STOCK_PROPERTIES = {
-    "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager",
-    "hive.support.concurrency": "true",
-    "hive.compactor.initiator.on": "false",
-    "hive.compactor.worker.threads": "0",
-}
-
-
-def compile_launcher() -> Path:
-    """Compile TxnHms.java once per source and jar set (next to the bench client's classes)."""
-    from hms_proxy.bench.runner import cache_root
-
-    jars = sorted(p.name for p in metastores.pyspark_jars().glob("*.jar"))
-    digest = hashlib.sha256(LAUNCHER_SOURCE.read_bytes() + "\n".join(jars).encode()).hexdigest()[:16]
-    for root in (cache_root(), Path(tempfile.gettempdir()) / f"hms-proxy-bench-{os.getuid()}"):
-        out = root / f"txnhms-{digest}"
-        if (out / "TxnHms.class").exists():
-            return out
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        javac = shutil.which("javac")
-        if javac is None:
-            raise SystemExit("the race needs javac (a JDK 17) to start the stock HMS with lock tables")
-        tmp = root / f".tmp-txnhms-{digest}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
-        result = subprocess.run([javac, "-nowarn", "-cp", metastores.classpath(), "-d", str(tmp),
-                                 str(LAUNCHER_SOURCE)], capture_output=True, text=True)
-        if result.returncode != 0:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise SystemExit(f"javac failed:\n{result.stdout}\n{result.stderr}")
-        try:
-            tmp.rename(out)
-        except OSError:  # a concurrent run won the race
-            shutil.rmtree(tmp, ignore_errors=True)
-        return out
-    raise SystemExit("no writable cache directory for the compiled launcher")
-
-
 def start_stock(workdir: Path) -> metastores.MetastoreProcess:
-    return metastores.start_stock_hms(workdir, extra_properties=STOCK_PROPERTIES,
-                                      extra_classpath=str(compile_launcher()), main_class="TxnHms")
+    return metastores.start_stock_hms(workdir, with_transactions=True)
 
 
 # --- the program ------------------------------------------------------------------------------

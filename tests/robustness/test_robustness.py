@@ -304,14 +304,7 @@ def test_kill_dash_nine_loses_no_acknowledged_write(tmp_path):
 
 def _restart(old, store_dir):
     """A new server on the same store (a fresh port; the old one may linger in TIME_WAIT)."""
-    from tests.support.process import free_port, spawn
-    import sys
-
-    port = free_port()
-    cmd = [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(store_dir / "store"),
-           "--port", str(port), "--warehouse", str(store_dir / "warehouse")]
-    return spawn("proxy-restart", cmd, workdir=store_dir, port=port,
-                 warehouse=store_dir / "warehouse", cwd=old.workdir, timeout=60)
+    return start_proxy(store_dir, name="proxy-restart")
 
 
 def test_sigterm_shuts_down_cleanly(tmp_path):

@@ -2,25 +2,21 @@
 through the other (the cache is keyed by the branch's content version, kept in the store)."""
 from __future__ import annotations
 
-import sys
 
 import pytest
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
 from hms_proxy.gen.hive_metastore import ThriftHiveMetastore, ttypes
-from hms_proxy.metastores import free_port, spawn
+from hms_proxy.metastores import start_proxy
 from tests.support.process import REPO_ROOT
 
 pytestmark = pytest.mark.timeout(120)
 
 
 def _server(workdir, store, name, *extra):
-    port = free_port()
-    cmd = [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(store), "--port",
-           str(port), "--host", "127.0.0.1", "--warehouse", str(workdir / "warehouse"), *extra]
-    return spawn(name, cmd, workdir=workdir / name, port=port, warehouse=workdir / "warehouse",
-                 cwd=REPO_ROOT, timeout=60)
+    return start_proxy(workdir / name, *extra, store=store, warehouse=workdir / "warehouse",
+                       cwd=REPO_ROOT)
 
 
 def _client(proc):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hms_proxy.metastores import free_port, spawn
+from hms_proxy.metastores import free_port, start_proxy
 from kvmodel.store import open_store
 from tests.support.process import REPO_ROOT
 
@@ -45,11 +45,7 @@ def cli(store: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def serve(workdir: Path, store: Path, *extra: str):
-    port = free_port()
-    cmd = [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(store), "--port",
-           str(port), "--host", "127.0.0.1", "--warehouse", str(workdir / "warehouse"), *extra]
-    return spawn("proxy", cmd, workdir=workdir, port=port, warehouse=workdir / "warehouse",
-                 cwd=REPO_ROOT, timeout=60)
+    return start_proxy(workdir, *extra, store=store, cwd=REPO_ROOT)
 
 
 def columns(describe_rows) -> list[str]:

@@ -17,6 +17,8 @@ def proxy_available() -> bool:
     return importlib.util.find_spec("hms_proxy.cli") is not None
 
 
-def start_proxy(workdir: Path | str, *extra_args: str, timeout: float = STARTUP_TIMEOUT) -> MetastoreProcess:
-    """Start our server over a fresh store in `workdir`; returns once it answers Thrift calls."""
-    return metastores.start_proxy(workdir, *extra_args, cwd=REPO_ROOT, timeout=timeout)
+def start_proxy(workdir: Path | str, *extra_args: str, timeout: float = STARTUP_TIMEOUT,
+                **options) -> MetastoreProcess:
+    """Start our server (by default over a fresh store in `workdir`); returns once it answers
+    Thrift calls. ``options`` are those of :func:`hms_proxy.metastores.start_proxy`."""
+    return metastores.start_proxy(workdir, *extra_args, cwd=REPO_ROOT, timeout=timeout, **options)
