@@ -1,11 +1,11 @@
 /*
- * The stock Hive Metastore 2.3 with its transaction/lock tables, for hms_proxy.bench.iceberg_race.
+ * The stock Hive Metastore 2.3 with its transaction/lock tables: started by
+ * hms_proxy.metastores.start_stock_hms(with_transactions=True) for the test oracle and the benches.
  *
  * pyiceberg's HiveCatalog takes an HMS lock around every commit. The lock tables (HIVE_LOCKS,
  * TXNS, ...) are not JDO-mapped, so DataNucleus autoCreateAll does not create them and plain
  * HiveMetaStore answers lock() with an internal error. TxnDbUtil.prepDb creates them on Derby;
  * it must run in the HMS's own JVM (embedded Derby allows one process per database).
- * Same idea as tests/support/java/OracleLauncher.java, which the package cannot import.
  */
 import org.apache.hadoop.hive.conf.HiveConf;
 import org.apache.hadoop.hive.metastore.HiveMetaStore;
