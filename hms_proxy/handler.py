@@ -17,9 +17,20 @@ from hms_proxy.service import ServiceCalls
 from hms_proxy.table_filters import TableFilterCalls
 from hms_proxy.tables import TableCalls
 from hms_proxy.txns import TxnCalls
+from hms_proxy.privileges import PrivilegeCalls
+from hms_proxy.constraints import ConstraintCalls
+from hms_proxy.indexes import IndexCalls
+from hms_proxy.pspecs import PartitionSpecCalls
+from hms_proxy.hms_types import TypeCalls
+from hms_proxy.file_metadata import FileMetadataCalls
+from hms_proxy.tokens import TokenCalls
+from hms_proxy.compaction import CompactionCalls
+from hms_proxy.partition_events import PartitionEventCalls
 
 FAMILIES = (DatabaseCalls, TableCalls, PartitionCalls, ColumnStatsCalls, FunctionCalls,
-            ServiceCalls, TxnCalls, RoleCalls, TableFilterCalls, NotificationCalls)
+            ServiceCalls, TxnCalls, RoleCalls, TableFilterCalls, NotificationCalls,
+            PrivilegeCalls, ConstraintCalls, IndexCalls, PartitionSpecCalls, TypeCalls,
+            FileMetadataCalls, TokenCalls, CompactionCalls, PartitionEventCalls)
 
 
 class Handler:

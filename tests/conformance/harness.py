@@ -83,6 +83,7 @@ class Recorder:
     proc: Any
     scenario_name: str
     entries: list[Entry] = field(default_factory=list)
+    methods: set[str] = field(default_factory=set)  # interface methods this recording called
     _ctx: Any = None
     client: Any = None
 
@@ -120,6 +121,7 @@ class Recorder:
         so scenarios continue and every later difference is visible too.
         """
         label = label or f"{method}({', '.join(short(a) for a in args)})"
+        self.methods.add(method)
         try:
             if self.client is None:
                 raise TTransportException(TTransportException.NOT_OPEN, "not connected")
