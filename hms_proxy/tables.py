@@ -7,6 +7,7 @@ import json
 from hms_proxy import errors, names, warehouse
 from hms_proxy.family import (DDL_TIME, Family, check_identifier_length, column_problem, lower,
                               match_names, now)
+from hms_proxy.gen.hive_metastore import ttypes
 from hms_proxy.processor import Raw
 from kvmodel import catalog as keys
 from kvmodel import codec
@@ -139,6 +140,19 @@ def check_columns(table) -> None:
     problem = column_problem(table.partitionKeys)
     if problem:
         raise errors.InvalidObject(f"Invalid partition column {problem}")
+
+
+def _renamed_stats(value: bytes, new):
+    stats = codec.decode(ttypes.ColumnStatistics, value)
+    stats.statsDesc.dbName, stats.statsDesc.tableName = new.dbName, new.tableName
+    return stats
+
+
+# What a table rename carries along besides partitions: sub-prefix of the table's subtree ->
+# rewrite(stored bytes, new Table) -> the struct to store under the new table. Families that
+# keep things in a table's subtree (statistics, constraints, privileges...) register here;
+# keys of the old subtree not listed are dropped with it.
+RENAME_REWRITERS: dict = {"colstats/": _renamed_stats, "partstats/": _renamed_stats}
 
 
 class TableCalls(Family):
@@ -360,11 +374,9 @@ class TableCalls(Family):
             return
         old_root = keys.table_key(old.dbName, old.tableName) + "/"
         new_root = keys.table_key(new.dbName, new.tableName) + "/"
-        for sub in ("colstats/", "partstats/"):
+        for sub, rewrite in RENAME_REWRITERS.items():
             for key, value in list(cat.view.scan_prefix(old_root + sub)):
-                stats = codec.decode(self.t.ColumnStatistics, value)
-                stats.statsDesc.dbName, stats.statsDesc.tableName = new.dbName, new.tableName
-                cat.put(new_root + key[len(old_root):], stats)
+                cat.put(new_root + key[len(old_root):], rewrite(value, new))
 
     # --- drop ---------------------------------------------------------------------------
     def drop_table(self, ctx, dbname, name, deleteData):
