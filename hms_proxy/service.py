@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import re
+import threading
+import unicodedata
 
 from hms_proxy import errors
 from hms_proxy.family import Family
@@ -29,20 +31,27 @@ HIVECONF_DEFAULTS = {
     "hive.support.concurrency": "false",
 }
 
-# HiveConf "metaVars": the only keys getMetaConf / setMetaConf accept.
+# HiveConf 2.3 "metaVars": the only keys getMetaConf / setMetaConf accept, with the values the
+# stock HMS 2.3.10 server answers when nothing is configured (capability.check is false there).
 META_VARS = {
     "hive.metastore.try.direct.sql": "true",
     "hive.metastore.try.direct.sql.ddl": "true",
     "hive.metastore.client.socket.timeout": "600s",
     "hive.metastore.partition.name.whitelist.pattern": "",
-    "hive.metastore.client.capability.check": "true",
-    "hive.metastore.limit.partition.request": "-1",
+    "hive.metastore.client.capability.check": "false",
 }
+SOCKET_TIMEOUT = "hive.metastore.client.socket.timeout"
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 _CONFIG_KEY = re.compile(r"(hive|hdfs|mapred).*", re.S)
 
 
 class ServiceCalls(Family):
+    def __init__(self, env):
+        super().__init__(env)
+        self._options: dict[str, str] = {}
+        self._options_lock = threading.Lock()
+
     # --- session ------------------------------------------------------------------------
     def set_ugi(self, ctx, user_name, group_names):
         if ctx.user is not None:
@@ -67,16 +76,30 @@ class ServiceCalls(Family):
 
     def getMetaConf(self, ctx, key):
         if key not in META_VARS:
-            raise errors.MetaError(f"Invalid configuration key {key}")
+            raise errors.MetaError(f"Invalid configuration key {_j(key)}")
         overrides = getattr(ctx, "meta_conf", {})
         return overrides.get(key, self.env.conf.get(key, META_VARS[key]))
 
     def setMetaConf(self, ctx, key, value):
+        """Per connection, like HMS's thread-local configuration: validated by the key's
+        HiveConf validator (only the socket timeout has one), then set; a timeout that is not
+        positive is refused after it was set, as HMS's SessionPropertiesListener does."""
         if key not in META_VARS:
-            raise errors.MetaError(f"Invalid configuration key {key}")
+            raise errors.MetaError(f"Invalid configuration key {_j(key)}")
+        millis = None
+        if key == SOCKET_TIMEOUT:
+            try:
+                millis = java_time_millis(value)
+            except ValueError as exc:
+                raise errors.MetaError(f"Invalid configuration value {_j(value)} for key "
+                                       f"{key} by {exc}") from None
+        if value is None:  # Hadoop's Configuration.set refuses a null value
+            raise errors.InternalError("setMetaConf: null value")
         if not hasattr(ctx, "meta_conf"):
             ctx.meta_conf = {}
         ctx.meta_conf[key] = value
+        if millis is not None and millis <= 0:
+            raise errors.MetaError(f"The reset timeout value should be larger than 0: {millis}")
 
     def partition_name_has_valid_characters(self, ctx, part_vals, throw_exception):
         pattern = self.env.conf.get("hive.metastore.partition.name.whitelist.pattern", "")
@@ -106,19 +129,30 @@ class ServiceCalls(Family):
         return ""
 
     def getCounters(self, ctx):
+        # HMS counts the calls of each function since it started; no counters are kept here.
         return {}
 
     def getCounter(self, ctx, key):
+        if key is None:  # a ConcurrentHashMap lookup of null in fb303's FacebookBase
+            raise errors.InternalError("getCounter: null key")
         return 0
 
     def setOption(self, ctx, key, value):
-        return None
+        """fb303 options: a server-wide map, kept in memory like FacebookBase's."""
+        if key is None or value is None:
+            raise errors.InternalError("setOption: null key or value")
+        with self._options_lock:
+            self._options[key] = value
 
     def getOption(self, ctx, key):
-        return ""
+        if key is None:
+            raise errors.InternalError("getOption: null key")
+        with self._options_lock:
+            return self._options.get(key)  # None: the client sees MISSING_RESULT, as from HMS
 
     def getOptions(self, ctx):
-        return {}
+        with self._options_lock:
+            return dict(self._options)
 
     def getCpuProfile(self, ctx, profileDurationInSec):
         return ""
@@ -133,3 +167,58 @@ class ServiceCalls(Family):
         # A client must not be able to stop a shared server; HMS's own shutdown only
         # releases the calling thread's resources.
         return None
+
+
+def _j(value) -> str:
+    """A string as Java's string concatenation prints it."""
+    return "null" if value is None else value
+
+
+def _java_trim(text: str) -> str:
+    """String.trim(): strips characters up to U+0020 at both ends."""
+    start, end = 0, len(text)
+    while start < end and text[start] <= " ":
+        start += 1
+    while end > start and text[end - 1] <= " ":
+        end -= 1
+    return text[start:end]
+
+
+_UNIT_MILLIS = (  # HiveConf.unitFor, in its order: (exact, prefix, milliseconds per unit)
+    ("d", "day", 86_400_000), ("h", "hour", 3_600_000), ("m", "min", 60_000),
+    ("s", "sec", 1000), ("ms", "msec", 1), ("us", "usec", 0.001), ("ns", "nsec", 0.000001),
+)
+
+
+def java_time_millis(value: str | None, default_unit_millis: int = 1000) -> int:
+    """HiveConf.toTime(value, SECONDS, MILLISECONDS) for a TimeValidator: the milliseconds,
+    or ValueError worded as the Java exception's toString()."""
+    if value is None:
+        raise ValueError('java.lang.NullPointerException: Cannot invoke "String.trim()" '
+                         'because "value" is null')
+    text = _java_trim(value)
+    i = 0
+    while i < len(text) and (text[i] == "-" or unicodedata.category(text[i]) == "Nd"):
+        i += 1
+    number, unit = text[:i], _java_trim(text[i:]).lower()
+    try:
+        if not re.fullmatch(r"-?\d+", number, re.U):
+            raise ValueError
+        amount = int(number)
+        if not _LONG_MIN <= amount <= _LONG_MAX:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f'java.lang.NumberFormatException: For input string: "{number}"') from None
+    if unit in ("", "l"):
+        scale = default_unit_millis
+    else:
+        for exact, prefix, millis in _UNIT_MILLIS:
+            if unit == exact or unit.startswith(prefix):
+                scale = millis
+                break
+        else:
+            raise ValueError(f"java.lang.IllegalArgumentException: Invalid time unit {unit}")
+    if scale >= 1:  # TimeUnit.convert saturates
+        return max(_LONG_MIN, min(_LONG_MAX, amount * scale))
+    per = round(1 / scale)
+    return abs(amount) // per * (1 if amount >= 0 else -1)  # truncated toward zero
