@@ -153,6 +153,11 @@ def _renamed_stats(value: bytes, new):
 # keep things in a table's subtree (statistics, constraints, privileges...) register here;
 # keys of the old subtree not listed are dropped with it.
 RENAME_REWRITERS: dict = {"colstats/": _renamed_stats, "partstats/": _renamed_stats}
+# hook(cat, old Table, new Table) after a rename copied the subtree (things in other tables
+# that name the renamed one); hook(cat, Table, deleteData) before a drop deletes the table's
+# subtree, returning data locations to delete afterwards (or None).
+RENAME_HOOKS: list = []
+DROP_HOOKS: list = []
 
 
 class TableCalls(Family):
@@ -161,9 +166,15 @@ class TableCalls(Family):
         return self.create_table_with_environment_context(ctx, tbl, None)
 
     def create_table_with_constraints(self, ctx, tbl, primaryKeys, foreignKeys):
-        return self.create_table_with_environment_context(ctx, tbl, None)
+        from hms_proxy import constraints
 
-    def create_table_with_environment_context(self, ctx, tbl, environment_context):
+        if primaryKeys is None and foreignKeys is None:
+            return self.create_table_with_environment_context(ctx, tbl, None)
+        return self.create_table_with_environment_context(
+            ctx, tbl, None, lambda cat: constraints.add_with_constraints(cat, primaryKeys,
+                                                                         foreignKeys))
+
+    def create_table_with_environment_context(self, ctx, tbl, environment_context, also=None):
         if tbl is None or not names.validate_name(tbl.tableName or ""):
             raise errors.InvalidObject(f"{getattr(tbl, 'tableName', None)} is not a valid object name")
         check_identifier_length(tbl.tableName, "TBL_NAME")
@@ -188,6 +199,15 @@ class TableCalls(Family):
             table.createTime = now()
             table.parameters.setdefault(DDL_TIME, str(table.createTime))
             cat.put(keys.table_key(db_name, name), table)
+            from hms_proxy import privileges  # the grants given with the table
+            privileges.store_table_privileges(cat, table, tbl.privileges)
+            if also is not None:  # create_table_with_constraints: in the same transaction
+                try:
+                    also(cat)
+                except Exception:
+                    if made_dir:
+                        warehouse.delete(table.sd.location)
+                    raise
 
     # --- reads --------------------------------------------------------------------------
     def get_table(self, ctx, dbname, tbl_name):
@@ -377,6 +397,8 @@ class TableCalls(Family):
         for sub, rewrite in RENAME_REWRITERS.items():
             for key, value in list(cat.view.scan_prefix(old_root + sub)):
                 cat.put(new_root + key[len(old_root):], rewrite(value, new))
+        for hook in RENAME_HOOKS:
+            hook(cat, old, new)
 
     # --- drop ---------------------------------------------------------------------------
     def drop_table(self, ctx, dbname, name, deleteData):
@@ -390,6 +412,8 @@ class TableCalls(Family):
             table = self.require_table(cat, db, tbl)
             if deleteData:
                 doomed = managed_data_locations(cat, table)
+            for hook in DROP_HOOKS:
+                doomed.extend(hook(cat, table, deleteData) or [])
             cat.delete_table_subtree(db, tbl)
         for location in doomed:
             warehouse.delete(location)
