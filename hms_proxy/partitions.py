@@ -63,6 +63,8 @@ class PartitionCalls(Family):
         if not p.parameters.get(DDL_TIME):
             p.parameters[DDL_TIME] = str(p.createTime)
         p.privileges = None
+        from hms_proxy import privileges  # PARTITION_LEVEL_PRIVILEGE tables
+        privileges.copy_to_new_partition(cat, table, name, p.values)
         return name, p
 
     def _table_for_add(self, cat, db, tbl):
@@ -176,7 +178,15 @@ class PartitionCalls(Family):
         return Raw(data)
 
     def get_partition_with_auth(self, ctx, db_name, tbl_name, part_vals, user_name, group_names):
-        return self.get_partition(ctx, db_name, tbl_name, part_vals)
+        found = self.get_partition(ctx, db_name, tbl_name, part_vals)
+        return self._with_auth(ctx, db_name, tbl_name, [found], user_name, group_names)[0]
+
+    def _with_auth(self, ctx, db_name, tbl_name, found, user_name, group_names):
+        from hms_proxy import privileges
+
+        with self.reading(ctx) as cat:
+            return privileges.with_auth(cat, self.t, lower(db_name), lower(tbl_name), found,
+                                        user_name, group_names)
 
     def get_partition_by_name(self, ctx, db_name, tbl_name, part_name_):
         vals = self._vals_from_name(ctx, db_name, tbl_name, part_name_)
@@ -214,7 +224,8 @@ class PartitionCalls(Family):
         return [Raw(d) for _, d in limit(items, max_parts)]
 
     def get_partitions_with_auth(self, ctx, db_name, tbl_name, max_parts, user_name, group_names):
-        return self.get_partitions(ctx, db_name, tbl_name, max_parts)
+        found = self.get_partitions(ctx, db_name, tbl_name, max_parts)
+        return self._with_auth(ctx, db_name, tbl_name, found, user_name, group_names)
 
     def get_partition_names(self, ctx, db_name, tbl_name, max_parts):
         # HMS 2.3 fails here with an unchecked exception when the table is missing.
@@ -245,7 +256,10 @@ class PartitionCalls(Family):
 
     def get_partitions_ps_with_auth(self, ctx, db_name, tbl_name, part_vals, max_parts,
                                     user_name, group_names):
-        return self.get_partitions_ps(ctx, db_name, tbl_name, part_vals, max_parts)
+        found = self.get_partitions_ps(ctx, db_name, tbl_name, part_vals, max_parts)
+        if user_name is None or group_names is None:  # HMS sets privileges only with both
+            return found
+        return self._with_auth(ctx, db_name, tbl_name, found, user_name, group_names)
 
     def get_partition_names_ps(self, ctx, db_name, tbl_name, part_vals, max_parts):
         return [n for n, _ in self._partial(ctx, db_name, tbl_name, part_vals, max_parts)]
@@ -412,6 +426,9 @@ class PartitionCalls(Family):
                 stats.statsDesc.partName = new_name
                 cat.put(keys.part_colstats_prefix(db, tbl, new_name) + col[len(old_stats):], stats)
             cat.delete_prefix(old_stats)
+            from hms_proxy import privileges  # grants follow the renamed partition
+            privileges.move_partition_privileges(cat, db, tbl, old_name, new_name,
+                                                 part.values)
         if move and warehouse.exists(move[0]):
             warehouse.rename(*move)
 
@@ -474,6 +491,8 @@ class PartitionCalls(Family):
             dropped.append(data)
             cat.delete(key)
             cat.delete_prefix(keys.part_colstats_prefix(db, tbl, name))
+            from hms_proxy import privileges
+            privileges.drop_partition_privileges(cat, db, tbl, name)
         return dropped
 
     def _delete_data(self, table, dropped, delete_data):

@@ -114,6 +114,8 @@ class RoleCalls(Family):
             if cat.role(role_name) is None:
                 return True  # ObjectStore.removeRole does nothing and succeeds
             cat.delete_prefix(grant_prefix(role_name))
+            from hms_proxy import privileges  # ObjectStore.removeRole drops its grants
+            privileges.drop_principal_privileges(cat, "ROLE", role_name)
             for grant in self._grants_of_principal(cat, role_name, "ROLE"):
                 cat.delete(grant_key(grant.roleName, "ROLE", role_name))
             cat.delete(keys.role_key(role_name))
