@@ -158,6 +158,20 @@ def _j(value) -> str:
 
 
 @dataclass
+class Compaction:
+    """One COMPACTION_QUEUE row (hms_proxy/compaction.py enqueues and lists them)."""
+
+    id: int
+    db: str
+    table: str
+    partition: str | None
+    type: int             # CompactionType
+    state: str            # CQ_STATE: "i" (initiated) -- nothing here works on the queue
+    run_as: str | None
+    properties: str | None  # CQ_TBLPROPERTIES, as HMS's StringableMap writes it
+
+
+@dataclass
 class TxnState:
     """Everything the manager knows: the TXNS and HIVE_LOCKS tables and the id counters, in
     process.
@@ -165,12 +179,15 @@ class TxnState:
     The interface the manager uses (:class:`RedisTxnState` hands out an object with the same
     one): ``session()`` gives the state to one caller at a time; in it, ``txns`` and ``locks``
     are plain dicts, ``new_txn_ids``/``new_lock_id`` hand out ids, ``txn_high_water_mark`` is
-    the last transaction id handed out."""
+    the last transaction id handed out; ``compactions`` (the compaction queue) and
+    ``new_compaction_id`` serve hms_proxy/compaction.py."""
 
     next_txn_id: int = 1
     next_lock_id: int = 1
     txns: dict[int, Txn] = field(default_factory=dict)
     locks: dict[int, list[LockRow]] = field(default_factory=dict)  # by lock id, increasing
+    next_compaction_id: int = 1
+    compactions: dict[int, Compaction] = field(default_factory=dict)  # the compaction queue
     _mutex: Any = field(default_factory=threading.RLock, repr=False, compare=False)
 
     @contextmanager
@@ -190,6 +207,10 @@ class TxnState:
     def txn_high_water_mark(self) -> int:
         return self.next_txn_id - 1
 
+    def new_compaction_id(self) -> int:
+        self.next_compaction_id += 1
+        return self.next_compaction_id - 1
+
 
 # --- the state in Redis -----------------------------------------------------------------------
 DEFAULT_REDIS_PREFIX = "hms-proxy:txn:"
@@ -204,6 +225,8 @@ for i = 1, #ops[1], 2 do redis.call('hset', KEYS[2], ops[1][i], ops[1][i + 1]) e
 for _, id in ipairs(ops[2]) do redis.call('hdel', KEYS[2], id) end
 for i = 1, #ops[3], 2 do redis.call('hset', KEYS[3], ops[3][i], ops[3][i + 1]) end
 for _, id in ipairs(ops[4]) do redis.call('hdel', KEYS[3], id) end
+for i = 1, #ops[5], 2 do redis.call('hset', KEYS[4], ops[5][i], ops[5][i + 1]) end
+for _, id in ipairs(ops[6]) do redis.call('hdel', KEYS[4], id) end
 redis.call('del', KEYS[1])
 return 1
 """
@@ -225,6 +248,10 @@ def _dump_rows(rows: list[LockRow]) -> str:
     return json.dumps([dataclasses.astuple(r) for r in rows], separators=(",", ":"))
 
 
+def _dump_compaction(row: Compaction) -> str:
+    return json.dumps(dataclasses.astuple(row), separators=(",", ":"))
+
+
 def _load_rows(raw: str) -> list[LockRow]:
     rows = [LockRow(*values) for values in json.loads(raw)]
     for row in rows:
@@ -242,6 +269,8 @@ class _RedisView:
         self.raw_locks = {int(k): v for k, v in raw_locks.items()}
         self.txns = {k: _load_txn(self.raw_txns[k]) for k in sorted(self.raw_txns)}
         self.locks = {k: _load_rows(self.raw_locks[k]) for k in sorted(self.raw_locks)}
+        self._compactions: dict[int, Compaction] | None = None
+        self.raw_compactions: dict[int, str] = {}
 
     def new_txn_ids(self, count: int) -> list[int]:
         if count <= 0:
@@ -255,27 +284,46 @@ class _RedisView:
     def txn_high_water_mark(self) -> int:
         return int(self._owner.redis.get(self._owner.key_next_txn) or 0)
 
+    @property
+    def compactions(self) -> dict[int, Compaction]:
+        """The compaction queue, loaded on first use in the session (lock calls never pay
+        for it)."""
+        if self._compactions is None:
+            raw = self._owner.redis.hgetall(self._owner.key_compactions)
+            self.raw_compactions = {int(k): v for k, v in raw.items()}
+            self._compactions = {k: Compaction(*json.loads(self.raw_compactions[k]))
+                                 for k in sorted(self.raw_compactions)}
+        return self._compactions
+
+    def new_compaction_id(self) -> int:
+        return self._owner.redis.incr(self._owner.key_next_compaction)
+
     def changes(self) -> list:
-        """[txn fields and values to set, txn ids to delete, the same for lock requests]."""
+        """[txn fields and values to set, txn ids to delete, the same for lock requests,
+        the same for the compaction queue (when loaded)]."""
         out = []
-        for table, raw, dump in ((self.txns, self.raw_txns, _dump_txn),
-                                 (self.locks, self.raw_locks, _dump_rows)):
+        tables = [(self.txns, self.raw_txns, _dump_txn), (self.locks, self.raw_locks, _dump_rows)]
+        if self._compactions is not None:
+            tables.append((self._compactions, self.raw_compactions, _dump_compaction))
+        for table, raw, dump in tables:
             sets = []
             for key, value in table.items():
                 text = dump(value)
                 if raw.get(key) != text:
                     sets += [str(key), text]
             out += [sets, [str(key) for key in raw if key not in table]]
-        return out
+        return out + [[], []] * (3 - len(tables))
 
 
 class RedisTxnState:
     """The manager's state in Redis, shared by every process using the same Redis and prefix.
 
     Keys: ``<prefix>txns`` (hash: txn id -> JSON of a :class:`Txn`), ``<prefix>locks`` (hash:
-    lock id -> JSON of its rows), ``<prefix>next_txn`` and ``<prefix>next_lock`` (the last id
-    handed out, by INCR), ``<prefix>mutex`` (the global lock). A session takes the global lock
-    (SET NX PX with a random token), loads both hashes, lets the manager work on plain objects
+    lock id -> JSON of its rows), ``<prefix>compactions`` (hash: compaction id -> JSON of a
+    :class:`Compaction`, loaded only by sessions that use the queue), ``<prefix>next_txn``,
+    ``<prefix>next_lock`` and ``<prefix>next_compaction`` (the last id handed out, by INCR),
+    ``<prefix>mutex`` (the global lock). A session takes the global lock (SET NX PX with a
+    random token), loads the transactions and locks, lets the manager work on plain objects
     and writes back the changed entries in one Lua script that first checks the token: a
     process that lost its lease (stalled longer than ``lease`` seconds) fails its call instead
     of overwriting another's work. Threads of one process queue on a local mutex first."""
@@ -296,6 +344,8 @@ class RedisTxnState:
         self.key_locks = prefix + "locks"
         self.key_next_txn = prefix + "next_txn"
         self.key_next_lock = prefix + "next_lock"
+        self.key_compactions = prefix + "compactions"
+        self.key_next_compaction = prefix + "next_compaction"
         self._commit = client.register_script(_REDIS_COMMIT)
         self._release = client.register_script(_REDIS_RELEASE)
         self._local = threading.RLock()
@@ -337,7 +387,8 @@ class RedisTxnState:
                 # written back even when the operation failed, as in process: what it did
                 # before failing (reaping, an id used) stays done
                 self._current.view = None
-                done = self._commit(keys=[self.key_mutex, self.key_txns, self.key_locks],
+                done = self._commit(keys=[self.key_mutex, self.key_txns, self.key_locks,
+                                          self.key_compactions],
                                     args=[token, json.dumps(view.changes())])
                 if not done:
                     raise errors.MetaError("Lost the lock table lock in Redis (held longer "
@@ -346,7 +397,7 @@ class RedisTxnState:
     def clear(self) -> None:
         """Forget every transaction and lock (tests)."""
         self.redis.delete(self.key_mutex, self.key_txns, self.key_locks, self.key_next_txn,
-                          self.key_next_lock)
+                          self.key_next_lock, self.key_compactions, self.key_next_compaction)
 
 
 def _sort_key(row: LockRow, state: str):
@@ -651,17 +702,27 @@ class TxnManager:
                 lockIdInternal=r.int_id) for r in rows]
 
 
-class TxnCalls(Family):
-    """The Thrift calls of HMS 2.3's transaction and lock API."""
-
-    def __init__(self, env):
-        super().__init__(env)
+def shared_manager(env) -> TxnManager:
+    """The server's one manager (kept on its :class:`~hms_proxy.family.Env`), so that the
+    families using the transaction state (locks and transactions, the compaction queue) share
+    it: in process, or in Redis with ``serve --redis``."""
+    manager = env.__dict__.get("_txn_manager")
+    if manager is None:
         url = getattr(env, "redis_url", None)
         state = None
         if url:
             state = RedisTxnState(url)
             state.redis.ping()  # an unreachable Redis fails the start, not the first lock
-        self.manager = TxnManager.from_conf(env.conf, state=state)
+        manager = env.__dict__["_txn_manager"] = TxnManager.from_conf(env.conf, state=state)
+    return manager
+
+
+class TxnCalls(Family):
+    """The Thrift calls of HMS 2.3's transaction and lock API."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.manager = shared_manager(env)
 
     def _m(self) -> TxnManager:
         self.manager.ensure_reaper()
