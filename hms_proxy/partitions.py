@@ -154,8 +154,14 @@ class PartitionCalls(Family):
         part.sd.location = None
         if table.sd and table.sd.location and not is_view(table):
             part.sd.location = warehouse.join(table.sd.location, part_name(table, part.values))
-        return self.add_partition_with_environment_context(ctx, part, environment_context,
-                                                           appended=True)
+        added = self.add_partition_with_environment_context(ctx, part, environment_context,
+                                                            appended=True)
+        if (db_name, tbl_name) == (table.dbName, table.tableName):
+            return added
+        # HMS answers with the database and table names as the caller spelled them
+        out = codec.decode(self.t.Partition, added.data)
+        out.dbName, out.tableName = db_name, tbl_name
+        return out
 
     def append_partition_by_name(self, ctx, db_name, tbl_name, part_name_):
         return self.append_partition_by_name_with_environment_context(
@@ -163,7 +169,10 @@ class PartitionCalls(Family):
 
     def append_partition_by_name_with_environment_context(self, ctx, db_name, tbl_name,
                                                           part_name_, environment_context):
-        vals = self._vals_from_name(ctx, db_name, tbl_name, part_name_)
+        try:
+            vals = self._vals_from_name(ctx, db_name, tbl_name, part_name_)
+        except errors.NoSuchObject as exc:  # HMS: InvalidObjectException on this path
+            raise errors.InvalidObject(exc.message) from None
         return self.append_partition_with_environment_context(
             ctx, db_name, tbl_name, vals, environment_context)
 
@@ -313,25 +322,80 @@ class PartitionCalls(Family):
         return len(self._filtered(ctx, db_name, tbl_name, filter))
 
     def get_partition_values(self, ctx, request):
-        """Distinct (by default) value tuples of some partition keys, optionally filtered."""
-        items = self._filtered(ctx, request.dbName, request.tblName, request.filter)
+        """HMS 2.3's ObjectStore.listPartitionValues, quirks included. Without a filter: the
+        requested keys cut out of each *escaped* partition name as its JDOQL substring
+        expressions do (a key is located by regex match against the table's keys, first,
+        last or intermediate), distinct rows sorted (Derby's DISTINCT), ``ascending`` and
+        ``partitionOrder`` ignored. With a filter: every key's unescaped value of each
+        partition passing it, by partition name in the requested direction."""
+        if request is None or request.partitionKeys is None or not request.partitionKeys:
+            raise errors.InternalError("get_partition_values: no partition keys")
+        db, tbl = lower(request.dbName), lower(request.tblName)
+        if request.filter:
+            return self._partition_values_by_filter(ctx, db, tbl, request)
         with self.reading(ctx) as cat:
-            table = self.require_table(cat, lower(request.dbName), lower(request.tblName))
-        key_names = [k.name for k in table.partitionKeys or []]
-        wanted = [lower(k.name) for k in request.partitionKeys or []]
-        unknown = [k for k in wanted if k not in key_names]
-        if unknown or not wanted:
-            raise errors.MetaError(f"Invalid partition keys requested: {unknown or wanted}")
-        index = [key_names.index(k) for k in wanted]
-        rows = [[names.part_name_to_vals(n)[i] for i in index] for n, _ in items]
+            table = cat.table(db, tbl)
+            if table is None:
+                raise errors.MetaError(
+                    "Error retrieving partition values: java.lang.NullPointerException: Cannot "
+                    'invoke "org.apache.hadoop.hive.metastore.api.Table.getPartitionKeys()" '
+                    'because the return value of "org.apache.hadoop.hive.metastore.ObjectStore'
+                    '.getTable(String, String)" is null')
+            part_names = [name for name, _ in cat.partition_list(db, tbl)]
+        pkeys = [k.name for k in table.partitionKeys or []]
+        extractors = [_value_extractor(k.name if k is not None else None, pkeys)
+                      for k in request.partitionKeys]
+        rows = []
+        for name in part_names:
+            row = [extract(name) for extract in extractors]
+            if any(v is None for v in row):
+                raise errors.MetaError(
+                    "Error retrieving partition values: javax.jdo.JDOException: Exception "
+                    "thrown when executing query : SELECT ... NestedThrowables:\n"
+                    "java.sql.SQLDataException: The second or third argument of the SUBSTR "
+                    "function is out of range.")
+            rows.append(row)
         if request.applyDistinct is None or request.applyDistinct:
-            rows = [list(r) for r in dict.fromkeys(tuple(r) for r in rows)]
-        if request.partitionOrder:
-            order = [wanted.index(lower(k.name)) for k in request.partitionOrder
-                     if lower(k.name) in wanted]
-            rows.sort(key=lambda r: [r[i] for i in order],
-                      reverse=request.ascending is False)
-        rows = limit(rows, request.maxParts)
+            rows = [list(r) for r in sorted(set(tuple(r) for r in rows))]
+        if request.maxParts is not None and request.maxParts > 0:
+            rows = rows[:request.maxParts]
+        return self.t.PartitionValuesResponse(
+            partitionValues=[self.t.PartitionValuesRow(row=r) for r in rows])
+
+    def _partition_values_by_filter(self, ctx, db, tbl, request):
+        ascending = request.ascending is None or request.ascending
+        max_parts = -1 if request.maxParts is None else request.maxParts
+        with self.reading(ctx) as cat:
+            table = cat.table(db, tbl)
+        if table is None:
+            return self.t.PartitionValuesResponse(partitionValues=[])
+        key_types = {k.name: k.type for k in table.partitionKeys or []}
+        key_list = list(key_types.items())
+        try:
+            expr = filters.parse_filter(request.filter)
+            try:  # HMS first asks JDO for the names, which takes string keys only
+                for leaf in filters._leaves(expr.root):
+                    filters._jdo_check(leaf, key_list)
+            except filters.FilterError:
+                # then all partitions by the filter (direct SQL), limited to a Java short
+                short = (max_parts + 0x8000) % 0x10000 - 0x8000
+                items = self._filtered(ctx, db, tbl, request.filter)
+                part_names = [n for n, _ in limit(items, short)]
+                if not ascending:
+                    part_names.sort(reverse=True)
+            else:
+                pred = filters._build(expr.root, lambda leaf: filters._jdo_leaf(leaf, key_list))
+                names_ = list(key_types)
+                _, items = self._listing(ctx, db, tbl)
+                part_names = [n for n, d in items
+                              if pred(dict(zip(names_, self._stored_values(n, d))))]
+                if not ascending:
+                    part_names.reverse()
+                part_names = limit(part_names, max_parts)
+        except (filters.FilterError, errors.HMSError) as exc:
+            raise errors.MetaError(
+                f"Error retrieving partition values: MetaException(message:{exc.message})") from None
+        rows = [names.part_name_to_vals(n) for n in part_names]
         return self.t.PartitionValuesResponse(
             partitionValues=[self.t.PartitionValuesRow(row=r) for r in rows])
 
@@ -561,3 +625,50 @@ def _java_list(values) -> str:
 
 def _describe(part) -> str:
     return javafmt.to_string(part)
+
+
+def _java_find(text: str, sub: str, start: int = 0) -> int:
+    return text.find(sub, max(0, start))
+
+
+def _java_substring(text: str, begin: int, end: int | None = None) -> str | None:
+    """String.substring (Derby's SUBSTR): None where it is out of range."""
+    end = len(text) if end is None else end
+    if begin < 0 or end > len(text) or begin > end:
+        return None
+    return text[begin:end]
+
+
+def _value_extractor(key: str | None, pkeys: list[str]):
+    """ObjectStore.extractPartitionKey: the JDOQL substring HMS 2.3 selects for ``key`` from
+    an escaped partition name (None where Derby's SUBSTR fails)."""
+    import re as _re
+
+    if key is None:
+        raise errors.InternalError("get_partition_values: a partition key without a name")
+    if not pkeys:
+        raise errors.MetaError("Error retrieving partition values: "
+                               "java.lang.IndexOutOfBoundsException: Index 0 out of bounds for "
+                               "length 0")
+    try:
+        pattern = _re.compile(key)
+    except _re.error as exc:
+        raise errors.MetaError("Error retrieving partition values: "
+                               f"java.util.regex.PatternSyntaxException: {exc}") from None
+
+    def matches(name):  # String.matches(regex)
+        return pattern.fullmatch(name) is not None
+
+    head = key + "="
+    part_key = "/" + key + "="
+    if len(pkeys) == 1 and matches(pkeys[0]):
+        return lambda n: _java_substring(n, _java_find(n, head) + len(head))
+    if matches(pkeys[0]):
+        return lambda n: _java_substring(n, _java_find(n, head) + len(head), _java_find(n, "/"))
+    if matches(pkeys[-1]):
+        return lambda n: _java_substring(n, _java_find(n, part_key) + len(part_key))
+
+    def intermediate(n):
+        at = _java_find(n, part_key)
+        return _java_substring(n, at + len(part_key), _java_find(n, "/", at + 1))
+    return intermediate
