@@ -7,7 +7,8 @@ which the caller has it to itself (a mutex in process; in Redis a global lock, S
 token, around loading the state and writing back what changed, checked and released by one Lua
 script). :class:`TxnManager` is the logic, every public method in one session, whichever state
 it runs over; :class:`TxnCalls` is the family serving the Thrift calls from a manager shared by
-all connections.
+all connections (:func:`shared_manager`). The state also holds HMS's compaction queue
+(:class:`Compaction` rows), which hms_proxy/compaction.py serves.
 
 What HMS 2.3.10 does, and so what this does (checked against the stock HMS, see
 ``tests/conformance`` and ``tests/unit/test_txns.py``):
