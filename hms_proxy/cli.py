@@ -79,9 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=cmd_serve)
 
     from hms_proxy import bench
+    from hms_proxy import importer
     from hms_proxy import refs_cli
 
     bench.register(sub)
+    importer.register(sub)
     refs_cli.register(sub)
     return parser
 

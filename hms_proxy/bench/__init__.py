@@ -50,11 +50,12 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_bench)
     # An optional mode: `hms-proxy bench versioning ...` parses the rest with its own options
     # (and func); plain `hms-proxy bench --target ...` is unchanged.
-    from hms_proxy.bench import versioning  # light: its heavy imports are inside functions
+    from hms_proxy.bench import importing, versioning  # light: heavy imports inside functions
 
-    modes = p.add_subparsers(dest="bench_mode", metavar="{versioning}",
+    modes = p.add_subparsers(dest="bench_mode", metavar="{versioning,import}",
                              title="modes (optional)")
     versioning.register(modes)
+    importing.register(modes)
     return p
 
 
