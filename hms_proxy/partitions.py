@@ -233,7 +233,10 @@ class PartitionCalls(Family):
         return [Raw(d) for _, d in limit(items, max_parts)]
 
     def get_partitions_with_auth(self, ctx, db_name, tbl_name, max_parts, user_name, group_names):
-        found = self.get_partitions(ctx, db_name, tbl_name, max_parts)
+        try:
+            found = self.get_partitions(ctx, db_name, tbl_name, max_parts)
+        except errors.NoSuchObject:  # HMS's getPartitionsWithAuth lists nothing here
+            return []
         return self._with_auth(ctx, db_name, tbl_name, found, user_name, group_names)
 
     def get_partition_names(self, ctx, db_name, tbl_name, max_parts):

@@ -84,6 +84,22 @@ def _java_split(text: str) -> list[str]:
     return parts
 
 
+def obj_kind_allows_twins(kind) -> bool:
+    """HMS's indexes on table, partition and column grants are not unique: a grant its
+    duplicate check misses (no grantor, twice in one request) is stored twice."""
+    return kind not in (1, 2)  # GLOBAL, DATABASE
+
+
+def _free_key(cat, key: str) -> str:
+    """``key``, or ``key/<n>`` for the next twin of a grant stored under it already."""
+    if cat.raw(key) is None:
+        return key
+    n = 2
+    while cat.raw(f"{key}/{n}") is not None:
+        n += 1
+    return f"{key}/{n}"
+
+
 # --- helpers for the other families ------------------------------------------------------------
 def _rename_rewrite(value: bytes, new):
     from hms_proxy.gen.hive_metastore import ttypes
@@ -158,8 +174,8 @@ def store_table_privileges(cat, table, privileges) -> None:
                     continue
                 if info.grantorType not in t.PrincipalType._VALUES_TO_NAMES:
                     raise errors.InternalError("grantorType.toString() on null")
-                key = (table_prefix(db, tbl) + _principal_tail(type_name, principal)
-                       + f"{_seg(info.privilege)}/{_seg(info.grantor)}")
+                key = _free_key(cat, table_prefix(db, tbl) + _principal_tail(type_name, principal)
+                                + f"{_seg(info.privilege)}/{_seg(info.grantor)}")
                 cat.put(key, t.HiveObjectPrivilege(
                     hiveObject=t.HiveObjectRef(t.HiveObjectType.TABLE, db, tbl, None, None),
                     principalName=principal, principalType=ptype,
@@ -339,6 +355,8 @@ class PrivilegeCalls(Family):
                         grantInfo=t.PrivilegeGrantInfo(name, now(), info.grantor,
                                                        info.grantorType, bool(info.grantOption)))))
             for key, row in rows:
+                if obj_kind_allows_twins(row.hiveObject.objectType):
+                    key = _free_key(cat, key)
                 cat.put(key, row)
         return True
 

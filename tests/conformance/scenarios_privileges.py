@@ -349,3 +349,133 @@ def privileges_sets_and_objects(c, rec):
     rec.call("revoke_privileges", bag(priv(ref(GLOBAL), "public", ROLE, "CREATE")))
     rec.call("list_privileges", None, None, ref(GLOBAL), transform=mine, label="global at end")
     rec.call("drop_database", db, True, True)
+
+
+@scenario
+def privileges_edge_cases(c, rec):
+    db, tbl = P + "db3", "t4"
+    user = P + "u3"
+    rec.call("create_database", database(db))
+    t = table(db, tbl, cols("id int", "Name string"), partition_keys=cols("k1 string", "K2 int"))
+    rec.call("create_table", t)
+    rec.call("add_partition", partition(t, ["a/b", "1"]), transform=lambda p: p.values)
+    rec.call("add_partition", partition(t, ["x=y", "2"]), transform=lambda p: p.values)
+    part = ref(PARTITION, db, tbl, ["a/b", "1"])
+    rec.call("grant_privileges", bag(priv(part, user, USER, "SELECT"),
+                                     priv(ref(PARTITION, db, tbl, ["x=y", "2"]), user, USER, "ALL"),
+                                     priv(ref(COLUMN, db, tbl, ["a/b", "1"], "Name"), user, USER,
+                                          "SELECT"),
+                                     priv(ref(COLUMN, db, tbl, None, "Name"), user, USER, "SELECT")),
+             label="grant on escaped partitions and an upper-case column")
+    rec.call("list_privileges", user, USER, part, transform=flat)
+    rec.call("list_privileges", None, None, ref(PARTITION, db, tbl, ["x=y", "2"]), transform=mine)
+    rec.call("list_privileges", user, USER, ref(COLUMN, db, tbl, None, "Name"), transform=flat,
+             label="list upper-case column by user")
+    rec.call("list_privileges", None, None, ref(COLUMN, db, tbl, None, "Name"), transform=mine,
+             label="list upper-case column all")
+    rec.call("list_privileges", None, None, ref(COLUMN, db, tbl, None, "name"), transform=mine,
+             label="list lower-case column all")
+    rec.call("list_privileges", None, None, ref(COLUMN, db, tbl, ["a/b", "1"], "Name"),
+             transform=mine, label="list partition upper-case column all")
+    rec.call("list_privileges", user, USER, ref(COLUMN, db, tbl, [], "Name"), transform=flat,
+             label="list column with empty values")
+    rec.call("get_privilege_set", ref(COLUMN, db, tbl, None, "Name"), user, None, transform=pset,
+             label="set upper-case column")
+    rec.call("get_privilege_set", ref(PARTITION, db, tbl, None), user, None, transform=pset,
+             label="set partition without values")
+    rec.call("get_privilege_set", ref(PARTITION, db, tbl, ["a/b", "1"]), user, None,
+             transform=pset, label="set escaped partition")
+    rec.call("get_privilege_set", ref(TABLE, db, None), user, None, transform=pset,
+             label="set table without name", msg=True)
+    rec.call("get_privilege_set", None, user, None, transform=pset, label="set null object",
+             msg=True)
+    rec.call("grant_privileges", bag(priv(ref(PARTITION, db, tbl, ["a/b"]), user, USER, "SELECT")),
+             label="grant partition with too few values", msg=True)
+    rec.call("grant_privileges", bag(priv(ref(COLUMN, db, tbl, [], "id"), user, USER, "SELECT")),
+             label="grant column with empty values", msg=True)
+    rec.call("grant_privileges", bag(priv(ref(PARTITION, db, tbl, None), user, USER, "SELECT")),
+             label="grant partition without values", msg=True)
+    rec.call("revoke_privileges", bag(priv(ref(PARTITION, db, tbl, ["a/b"]), user, USER, "SELECT")),
+             label="revoke partition with too few values", msg=True)
+    rec.call("revoke_privileges", bag(priv(ref(PARTITION, db, tbl, None), user, USER, "SELECT")),
+             label="revoke partition without values", msg=True)
+    rec.call("revoke_privileges", bag(priv(ref(COLUMN, db, tbl, None, "Name"), user, USER, "SELECT")),
+             label="revoke upper-case column", msg=True)
+    rec.call("grant_privileges", bag(priv(ref(TABLE, db, tbl), user, USER, "SELECT,")),
+             label="grant with a trailing comma")
+    rec.call("grant_privileges", bag(priv(ref(TABLE, db, tbl), user, USER, ",INSERT")),
+             label="grant with a leading comma")
+    rec.call("grant_privileges", bag(priv(ref(TABLE, db, tbl), user, USER, "UPDATE", None)),
+             label="grant without grantor")
+    rec.call("grant_privileges", bag(priv(ref(TABLE, db, tbl), user, USER, "UPDATE", None)),
+             label="grant without grantor again")
+    rec.call("grant_privileges", bag(priv(ref(TABLE, db, tbl), "admin", ROLE, "ALTER")),
+             label="grant to the admin role")
+    rec.call("grant_privileges", bag(priv(ref(TABLE, db, tbl), user, USER, "DROP", "alice"),
+                                     priv(ref(TABLE, db, tbl), user, USER, "DROP", "bob", option=True)),
+             label="grant by two grantors")
+    rec.call("list_privileges", user, USER, ref(TABLE, db, tbl), transform=flat)
+    rec.call("list_privileges", "admin", ROLE, ref(TABLE, db, tbl), transform=flat)
+    req = T.GrantRevokePrivilegeRequest(REVOKE, bag(priv(ref(TABLE, db, tbl), user, USER, "drop")), True)
+    rec.call("grant_revoke_privileges", req, label="revoke grant option of one of two grants",
+             msg=True)
+    rec.call("list_privileges", user, USER, ref(TABLE, db, tbl), transform=flat,
+             label="list after revoking a grant option")
+    rec.call("revoke_privileges", bag(priv(ref(TABLE, db, tbl), user, USER, "DROP")),
+             label="revoke one of two grants")
+    rec.call("revoke_privileges", bag(priv(ref(TABLE, db, tbl), user, USER, "UPDATE,INSERT,")),
+             label="revoke several")
+    rec.call("list_privileges", user, USER, ref(TABLE, db, tbl), transform=flat,
+             label="list after revokes")
+    req = T.GrantRevokePrivilegeRequest(3, bag())
+    rec.call("grant_revoke_privileges", req, label="grant_revoke unknown type", msg=True)
+    rec.call("get_partitions_ps_with_auth", db, tbl, ["a/b"], -1, user, [], transform=parts_auth,
+             label="ps_with_auth plain table")
+    rec.call("get_partition_with_auth", db, "nosuch", ["a"], user, [], msg=True,
+             label="get_partition_with_auth missing table")
+    rec.call("get_partitions_with_auth", db, "nosuch", -1, user, [], msg=True,
+             label="get_partitions_with_auth missing table")
+    # a rename to another database carries the grants; dropping partitions by request drops theirs
+    rec.call("create_database", database(P + "db3b"))
+    moved = c.get_table(db, tbl)
+    moved.dbName = P + "db3b"
+    moved.tableName = "t4moved"
+    rec.call("alter_table", db, tbl, moved)
+    rec.call("list_privileges", user, USER, ref(None), transform=mine, label="after move")
+    req = T.DropPartitionsRequest(P + "db3b", "t4moved", T.RequestPartsSpec(names=["k1=x%3Dy/k2=2"]),
+                                  deleteData=True)
+    rec.call("drop_partitions_req", req, transform=lambda r: len(r.partitions))
+    rec.call("list_privileges", user, USER, ref(PARTITION), transform=mine,
+             label="partitions after drop_partitions_req")
+    rec.call("drop_database", P + "db3b", True, True)
+    rec.call("drop_database", db, True, True)
+    rec.call("list_privileges", user, USER, ref(None), transform=mine, label="at end")
+
+
+@scenario
+def privileges_twins_and_missing_tables(c, rec):
+    db = P + "db4"
+    user = P + "u4"
+    rec.call("create_database", database(db))
+    t5 = table(db, "t5", cols("id int"), partition_keys=cols("ds string"),
+               parameters={"PARTITION_LEVEL_PRIVILEGE": "true"})
+    t5.privileges = T.PrincipalPrivilegeSet(userPrivileges={user: [
+        T.PrivilegeGrantInfo("ALL", 0, "admin", USER, False),
+        T.PrivilegeGrantInfo("ALL", 0, "admin", USER, False)]})
+    rec.call("create_table", t5)
+    o = ref(TABLE, db, "t5")
+    rec.call("grant_privileges", bag(priv(o, user, USER, "SELECT"), priv(o, user, USER, "SELECT")),
+             label="the same grant twice in one request")
+    rec.call("list_privileges", user, USER, o, transform=flat)
+    rec.call("append_partition", db, "t5", ["d1"], transform=lambda p: p.values)
+    rec.call("list_privileges", user, USER, ref(PARTITION, db, "t5", ["d1"]), transform=flat,
+             label="appended partition grants")
+    rec.call("get_partitions_ps_with_auth", db, "t5", ["d1"], -1, user, [], transform=parts_auth,
+             label="ps_with_auth lower-case true")
+    rec.call("revoke_privileges", bag(priv(o, user, USER, "ALL,SELECT")))
+    rec.call("list_privileges", user, USER, o, transform=flat, label="after revoking one of each")
+    rec.call("get_partitions_ps_with_auth", db, "nosuch", ["d1"], -1, user, [], msg=True,
+             transform=parts_auth, label="ps_with_auth missing table")
+    rec.call("get_partition_with_auth", db, "t5", ["d1", "x"], user, [], msg=True,
+             transform=lambda p: pset(p.privileges), label="with_auth too many values")
+    rec.call("drop_database", db, True, True)
