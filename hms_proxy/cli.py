@@ -58,6 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
                             "servers over one store share them; default: in process")
     serve.add_argument("--warehouse", default=None,
                        help="warehouse root for default locations (default <store>/warehouse)")
+    serve.add_argument("--upstream", default=None, metavar="thrift://HOST:PORT",
+                       help="federation: databases not in this catalog are served by this "
+                            "metastore (read-through; see --upstream-writes)")
+    serve.add_argument("--upstream-writes", action="store_true",
+                       help="forward writes to upstream databases too (default: refused)")
+    serve.add_argument("--upstream-timeout", type=float, default=10.0, metavar="SECONDS",
+                       help="how long a forwarded call waits for the upstream (default 10; "
+                            "connecting takes at most 2)")
     serve.add_argument("--transport", choices=("buffered", "framed"), default="buffered",
                        help="Thrift transport (default buffered, as HMS)")
     serve.add_argument("--max-message-size", type=_size, default=srv.DEFAULT_MAX_MESSAGE_SIZE,
@@ -120,7 +128,16 @@ def make_server(args) -> srv.MetastoreServer:
         store.resolve(ref)  # fail at start, not at the first call, on an unknown ref
     services = (ThriftHiveMetastore, FacebookService)
     processor = Processor(None, services, ttypes)
-    handler = Handler(env, processor.methods)
+    federation = None
+    if getattr(args, "upstream", None):
+        from hms_proxy.federation import Federation
+
+        try:
+            federation = Federation(store, args.ref, args.upstream,
+                                    writes=args.upstream_writes, timeout=args.upstream_timeout)
+        except ValueError as exc:
+            raise SystemExit(f"--upstream: {exc}") from None
+    handler = Handler(env, processor.methods, federation=federation)
     handler.start()
     processor.handler = handler
     config = srv.ServerConfig(

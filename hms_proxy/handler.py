@@ -5,6 +5,8 @@ Any Thrift method that no family defines is absent here, so the processor answer
 """
 from __future__ import annotations
 
+from thrift.Thrift import TApplicationException
+
 from hms_proxy import routing
 from hms_proxy.colstats import ColumnStatsCalls
 from hms_proxy.databases import DatabaseCalls
@@ -34,7 +36,7 @@ FAMILIES = (DatabaseCalls, TableCalls, PartitionCalls, ColumnStatsCalls, Functio
 
 
 class Handler:
-    def __init__(self, env: Env, thrift_methods):
+    def __init__(self, env: Env, thrift_methods, federation=None):
         self.env = env
         self._calls = {}
         for family_cls in FAMILIES:
@@ -42,7 +44,12 @@ class Handler:
             for name, method in thrift_methods.items():
                 impl = getattr(family, name, None)
                 if impl is not None and name not in self._calls:
-                    self._calls[name] = _routed(name, impl, method)
+                    self._calls[name] = _routed(name, impl, method, federation)
+        self._implemented = sorted(self._calls)
+        if federation is not None:  # calls we do not serve may still go to the upstream
+            for name, method in thrift_methods.items():
+                if name not in self._calls and federation.route_for(name, method) is not None:
+                    self._calls[name] = _routed(name, _unknown(name), method, federation)
         self.databases = DatabaseCalls(env)
 
     def __getattr__(self, name):
@@ -53,27 +60,41 @@ class Handler:
 
     @property
     def implemented(self) -> list[str]:
-        return sorted(self._calls)
+        return list(self._implemented)
 
     def start(self) -> None:
         self.databases.ensure_default_database()
 
 
-def _routed(name: str, impl, method):
+def _unknown(name: str):
+    def impl(ctx, *args):
+        raise TApplicationException(TApplicationException.UNKNOWN_METHOD,
+                                    f"Invalid method name: '{name}'")
+    return impl
+
+
+def _routed(name: str, impl, method, federation=None):
     """The family method behind the routing of :mod:`hms_proxy.routing`: the call's ref is
-    chosen here, once, and its answer qualified back when the request was qualified."""
+    chosen here, once, and its answer qualified back when the request was qualified. With
+    ``serve --upstream``, :mod:`hms_proxy.federation` decides whether it is ours at all."""
     arg_names = method.arg_names
     result_spec = method.result_cls.thrift_spec if method.result_cls is not None else ()
+    route = federation.route_for(name, method) if federation is not None else None
+
+    def local(ctx, args, ref):
+        value = impl(ctx, *args)
+        if ref is not None:
+            value = routing.qualify_result(value, result_spec, ref)
+        return value
 
     def call(ctx, *args):
         args = list(args)
         ref = routing.strip_arguments(name, arg_names, args)
         ctx.ref = ref or ctx.listener_ref
         ctx.call = _describe_call(name, arg_names, args)
-        value = impl(ctx, *args)
-        if ref is not None:
-            value = routing.qualify_result(value, result_spec, ref)
-        return value
+        if route is not None:
+            return route(ctx, args, ref, local)
+        return local(ctx, args, ref)
 
     call.__name__ = name
     return call
