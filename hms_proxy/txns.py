@@ -61,6 +61,7 @@ MAX_HEARTBEAT_RANGE = 1_000_000  # HMS has no limit; a bigger range would exhaus
 REAP_INTERVAL = 5.0
 
 OPEN, ABORTED = "o", "a"            # TXNS.TXN_STATE
+COMMITTED = "c"  # not in TXNS: a committed txn that wrote (COMPLETED_TXN_COMPONENTS rows)
 ACQUIRED, WAITING = "a", "w"        # HIVE_LOCKS.HL_LOCK_STATE
 
 SR, SW, EX = T.LockType.SHARED_READ, T.LockType.SHARED_WRITE, T.LockType.EXCLUSIVE
@@ -93,6 +94,10 @@ def txn_aborted(txnid: int) -> errors.HMSError:
     return errors.TxnAborted(f"Transaction txnid:{txnid} already aborted")
 
 
+def already_committed(txnid: int) -> errors.HMSError:
+    return errors.NoSuchTxn(f"Transaction txnid:{txnid} is already committed.")
+
+
 def parse_timeout(value, default: float = DEFAULT_TIMEOUT) -> float:
     """A HiveConf time in seconds: ``300``, ``300s``, ``5m``, ``300000ms``, ``1h``, ``1d``."""
     if value is None or str(value).strip() == "":
@@ -117,6 +122,8 @@ class Txn:
     last_heartbeat: int   # ms
     wrote: bool = False   # HMS would have TXN_COMPONENTS rows for it
     aborted_at: int = 0   # ms
+    # TXN_COMPONENTS rows added by add_dynamic_partitions: [db, table, partition, op char]
+    components: list = field(default_factory=list)
 
 
 @dataclass
@@ -521,6 +528,8 @@ class TxnManager:
             raise no_such_txn(txnid)
         if txn.state == ABORTED:
             raise txn_aborted(txnid)
+        if txn.state == COMMITTED:
+            raise already_committed(txnid)
         return txn
 
     def _abort(self, s, txn: Txn, now: int) -> None:
@@ -543,15 +552,23 @@ class TxnManager:
 
     def commit_txn(self, txnid: int) -> None:
         with self._session() as (s, now):
-            self._require_open(s, txnid)
+            known = s.txns.get(txnid)
+            if known is not None and known.state == COMMITTED:
+                return  # HMS: a commit again of a txn that wrote is a retry, and succeeds
+            txn = self._require_open(s, txnid)
             self._release_txn_locks(s, txnid)
-            del s.txns[txnid]
+            if txn.wrote:  # HMS keeps its components (COMPLETED_TXN_COMPONENTS)
+                txn.state = COMMITTED
+            else:
+                del s.txns[txnid]
 
     def abort_txn(self, txnid: int) -> None:
         with self._session() as (s, now):
             txn = s.txns.get(txnid)
             if txn is None:
                 raise no_such_txn(txnid)
+            if txn.state == COMMITTED:
+                raise already_committed(txnid)
             if txn.state == OPEN:
                 self._abort(s, txn, now)
 
@@ -567,7 +584,9 @@ class TxnManager:
         """(high water mark, ids of open and aborted txns, lowest open id or None)."""
         with self._session() as (s, now):
             opened = [t.id for t in s.txns.values() if t.state == OPEN]
-            return s.txn_high_water_mark(), set(s.txns), (min(opened) if opened else None)
+            return (s.txn_high_water_mark(),
+                    {t.id for t in s.txns.values() if t.state != COMMITTED},
+                    (min(opened) if opened else None))
 
     def get_open_txns_info(self):
         with self._session() as (s, now):
@@ -575,7 +594,8 @@ class TxnManager:
                                state=T.TxnState.OPEN if t.state == OPEN else T.TxnState.ABORTED,
                                user=t.user, hostname=t.host, startedTime=t.started,
                                lastHeartbeatTime=t.last_heartbeat)
-                     for t in sorted(s.txns.values(), key=lambda t: t.id)]
+                     for t in sorted(s.txns.values(), key=lambda t: t.id)
+                     if t.state != COMMITTED]
             return s.txn_high_water_mark(), infos
 
     def heartbeat(self, lockid: int | None, txnid: int | None) -> None:
@@ -589,6 +609,18 @@ class TxnManager:
             if txnid:
                 self._require_open(s, txnid).last_heartbeat = now
 
+    def add_dynamic_partitions(self, txnid: int, rows_of: Callable[[], list]) -> None:
+        """TxnHandler.addDynamicPartitions: the partitions a dynamic-partition write of an
+        open transaction touched become its components (TXN_COMPONENTS rows ``[db, table,
+        partition, operation]`` from ``rows_of()``, which may fail once the transaction is
+        known to be open), so that it counts as having written: an abort keeps it listed, a
+        commit keeps it as committed ("is already committed" afterwards)."""
+        with self._session() as (s, now):
+            txn = self._require_open(s, txnid)
+            rows = rows_of()
+            txn.components.extend(rows)
+            txn.wrote = True
+
     def heartbeat_txn_range(self, low: int, high: int):
         """(aborted ids, unknown ids) in [low, high]; the open ones are heartbeated."""
         if low is None or high is None or high < low:
@@ -601,7 +633,7 @@ class TxnManager:
             txns = s.txns
             for txnid in range(low, high + 1):
                 txn = txns.get(txnid)
-                if txn is None:
+                if txn is None or txn.state == COMMITTED:
                     nosuch.add(txnid)
                 elif txn.state == ABORTED:
                     aborted.add(txnid)
@@ -744,6 +776,25 @@ class TxnCalls(Family):
     def commit_txn(self, ctx, rqst):
         self._m().commit_txn(rqst.txnid)
 
+    def add_dynamic_partitions(self, ctx, rqst):
+        """Checked as HMS reads and runs it: required fields (PROTOCOL_ERROR), the
+        transaction, the operation type, then the values as HMS's SQL takes them (quotes
+        pasted in, Derby's column widths: internal errors)."""
+        from hms_proxy.compaction import fit, sql_string
+
+        if rqst is None:
+            raise errors.InternalError("add_dynamic_partitions: no request")
+        _check_adp_required(rqst)
+        op = _ADP_OPS.get(rqst.operationType, "u")  # an unknown enum value reads as unset
+
+        def rows():
+            if op is None:
+                raise errors.InternalError("add_dynamic_partitions: unexpected operation type")
+            db, table = fit(sql_string(rqst.dbname), 128), fit(sql_string(rqst.tablename), 128)
+            return [[db, table, fit(sql_string(p), 767), op] for p in rqst.partitionnames]
+
+        self._m().add_dynamic_partitions(rqst.txnid, rows)
+
     def abort_txn(self, ctx, rqst):
         self._m().abort_txn(rqst.txnid)
 
@@ -773,3 +824,30 @@ class TxnCalls(Family):
     def show_locks(self, ctx, rqst):
         return T.ShowLocksResponse(locks=self._m().show_locks(rqst.dbname, rqst.tablename,
                                                               rqst.partname))
+
+
+# DataOperationType -> TC_OPERATION_TYPE; UNSET and NO_TXN fail in HMS's conversion
+_ADP_OPS = {T.DataOperationType.SELECT: "s", T.DataOperationType.INSERT: "i",
+            T.DataOperationType.UPDATE: "u", T.DataOperationType.DELETE: "d",
+            T.DataOperationType.UNSET: None, T.DataOperationType.NO_TXN: None}
+
+
+def _check_adp_required(rqst) -> None:
+    """AddDynamicPartitions.validate(), run as HMS reads the request."""
+    from thrift.Thrift import TApplicationException
+
+    for name in ("txnid", "dbname", "tablename", "partitionnames"):
+        if getattr(rqst, name) is None:
+            def text(value):
+                return "null" if value is None else str(value)
+            parts = [f"txnid:{rqst.txnid or 0}", f"dbname:{text(rqst.dbname)}",
+                     f"tablename:{text(rqst.tablename)}",
+                     "partitionnames:" + ("null" if rqst.partitionnames is None else
+                                          "[" + ", ".join(map(text, rqst.partitionnames)) + "]")]
+            op = T.DataOperationType._VALUES_TO_NAMES.get(
+                T.DataOperationType.UNSET if rqst.operationType is None else rqst.operationType)
+            if op is not None:
+                parts.append(f"operationType:{op}")
+            raise TApplicationException(
+                TApplicationException.PROTOCOL_ERROR,
+                f"Required field '{name}' is unset! Struct:AddDynamicPartitions({', '.join(parts)})")

@@ -147,3 +147,112 @@ def partition_values(c, rec):
                  label=f"get_partition_values {label}")
     rec.call("get_partition_values", None, msg=True, label="get_partition_values null request")
     rec.call("drop_database", db, True, True)
+
+
+# --- transactions: get_open_txns_info, add_dynamic_partitions --------------------------------
+def txn_infos(ids):
+    """The entries of these transactions (others' stay listed after their scenarios), ids
+    relative to the first of them: ids depend on what ran before on the same server."""
+    def transform(r):
+        mine = [i for i in r.open_txns if i.id in ids]
+        return (r.txn_high_water_mark >= max(ids),
+                [(i.id - ids[0], i.state, i.user, i.hostname, i.agentInfo, i.heartbeatCount,
+                  i.metaInfo, bool(i.startedTime), bool(i.lastHeartbeatTime)) for i in mine])
+    return transform
+
+
+@scenario
+def dynamic_partitions_of_transactions(c, rec):
+    ADP, O = T.AddDynamicPartitions, T.DataOperationType
+    opened = c.open_txns(T.OpenTxnRequest(8, "alice", "host"))
+    ids = opened.txn_ids
+    rec.note("open_txns", len(ids))
+    a, b, d, e, f, g, h, k = ids
+    rec.call("get_open_txns_info", transform=txn_infos(ids))
+    for op in [O.SELECT, O.INSERT, O.UPDATE, O.DELETE, 99]:
+        rec.call("add_dynamic_partitions", ADP(a, "cfdp_db", "pt", ["ds=a/hr=1", "ds=b/hr=2"], op),
+                 msg=True, label=f"add_dynamic_partitions operation {op}")
+    for op in [O.UNSET, O.NO_TXN]:
+        rec.call("add_dynamic_partitions", ADP(a, "cfdp_db", "pt", ["ds=a/hr=1"], op),
+                 msg=True, label=f"add_dynamic_partitions operation {op}")
+    rec.call("add_dynamic_partitions", ADP(a, "cfdp_db", "pt", ["ds=a/hr=1"]), msg=True,
+             label="add_dynamic_partitions default operation")
+    rec.call("add_dynamic_partitions", ADP(a, "cfdp_nodb", "nope", ["x"], O.INSERT),
+             label="add_dynamic_partitions missing table")
+    rec.call("add_dynamic_partitions", ADP(a, "cfdp_db", "pt", [], O.INSERT),
+             label="add_dynamic_partitions no partitions")
+    rec.call("add_dynamic_partitions", ADP(a, "cfdp_db", "pt", ["ds=it''s"], O.INSERT),
+             label="add_dynamic_partitions doubled quote")
+    for label, req in [("lone quote", ADP(b, "cfdp_db", "pt", ["ds=it's"], O.INSERT)),
+                       ("partition of 767", ADP(b, "cfdp_db", "pt", ["x" * 767], O.INSERT)),
+                       ("partition of 768", ADP(b, "cfdp_db", "pt", ["x" * 768], O.INSERT)),
+                       ("partition of 768 blanks", ADP(b, "cfdp_db", "pt", ["x" * 760 + " " * 8],
+                                                       O.INSERT)),
+                       ("database of 128", ADP(b, "d" * 128, "pt", ["x"], O.INSERT)),
+                       ("database of 129", ADP(b, "d" * 129, "pt", ["x"], O.INSERT)),
+                       ("table of 129", ADP(b, "cfdp_db", "t" * 129, ["x"], O.INSERT))]:
+        rec.call("add_dynamic_partitions", req, msg=True, label=f"add_dynamic_partitions {label}")
+    rec.call("add_dynamic_partitions", ADP(999999999, "cfdp_db", "pt", ["x"], O.INSERT),
+             msg=True, label="add_dynamic_partitions unknown txn")
+    rec.call("add_dynamic_partitions", ADP(0, "cfdp_db", "pt", ["x"], O.INSERT),
+             msg=True, label="add_dynamic_partitions txn 0")
+    rec.call("abort_txn", T.AbortTxnRequest(d))
+    rec.call("add_dynamic_partitions", ADP(d, "cfdp_db", "pt", ["x"], O.INSERT),
+             transform=None, msg=len("Transaction txnid:"), label="add_dynamic_partitions aborted")
+    # a transaction with components: committed, it is "already committed" from then on
+    rec.call("commit_txn", T.CommitTxnRequest(a))
+    rel = lambda text: text.replace(str(a), "<a>")  # noqa: E731
+    for label, method, arg in [
+            ("add_dynamic_partitions", "add_dynamic_partitions",
+             ADP(a, "cfdp_db", "pt", ["x"], O.INSERT)),
+            ("commit_txn", "commit_txn", T.CommitTxnRequest(a)),
+            ("abort_txn", "abort_txn", T.AbortTxnRequest(a)),
+            ("heartbeat", "heartbeat", T.HeartbeatRequest(None, a)),
+            ("lock", "lock", T.LockRequest([T.LockComponent(
+                T.LockType.SHARED_READ, T.LockLevel.TABLE, "cfdp_db", "pt")], a, "u", "h"))]:
+        try:
+            getattr(c, method)(arg)
+            rec.note(f"{label} of a committed txn with components", "ok")
+        except T.NoSuchTxnException as exc:
+            rec.note(f"{label} of a committed txn with components",
+                     ("NoSuchTxnException", rel(exc.message)))
+    rec.call("heartbeat_txn_range", T.HeartbeatTxnRangeRequest(a, a),
+             transform=lambda r: (sorted(x - a for x in r.aborted), sorted(x - a for x in r.nosuch)),
+             label="heartbeat_txn_range of a committed txn with components")
+    # without components: forgotten once committed
+    rec.call("commit_txn", T.CommitTxnRequest(e))
+    try:
+        c.add_dynamic_partitions(ADP(e, "cfdp_db", "pt", ["x"], O.INSERT))
+        rec.note("add_dynamic_partitions of a committed txn without components", "ok")
+    except T.NoSuchTxnException as exc:
+        rec.note("add_dynamic_partitions of a committed txn without components",
+                 ("NoSuchTxnException", exc.message.replace(str(e), "<e>")))
+    # aborted with components stays listed (HMS's cleaner is not running); without, too until
+    # the timeout
+    rec.call("add_dynamic_partitions", ADP(f, "cfdp_db", "pt", ["ds=a/hr=1"], O.SELECT))
+    rec.call("abort_txns", T.AbortTxnsRequest([f, g]))
+    rec.call("get_open_txns", transform=lambda r: sorted(x - a for x in set(r.open_txns) & set(ids)))
+    rec.call("get_open_txns_info", transform=txn_infos(ids), label="get_open_txns_info at the end")
+    rec.call("abort_txns", T.AbortTxnsRequest([b, h, k]))
+
+
+@scenario
+def dynamic_partitions_null_request(c, rec):
+    rec.call("add_dynamic_partitions", None, msg=True)
+
+
+@scenario
+def dynamic_partitions_without_partition_names(c, rec):
+    """A required field missing: HMS fails reading the request (and ends the connection)."""
+    rec.call("add_dynamic_partitions",
+             T.AddDynamicPartitions(1, "cfdp_db", "pt", None, T.DataOperationType.INSERT), msg=True)
+
+
+@scenario
+def dynamic_partitions_without_dbname(c, rec):
+    rec.call("add_dynamic_partitions", T.AddDynamicPartitions(5, None, None, ["a", "b"]), msg=True)
+
+
+@scenario
+def dynamic_partitions_without_txnid(c, rec):
+    rec.call("add_dynamic_partitions", T.AddDynamicPartitions(None, "db", "t", ["a"], 99), msg=True)
