@@ -46,11 +46,11 @@ def _seg(text) -> str:
 
 
 def db_prefix(db: str) -> str:
-    return f"db/{db}/priv/"
+    return f"db/{_seg(db)}/priv/"  # valid names have no '%' or '/': the key of the database
 
 
 def _table_root(db: str, tbl: str) -> str:
-    return f"{keys.table_key(db, tbl)}/priv/"
+    return f"{keys.table_key(_seg(db), _seg(tbl))}/priv/"
 
 
 def table_prefix(db: str, tbl: str) -> str:
@@ -68,6 +68,11 @@ def part_prefix(db: str, tbl: str, part: str) -> str:
 def partcol_prefix(db: str, tbl: str, part: str, col=False) -> str:
     base = _table_root(db, tbl) + f"partcol/{_seg(part)}/"
     return base if col is False else base + f"{_seg(col)}/"
+
+
+def _name_ok(name) -> bool:
+    """A database or table name that can be looked up by key (HMS names never hold '/')."""
+    return name is not None and "/" not in name and "%" not in name
 
 
 def _principal_tail(type_name: str, principal) -> str:
@@ -302,7 +307,7 @@ class PrivilegeCalls(Family):
     @staticmethod
     def _table_of(cat, db, tbl, exc=errors.InternalError):
         """HMSHandler.get_table_core, whose NoSuchObjectException is unchecked here."""
-        table = cat.table(lower(db), lower(tbl)) if db is not None and tbl is not None else None
+        table = cat.table(lower(db), lower(tbl)) if _name_ok(db) and _name_ok(tbl) else None
         if table is None:
             raise exc(f"{db}.{tbl} table not found")
         return table
@@ -377,14 +382,14 @@ class PrivilegeCalls(Family):
         if kind == kinds.GLOBAL:
             return GLOBAL_PREFIX, t.HiveObjectRef(kinds.GLOBAL, None, None, None, None)
         if kind == kinds.DATABASE:
-            if obj.dbName is None or cat.database(lower(obj.dbName)) is None:
+            if not _name_ok(obj.dbName) or cat.database(lower(obj.dbName)) is None:
                 raise errors.InternalError(f"There is no database named {obj.dbName}")
             db = lower(obj.dbName)
             return db_prefix(db), t.HiveObjectRef(kinds.DATABASE, db, None, None, None)
         if kind not in (kinds.TABLE, kinds.PARTITION, kinds.COLUMN):
             return None, None
         table = None
-        if obj.dbName is not None and obj.objectName is not None:
+        if _name_ok(obj.dbName) and _name_ok(obj.objectName):
             table = cat.table(lower(obj.dbName), lower(obj.objectName))
         if kind == kinds.TABLE:
             if table is None:
@@ -465,7 +470,7 @@ class PrivilegeCalls(Family):
         if kind == kinds.GLOBAL:
             return GLOBAL_PREFIX, True
         if kind == kinds.DATABASE:
-            if obj.dbName is None or cat.database(lower(obj.dbName)) is None:
+            if not _name_ok(obj.dbName) or cat.database(lower(obj.dbName)) is None:
                 raise errors.InternalError(f"There is no database named {obj.dbName}")
             return db_prefix(lower(obj.dbName)), True
         db, tbl = lower(obj.dbName), lower(obj.objectName)
@@ -473,7 +478,7 @@ class PrivilegeCalls(Family):
             return table_prefix(db, tbl), False
         if kind not in (kinds.PARTITION, kinds.COLUMN):
             return None, False
-        table = cat.table(db, tbl) if obj.dbName is not None and obj.objectName is not None \
+        table = cat.table(db, tbl) if _name_ok(obj.dbName) and _name_ok(obj.objectName) \
             else None
         if table is None:  # HMS: tabObj.getPartitionKeys() / getTableName() on null
             raise errors.InternalError(f"{db}.{tbl} table not found")
@@ -549,7 +554,7 @@ class PrivilegeCalls(Family):
     @staticmethod
     def _exact(name) -> bool:
         """Whether a name HMS does not normalise can match a stored (lower-case) one."""
-        return name is not None and name == lower(name) and "/" not in name
+        return _name_ok(name) and name == lower(name)
 
     def _list_global(self, cat, principal, ptype):
         if principal is None:

@@ -478,4 +478,20 @@ def privileges_twins_and_missing_tables(c, rec):
              transform=parts_auth, label="ps_with_auth missing table")
     rec.call("get_partition_with_auth", db, "t5", ["d1", "x"], user, [], msg=True,
              transform=lambda p: pset(p.privileges), label="with_auth too many values")
+    # names that are no HMS names
+    odd = db + "/table/t5"
+    rec.call("grant_privileges", bag(priv(ref(DATABASE, odd), user, USER, "SELECT")),
+             label="grant on a database name with a slash", msg=True)
+    rec.call("grant_privileges", bag(priv(ref(TABLE, odd, "x%2Fy"), user, USER, "SELECT")),
+             label="grant on a table name with a slash", msg=True)
+    rec.call("list_privileges", user, USER, ref(TABLE, db + "/table", "t5"), transform=flat,
+             label="list a table under a name with a slash")
+    rec.call("list_privileges", None, None, ref(TABLE, db + "/table", "t5"), transform=flat,
+             label="list all of a table under a name with a slash")
+    rec.call("list_privileges", user, USER, ref(DATABASE, odd), transform=flat,
+             label="list a database name with a slash")
+    rec.call("get_privilege_set", ref(TABLE, db + "/table", "t5"), user, [], transform=pset,
+             label="set of a table under a name with a slash")
+    rec.call("revoke_privileges", bag(priv(ref(TABLE, db + "/table", "t5"), user, USER, "ALL")),
+             label="revoke on a table under a name with a slash", msg=True)
     rec.call("drop_database", db, True, True)
