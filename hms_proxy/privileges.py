@@ -329,6 +329,8 @@ class PrivilegeCalls(Family):
         with self.writing(ctx) as cat:
             rows = []
             for item in privileges.privileges or []:
+                if item is None:
+                    raise errors.InternalError("null privilege definition")
                 obj, info = item.hiveObject, item.grantInfo
                 if obj is None or info is None or info.privilege is None:
                     raise errors.InternalError("null privilege definition")
@@ -427,6 +429,8 @@ class PrivilegeCalls(Family):
         with self.writing(ctx) as cat:
             matched: dict = {}
             for item in privileges.privileges or []:
+                if item is None:
+                    raise errors.InternalError("null privilege definition")
                 obj, info = item.hiveObject, item.grantInfo
                 if obj is None or info is None:
                     raise errors.InternalError("null privilege definition")
