@@ -18,10 +18,12 @@ import json
 import threading
 from dataclasses import dataclass
 
+from thrift.Thrift import TApplicationException
 from thrift.TSerialization import serialize
 from thrift.protocol.TJSONProtocol import TJSONProtocolFactory
 
-from hms_proxy.family import Family
+from hms_proxy import errors
+from hms_proxy.family import Family, lower
 from hms_proxy.gen.hive_metastore import ttypes
 from kvmodel import codec
 from kvmodel.entities import parse_key
@@ -55,8 +57,15 @@ class NotificationCalls(Family):
         return ttypes.CurrentNotificationEventId(eventId=self._numbered(head))
 
     def get_next_notification(self, ctx, rqst):
-        last = (rqst.lastEvent or 0) if rqst is not None else 0
-        limit = rqst.maxEvents if rqst is not None and rqst.maxEvents else 0
+        if rqst is None:
+            return None  # HMS's ObjectStore answers null (the client sees MISSING_RESULT)
+        if rqst.lastEvent is None:
+            shown = "lastEvent:0" + ("" if rqst.maxEvents is None else f", maxEvents:{rqst.maxEvents}")
+            raise TApplicationException(
+                TApplicationException.PROTOCOL_ERROR,
+                f"Required field 'lastEvent' is unset! Struct:NotificationEventRequest({shown})")
+        last = rqst.lastEvent
+        limit = rqst.maxEvents or 0
         head = self.env.store.resolve(self.ref_of(ctx)).commit
         self._numbered(head)
         # Walk back from the head to the first commit whose events are all <= last.
@@ -80,6 +89,26 @@ class NotificationCalls(Family):
                 if 0 < limit <= len(out):  # HMS: maxEvents <= 0 means no limit
                     return ttypes.NotificationEventResponse(events=out)
         return ttypes.NotificationEventResponse(events=out)
+
+    def fire_listener_event(self, ctx, rqst):
+        """HMS 2.3 builds an INSERT event for its listeners and answers an empty response.
+        Events here come from the history, so no INSERT event is produced; the request is
+        checked as HMS checks it: read (required fields: PROTOCOL_ERROR), then the table
+        must exist and the partition values may not outnumber its keys (internal errors: the
+        method declares no exception). A missing partition is not an error, as in HMS."""
+        if rqst is None:
+            raise errors.InternalError("fire_listener_event: no request")
+        _check_fire_request(rqst)
+        if rqst.dbName is None or rqst.tableName is None:
+            raise errors.InternalError("fire_listener_event: no table")
+        with self.reading(ctx) as cat:
+            table = cat.table(lower(rqst.dbName), lower(rqst.tableName))
+        if table is None:
+            raise errors.InternalError("fire_listener_event: no such table")
+        if rqst.partitionVals is not None and \
+                len(rqst.partitionVals) > len(table.partitionKeys or []):
+            raise errors.InternalError("fire_listener_event: more values than partition keys")
+        return ttypes.FireEventResponse()
 
     # --- the numbered history -----------------------------------------------------------
     def _numbered(self, head: str) -> int:
@@ -239,3 +268,42 @@ def _events_of(entries, when: int, server: str, store, commit) -> list[Event]:
     for db, _, _ in dbs["removed"]:
         emit("DROP_DATABASE", db, None, timestamp=when)
     return out
+
+
+# --- fire_listener_event's request, as HMS reads it ---------------------------------------
+def _jlist(values) -> str:
+    return "null" if values is None else "[" + ", ".join(
+        "null" if v is None else str(v) for v in values) + "]"
+
+
+def _insert_data_string(data) -> str:
+    out = f"InsertEventRequestData(filesAdded:{_jlist(data.filesAdded)}"
+    if data.filesAddedChecksum is not None:
+        out += f", filesAddedChecksum:{_jlist(data.filesAddedChecksum)}"
+    return out + ")"
+
+
+def _check_fire_request(rqst) -> None:
+    """The Java reader's checks, innermost first: InsertEventRequestData.validate(), the
+    union's field, then FireEventRequest.validate()."""
+    def fail(message):
+        raise TApplicationException(TApplicationException.PROTOCOL_ERROR, message)
+
+    data = rqst.data
+    insert = data.insertData if data is not None else None
+    if insert is not None and insert.filesAdded is None:
+        fail(f"Required field 'filesAdded' is unset! Struct:{_insert_data_string(insert)}")
+    if data is not None and insert is None:
+        fail("Unrecognized type 0")
+    for name in ("successful", "data"):
+        if getattr(rqst, name) is None:
+            parts = [f"successful:{'true' if rqst.successful else 'false'}",
+                     "data:" + ("null" if data is None else
+                                f"<FireEventRequestData insertData:{_insert_data_string(insert)}>")]
+            for field in ("dbName", "tableName"):
+                value = getattr(rqst, field)
+                if value is not None:
+                    parts.append(f"{field}:{value}")
+            if rqst.partitionVals is not None:
+                parts.append(f"partitionVals:{_jlist(rqst.partitionVals)}")
+            fail(f"Required field '{name}' is unset! Struct:FireEventRequest({', '.join(parts)})")

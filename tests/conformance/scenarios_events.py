@@ -3,7 +3,7 @@ transaction, notifications, client-fired events and partition marking."""
 
 from __future__ import annotations
 
-from tests.conformance.builders import cols, database, partition, table
+from tests.conformance.builders import cols, database, partition, table, view
 from tests.conformance.harness import scenario
 from tests.support.client import ttypes as T
 
@@ -256,3 +256,133 @@ def dynamic_partitions_without_dbname(c, rec):
 @scenario
 def dynamic_partitions_without_txnid(c, rec):
     rec.call("add_dynamic_partitions", T.AddDynamicPartitions(None, "db", "t", ["a"], 99), msg=True)
+
+
+# --- notifications: neither server has events here ---------------------------------------------
+@scenario
+def notification_calls(c, rec):
+    """The oracle runs without DbNotificationListener and the proxy under test makes no
+    commits, so both answer no events: the call shapes and edge cases are compared."""
+    N = T.NotificationEventRequest
+    rec.call("get_current_notificationEventId")
+    for req in [N(0), N(0, 10), N(0, 0), N(0, -1), N(-5, 1), N(2 ** 62, 5), N(5, None)]:
+        rec.call("get_next_notification", req)
+    rec.call("get_next_notification", None, msg=True, label="get_next_notification null request")
+    rec.call("get_current_notificationEventId", label="get_current_notificationEventId again")
+
+
+@scenario
+def notification_request_without_last_event(c, rec):
+    rec.call("get_next_notification", T.NotificationEventRequest(None, 5), msg=True)
+
+
+# --- fire_listener_event ------------------------------------------------------------------------
+@scenario
+def fire_listener_events(c, rec):
+    db = "cffe_db"
+    F, D, I = T.FireEventRequest, T.FireEventRequestData, T.InsertEventRequestData
+    rec.call("create_database", database(db))
+    t = table(db, "pt", partition_keys=cols("ds string"))
+    rec.call("create_table", t)
+    rec.call("add_partition", partition(t, ["a"]), transform=lambda p: p.values)
+    rec.call("create_table", table(db, "flat"))
+    rec.call("create_table", view(db, "v", "select 1"))
+    ins = D(insertData=I(["file:/tmp/cffe/1"]))
+    cases = [
+        ("table", F(True, ins, db, "flat")),
+        ("not successful", F(False, ins, db, "flat")),
+        ("other case", F(True, ins, db.upper(), " FLAT ")),
+        ("view", F(True, ins, db, "v")),
+        ("partition", F(True, ins, db, "pt", ["a"])),
+        ("missing partition", F(True, ins, db, "pt", ["b"])),
+        ("partition of an unpartitioned table", F(True, ins, db, "flat", ["a"])),
+        ("more values than keys", F(True, ins, db, "pt", ["a", "b"])),
+        ("no values", F(True, ins, db, "pt", [])),
+        ("partitioned table without values", F(True, ins, db, "pt")),
+        ("missing table", F(True, ins, db, "nope")),
+        ("missing db", F(True, ins, "cffe_nodb", "nope")),
+        ("null db", F(True, ins, None, "flat")),
+        ("null table", F(True, ins, db, None)),
+        ("no files", F(True, D(insertData=I([])), db, "flat")),
+        ("checksums", F(True, D(insertData=I(["f"], ["abc"])), db, "flat")),
+        ("more checksums than files", F(True, D(insertData=I(["f"], ["abc", "d"])), db, "flat")),
+    ]
+    for label, req in cases:
+        rec.call("fire_listener_event", req, msg=True, label=f"fire_listener_event {label}")
+    rec.call("fire_listener_event", None, msg=True, label="fire_listener_event null request")
+    rec.call("get_current_notificationEventId", label="no INSERT event on either server")
+    rec.call("drop_database", db, True, True)
+
+
+def _fire_bad(name, req):
+    def run(c, rec):
+        rec.call("fire_listener_event", req, msg=True)
+    run.__name__ = name
+    scenario(run)
+
+
+_F, _D, _I = T.FireEventRequest, T.FireEventRequestData, T.InsertEventRequestData
+# each a request HMS fails reading (PROTOCOL_ERROR, then it ends the connection): one a scenario
+_fire_bad("fire_listener_event_without_data", _F(True, None, "cffe_db", "flat"))
+_fire_bad("fire_listener_event_without_successful",
+          _F(None, _D(insertData=_I(["file:/x/1"])), "cffe_db", "flat"))
+_fire_bad("fire_listener_event_without_files", _F(True, _D(insertData=_I(None)), "cffe_db", "flat"))
+_fire_bad("fire_listener_event_empty_data", _F(True, _D(), "cffe_db", "flat"))
+_fire_bad("fire_listener_event_without_files_with_checksums",
+          _F(True, _D(insertData=_I(None, ["x"])), None, "flat", ["a"]))
+_fire_bad("fire_listener_event_without_data_with_values", _F(False, None, None, "t", ["a", "b"]))
+
+
+# --- partition marking ----------------------------------------------------------------------------
+@scenario
+def partition_marking(c, rec):
+    db = "cfpm_db"
+    LD = T.PartitionEventType.LOAD_DONE
+    rec.call("create_database", database(db))
+    t = table(db, "pt", partition_keys=cols("ds string", "hr int"))
+    rec.call("create_table", t)
+    rec.call("add_partition", partition(t, ["a", "1"]), transform=lambda p: p.values)
+    rec.call("create_table", table(db, "flat"))
+    M, IS = "markPartitionForEvent", "isPartitionMarkedForEvent"
+    rec.call(IS, db, "pt", {"ds": "a", "hr": "1"}, LD, label="is marked before")
+    rec.call(M, db, "pt", {"ds": "a", "hr": "1"}, LD)
+    rec.call(IS, db, "pt", {"hr": "1", "ds": "a"}, LD, label="is marked (keys in another order)")
+    rec.call(IS, db.upper(), "PT", {"ds": "a", "hr": "1"}, LD, label="is marked other case")
+    rec.call(M, db.upper(), "PT", {"ds": "zz", "hr": "9"}, LD, label="mark other case, no such partition")
+    rec.call(IS, db, "pt", {"ds": "zz", "hr": "9"}, LD, label="is marked: lower case of an upper-case mark")
+    rec.call(IS, db.upper(), "PT", {"ds": "zz", "hr": "9"}, LD, label="is marked: as marked")
+    rec.call(M, f" {db} ", "pt ", {"ds": "b", "hr": "1"}, LD, label="mark with blanks")
+    rec.call(IS, db, "pt", {"ds": "b", "hr": "1"}, LD, label="is marked without the blanks")
+    rec.call(IS, f" {db}", "pt", {"ds": "b", "hr": "1"}, LD, label="is marked, leading blank")
+    rec.call(IS, f" {db}   ", "pt", {"ds": "b", "hr": "1  "}, LD, label="is marked, more trailing blanks")
+    rec.call(M, db, "pt", {"ds": "a,1", "hr": ""}, LD, label="mark values with a comma")
+    rec.call(IS, db, "pt", {"ds": "a", "hr": "1,"}, LD, label="is marked: same joined values")
+    rec.call(M, db, "flat", {}, LD, label="mark an unpartitioned table")
+    rec.call(IS, db, "flat", {}, LD, label="is marked: unpartitioned table")
+    for label, args in [
+            ("too few values", (db, "pt", {"ds": "a"}, LD)),
+            ("other key", (db, "pt", {"ds": "a", "HR": "1"}, LD)),
+            ("too many values", (db, "pt", {"ds": "a", "hr": "1", "x": "2"}, LD)),
+            ("values for an unpartitioned table", (db, "flat", {"ds": "a"}, LD)),
+            ("missing table", (db, "nope", {"ds": "a"}, LD)),
+            ("missing db", ("cfpm_nodb", "nope", {}, LD)),
+            ("null event type", (db, "pt", {"ds": "a", "hr": "1"}, None)),
+            ("unknown event type", (db, "pt", {"ds": "a", "hr": "1"}, 99)),
+            ("null values", (db, "pt", None, LD)),
+            ("null values and event type", (db, "pt", None, None)),
+            ("missing table and null values", (db, "nope", None, None)),
+            ("null db", (None, "pt", {"ds": "a", "hr": "1"}, LD)),
+            ("null table", (db, None, {"ds": "a", "hr": "1"}, LD)),
+            ("bad count and null event type", (db, "pt", {"ds": "a"}, None))]:
+        rec.call(M, *args, msg=True, label=f"mark {label}")
+        rec.call(IS, *args, msg=True, label=f"is marked {label}")
+    for label, vals, tbl_name, dbn in [
+            ("values of 767", {"ds": "x" * 765, "hr": ""}, "pt", db),
+            ("values of 768", {"ds": "x" * 766, "hr": ""}, "pt", db),
+            ("values of 768 with blanks", {"ds": "y" * 700, "hr": " " * 67}, "pt", db),
+            ("table of 256", {"ds": "e", "hr": "1"}, " " * 254 + "pt", db),
+            ("table of 257", {"ds": "e", "hr": "1"}, " " * 255 + "pt", db),
+            ("db of 129", {"ds": "e", "hr": "1"}, "pt", db + " " * (129 - len(db)))]:
+        rec.call(M, dbn, tbl_name, vals, LD, msg=True, label=f"mark {label}")
+        rec.call(IS, dbn, tbl_name, vals, LD, label=f"is marked {label}")
+    rec.call("drop_database", db, True, True)
