@@ -383,11 +383,7 @@ def import_metastore(store, uri: str, *, branch: str = "main", databases=None,
         # 1. the listing: databases, functions, tables, partition names
         t0 = time.monotonic()
         progress.note(f"reading {len(dbs)} database{'s' if len(dbs) != 1 else ''} from {uri}")
-        functions: dict[str, list] = {d: [] for d in dbs}
-        all_fns = up.optional("get_all_functions")
-        for fn in (all_fns.functions if all_fns is not None else None) or []:
-            if _lower(fn.dbName) in functions:
-                functions[_lower(fn.dbName)].append(fn)
+        functions = _functions(up, dbs)
         plan = []  # (db, Database, [Table], {table: [partition names]})
         for db in dbs:
             database = up.optional("get_database", db)
@@ -444,6 +440,33 @@ def import_metastore(store, uri: str, *, branch: str = "main", databases=None,
     timings["commit"] = time.monotonic() - t0
     timings["total"] = time.monotonic() - started
     return result
+
+
+def _functions(up, dbs: list[str]) -> dict[str, list]:
+    """db -> its Function structs: get_all_functions (one call), or, from a metastore older
+    than 2.1 that lacks it, get_functions and get_function per database."""
+    from thrift.Thrift import TApplicationException
+
+    out: dict[str, list] = {d: [] for d in dbs}
+    try:
+        everything = up.main.get_all_functions()
+    except TApplicationException as exc:
+        if exc.type != TApplicationException.UNKNOWN_METHOD:
+            raise ImportFailed(f"the upstream {up.uri} failed get_all_functions: {exc}") from exc
+        for db in dbs:
+            for name in up.call("get_functions", db, "*") or []:
+                fn = up.optional("get_function", db, name)
+                if fn is not None:
+                    out[db].append(fn)
+        return out
+    except Exception as exc:  # noqa: BLE001
+        message = getattr(exc, "message", None) or _reason(exc)
+        raise ImportFailed(f"the upstream {up.uri} failed get_all_functions: "
+                           f"{type(exc).__name__}: {message}") from exc
+    for fn in everything.functions or []:
+        if _lower(fn.dbName) in out:
+            out[_lower(fn.dbName)].append(fn)
+    return out
 
 
 def _import_database(up, view, differ, progress, ahead, db, database, tables, part_names,
