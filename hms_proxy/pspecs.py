@@ -114,8 +114,9 @@ class PartitionSpecCalls(Family):
         return self._specs(table, parts, db, tbl)
 
     def get_part_specs_by_filter(self, ctx, db_name, tbl_name, filter, max_parts):
-        if db_name is None or tbl_name is None:
-            raise errors.MetaError("java.lang.NullPointerException")
+        if db_name is None or tbl_name is None:  # ObjectStore normalizes the names
+            raise errors.MetaError('java.lang.NullPointerException: Cannot invoke "String.trim()" '
+                                   'because "identifier" is null')
         with self.reading(ctx) as cat:
             if cat.table(lower(db_name), lower(tbl_name)) is None:
                 raise errors.NoSuchObject(f"{db_name}.{tbl_name} table not found")
@@ -198,6 +199,8 @@ class PartitionSpecCalls(Family):
                     raise errors.MetaError(
                         f"Partition does not belong to target table {db}.{tbl}: "
                         f"{javafmt.to_string(part)}")
+                if part.values is None:
+                    raise errors.InternalError("partition values are null")
                 name = part_name(table, part.values)
                 if cat.raw(keys.part_key(table.dbName, table.tableName, name)) is not None:
                     raise errors.AlreadyExists(

@@ -157,7 +157,24 @@ def pspec_add(c, rec):
              label="add_partitions_pspec shared spec without sd")
     rec.call("add_partitions_pspec", [list_spec(None, "pt", [partition(t, ["h", "4"])])],
              label="add_partitions_pspec null db name")
+    no_values = partition(t, ["h", "5"])
+    no_values.values = None
+    rec.call("add_partitions_pspec", [list_spec(DB, "pt", [no_values])],
+             label="add_partitions_pspec partition without values", msg=True)
+    rec.call("add_partitions_pspec", [shared_spec(DB, "pt", sd(t.sd.cols, loc), ["/x"], [None])],
+             label="add_partitions_pspec shared partition without values", msg=True)
+    rec.call("add_partitions_pspec", [shared_spec(DB, "pt", sd(t.sd.cols, loc), ["/x"],
+                                                  [["h", "notanint"]])],
+             label="add_partitions_pspec non-int value for int key")
     rec.call("get_partition_names", DB, "pt", -1, label="names at the end")
+    rec.call("get_partitions_pspec", None, "pt", -1, label="get_partitions_pspec null db",
+             msg=True, transform=spec_view)
+    rec.call("get_partitions_pspec", DB, None, -1, label="get_partitions_pspec null table",
+             msg=True, transform=spec_view)
+    rec.call("get_part_specs_by_filter", None, "pt", "", -1,
+             label="get_part_specs_by_filter null db", msg=True, transform=spec_view)
+    rec.call("get_part_specs_by_filter", DB, None, "", -1,
+             label="get_part_specs_by_filter null table", msg=True, transform=spec_view)
     rec.call("drop_database", DB, True, True)
 
 
@@ -320,6 +337,14 @@ def exchange_partitions(c, rec):
                  label="exchange_partitions rollback", msg=True)
     rec.call("exchange_partition", {"ds": "g"}, db, "missing", db, "dst",
              label="exchange_partition missing source", msg=True)
+    rec.call("exchange_partitions", None, db, "src", db, "dst",
+             label="exchange_partitions null spec", msg=True)
+    rec.call("exchange_partitions", {"ds": "zz"}, db, "src", db, "dst",
+             label="exchange_partitions rollback", msg=True)
+    rec.call("exchange_partitions", {"ds": "g"}, None, "src", db, "dst",
+             label="exchange_partitions null source db", msg=True)
+    rec.call("exchange_partitions", {"ds": "zz"}, db, "src", db, "dst",
+             label="exchange_partitions rollback", msg=True)
     rec.call("exchange_partitions", {"ds": "zz"}, db, "src", db, "dst",
              label="exchange_partitions rollback", msg=True)
     rec.call("get_partition_names", db, "src", -1, label="src names at the end")
