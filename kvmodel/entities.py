@@ -64,7 +64,11 @@ class EntityChange:
 def parse_key(key: str) -> tuple[str, tuple[str, ...]]:
     """The (kind, path) of a store key; ("other", (key,)) for keys outside the catalog layout.
 
-    A partition's path element is its Hive name (``k1=v1/k2=v2``)."""
+    A partition's path element is its Hive name (``k1=v1/k2=v2``). Other keys inside a table's
+    or a database's subtree (constraints, privileges, marks...) are ``table_item`` /
+    ``database_item``: opaque values, but with their table or database as ancestors, so that a
+    merge sees them depend on it (a grant added on one branch to a table dropped on the other
+    is a conflict, not an orphan)."""
     parts = key.split("/")
     if parts[0] == "role" and len(parts) == 2 and parts[1]:
         return "role", (parts[1],)
@@ -86,6 +90,10 @@ def parse_key(key: str) -> tuple[str, tuple[str, ...]]:
             return "table_column_stats", (db, tbl, rest[0])
         if sub == "partstats" and len(rest) >= 2 and all(rest):
             return "partition_column_stats", (db, tbl, "/".join(rest[:-1]), rest[-1])
+        if sub and all(rest):  # constraints, privileges... kept with the table
+            return "table_item", (db, tbl, "/".join(parts[4:]))
+    elif all(parts[2:]):  # privileges... kept with the database
+        return "database_item", (db, "/".join(parts[2:]))
     return "other", (key,)
 
 
@@ -96,7 +104,7 @@ def ancestors(key: str) -> list[str]:
     if kind in ("database", "role", "other"):
         return []
     db = f"db/{path[0]}"
-    if kind == "function" or kind == "table":
+    if kind in ("function", "table", "database_item"):
         return [db]
     tbl = f"{db}/table/{path[1]}"
     if kind == "partition_column_stats":

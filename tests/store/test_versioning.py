@@ -114,7 +114,9 @@ def shop(store):
      ("shop", "orders", "ds=1/hr=2", "price")),
     ("role/admin", "role", ("admin",)),
     ("grant/x/y", "other", ("grant/x/y",)),
-    ("db/shop/table/orders/stats/ds=1", "other", ("db/shop/table/orders/stats/ds=1",)),
+    ("db/shop/table/orders/stats/ds=1", "table_item", ("shop", "orders", "stats/ds=1")),
+    ("db/shop/priv/USER/alice/ALL/bob", "database_item", ("shop", "priv/USER/alice/ALL/bob")),
+    ("db/shop/table/orders/part/", "other", ("db/shop/table/orders/part/",)),
 ])
 def test_parse_key(key, kind, path):
     assert parse_key(key) == (kind, path)
@@ -453,6 +455,16 @@ def test_statistics_added_for_a_partition_the_other_side_dropped(shop):
     result = merge_refs(shop, "dev", "main", dry_run=True)
     [c] = result.conflicts
     assert (c.type, c.kind, c.key) == ("PARENT_DROPPED", "partition", pkey("1"))
+
+
+def test_table_items_added_under_a_table_the_other_side_dropped(shop):
+    """A grant (an opaque value in the table's subtree) added to a table the destination
+    dropped is a conflict on the table, not an orphan that a new table of that name inherits."""
+    write(shop, "dev", {TBL + "/priv/table/USER/alice/SELECT/bob": b"grant"})
+    write(shop, "main", {TBL: None, pkey("1"): None, pkey("2"): None})
+    result = merge_refs(shop, "dev", "main", dry_run=True)
+    [c] = result.conflicts
+    assert (c.type, c.kind, c.key) == ("PARENT_DROPPED", "table", TBL)
 
 
 def test_unrelated_drops_and_changes_merge(shop):
