@@ -18,7 +18,8 @@ HMS 2.3 semantics reproduced (ObjectStore and MetaStoreDirectSql on Derby):
   foreign keys alike; names are case-sensitive and kept as given. A name given as null is
   generated (``pk_<hash>_<millis>_<n>`` / ``fk_...``, the hash being Java's
   ``String.hashCode`` of the parameters) for the row with key_seq 1 and reused by the rows
-  after it; a null name on a first row with another key_seq cannot be stored;
+  after it; a null name on a first row with another key_seq, or a name longer than 255
+  characters, cannot be stored;
 * ``add_primary_key`` / ``add_foreign_key`` run outside a transaction: rows are validated,
   then stored one by one; the first that cannot be stored (duplicate (name, position) or
   null name) stops the call with the rows before it kept, and the call is retried as HMS's
@@ -37,13 +38,14 @@ import time
 
 from hms_proxy import errors
 from hms_proxy import tables
-from hms_proxy.family import Family, lower
+from hms_proxy.family import Family
 from hms_proxy.gen.hive_metastore import ttypes
 from kvmodel import catalog as keys
 from kvmodel import codec
 
 PK, FK, REF = "cstr/pk", "cstr/fk", "cstr/ref/"
 RETRIES = 10  # hive.hmshandler.retry.attempts
+MAX_NAME = 255  # KEY_CONSTRAINTS.CONSTRAINT_NAME as DataNucleus creates it
 NOT_PERSISTED = "One or more instances could not be made persistent"
 NPE_IDENTIFIER = ('java.lang.NullPointerException: Cannot invoke "String.trim()" because '
                   '"identifier" is null')
@@ -237,12 +239,12 @@ class _Batch:
                 rely_cstr=_flag(row.rely_cstr))))
         return out
 
-    def store(self, kind, validated, stop_at_first: bool) -> None:
+    def store(self, kind, validated) -> None:
         """Store rows one by one; a duplicate (name, position) or a null name raises
         _NotPersisted with the rows before it stored."""
         for db, tbl, row in validated:
             name = row.pk_name if kind == "pk" else row.fk_name
-            if name is None or (name, row.key_seq) in self.used():
+            if name is None or len(name) > MAX_NAME or (name, row.key_seq) in self.used():
                 raise _NotPersisted(name)
             self.used().add((name, row.key_seq))
             if kind == "pk":
@@ -264,11 +266,11 @@ def add_with_constraints(cat, primary_keys, foreign_keys) -> None:
                                '"java.util.List.size()" because "pks" is null')
     validated = batch.primary_keys(primary_keys)
     try:
-        batch.store("pk", validated, True)
+        batch.store("pk", validated)
         if foreign_keys is None:
             raise errors.MetaError('java.lang.NullPointerException: Cannot invoke '
                                    '"java.util.List.size()" because "fks" is null')
-        batch.store("fk", batch.foreign_keys(foreign_keys), True)
+        batch.store("fk", batch.foreign_keys(foreign_keys))
     except _NotPersisted:
         raise errors.MetaError(NOT_PERSISTED) from None
 
@@ -423,7 +425,7 @@ class ConstraintCalls(Family):
                 except errors.InvalidObject as exc:  # undeclared: an internal error in HMS
                     raise errors.InternalError(exc.message) from None
                 try:
-                    batch.store(kind, validated, True)
+                    batch.store(kind, validated)
                     return None
                 except _NotPersisted:
                     pass  # the transaction keeps what was stored before the failure

@@ -184,8 +184,9 @@ class IndexCalls(Family):
         db, tbl = _identifier(index.dbName), _identifier(index.origTableName)
         table_db, table_name = qualified(index.dbName, index.indexTableName)
         table = cat.table(_identifier(table_db), _identifier(table_name))
-        if index.sd is None or cat.table(db, tbl) is None or table is None:
-            raise _Silently()
+        if index.sd is None or cat.table(db, tbl) is None or table is None \
+                or len(index.indexName) > 128 or len(index.indexHandlerClass or "") > 4000:
+            raise _Silently()  # (the last two: Derby's IDXS column widths)
         stored = codec.clone(index)
         stored.indexName = _identifier(index.indexName)
         stored.dbName, stored.origTableName = db, tbl

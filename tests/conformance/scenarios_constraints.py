@@ -124,6 +124,13 @@ def constraints_primary_keys(c, rec):
                                                         pk("fourth", "b", 1, "CfPk_Mixed")]),
              label="add_primary_key same position twice")
     get_pk(rec, "fourth", label="get_primary_keys after same position twice")
+    rec.call("create_table", table(DB, "fifth", cols("a int")))
+    rec.call("add_primary_key", T.AddPrimaryKeyRequest([pk("fifth", "a", 1, "cfpk_" + "n" * 251)]),
+             label="add_primary_key 256-character name", msg=True)
+    get_pk(rec, "fifth", label="after a long name")
+    rec.call("add_primary_key", T.AddPrimaryKeyRequest([pk("fifth", "a", 1, "cfpk_" + "n" * 250)]),
+             label="add_primary_key 255-character name", msg=True)
+    get_pk(rec, "fifth", label="after a 255-character name")
     get_pk(rec, "nosuch", label="get_primary_keys missing table")
     get_pk(rec, "parent", db="cfpk_nodb", label="get_primary_keys missing database")
     protocol_error(rec, "get_primary_keys", T.PrimaryKeysRequest(DB, None),

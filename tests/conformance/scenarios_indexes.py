@@ -86,6 +86,10 @@ def indexes_life_cycle(c, rec):
     rec.call("add_index", index(None, "base"), index_table("idxnull", "base"),
              label="add_index null name", msg=True)
     rec.call("add_index", None, None, label="add_index null", msg=True)
+    long_name = "l" * 130
+    rec.call("add_index", index(long_name, "base", index_table=index_table_name("base", "long")),
+             index_table("long", "base"), label="add_index 130-character name", msg=True)
+    rec.call("get_index_names", DB, "base", -1, label="names after a long name")
     bad = index_table("idx6", "base")
     bad.tableName = "bad name"
     rec.call("add_index", index("idx6", "base", index_table="bad name"), bad,
