@@ -36,8 +36,7 @@ from __future__ import annotations
 
 import time
 
-from hms_proxy import errors
-from hms_proxy import tables
+from hms_proxy import errors, routing, tables
 from hms_proxy.family import Family
 from hms_proxy.gen.hive_metastore import ttypes
 from kvmodel import catalog as keys
@@ -335,6 +334,12 @@ tables.RENAME_REWRITERS[FK] = _renamed_fks
 tables.RENAME_REWRITERS[REF] = _renamed_ref
 tables.RENAME_HOOKS.append(on_rename_table)
 tables.DROP_HOOKS.append(on_drop_table)
+# Database names in requests and answers may carry an @ref (hms_proxy/routing.py).
+routing.DB_FIELDS.update({
+    ttypes.SQLPrimaryKey: ("table_db",), ttypes.SQLForeignKey: ("pktable_db", "fktable_db"),
+    ttypes.PrimaryKeysRequest: ("db_name",),
+    ttypes.ForeignKeysRequest: ("parent_db_name", "foreign_db_name"),
+    ttypes.DropConstraintRequest: ("dbname",)})
 
 
 def protocol_error(struct_name: str, field: str, shown: str):

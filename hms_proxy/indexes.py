@@ -16,7 +16,7 @@ keep it (no storage descriptor, no index table of that name).
 """
 from __future__ import annotations
 
-from hms_proxy import errors, javafmt, tables, warehouse
+from hms_proxy import errors, javafmt, routing, tables, warehouse
 from hms_proxy.family import DDL_TIME, Family, now
 from hms_proxy.gen.hive_metastore import ttypes
 from kvmodel import catalog as keys
@@ -105,6 +105,7 @@ def _renamed_index(value: bytes, new):
 
 tables.RENAME_REWRITERS[SUB] = _renamed_index
 tables.DROP_HOOKS.append(on_drop_table)
+routing.DB_FIELDS[ttypes.Index] = ("dbName",)  # db@ref names (hms_proxy/routing.py)
 
 
 class _Silently(Exception):
