@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import copy
 
-from hms_proxy import errors, javafmt, names, warehouse
+from hms_proxy import errors, javafmt, names, privileges, warehouse
 from hms_proxy.family import DDL_TIME, Family, lower, now
 from hms_proxy.partitions import PartitionCalls, limit, part_name
 from hms_proxy.tables import normalize_sd, update_stats_fast
@@ -227,6 +227,7 @@ class PartitionSpecCalls(Family):
             for shared, name, part in entries:
                 if shared:
                     stored = self._prepare_shared(table, name, part)
+                    privileges.copy_to_new_partition(cat, table, name, stored.values)
                 else:
                     _, stored = self._parts._prepare(cat, table, part)
                 rows.append((keys.part_key(table.dbName, table.tableName, name),
@@ -342,6 +343,7 @@ class PartitionSpecCalls(Family):
                 part.sd.location = warehouse.join(dest.sd.location, dest_name)
                 cat.put(key, part)
                 self._parts._drop(cat, source, [name])
+                privileges.copy_to_new_partition(cat, dest, dest_name, part.values)
                 answer = copy.copy(part)
                 answer.dbName = dest_db
                 moved.append(answer)

@@ -382,3 +382,38 @@ def pspec_add_parameters(c, rec):
     rec.call("add_partitions_pspec", [spec])
     rec.call("get_partitions", db, "pt", -1, transform=parts_of)
     rec.call("drop_database", db, True, True)
+
+
+@scenario
+def pspec_partition_level_privileges(c, rec):
+    """A table with PARTITION_LEVEL_PRIVILEGE=TRUE gives its table grants to each partition it
+    gets, whether added by a shared-SD spec or moved in by exchange_partition."""
+    db = DB + "_priv"
+    user, grant = "cfps_user", T.PrivilegeGrantInfo("SELECT", 0, "admin", T.PrincipalType.USER,
+                                                    False)
+
+    def grants_of(values, tbl):
+        ref = T.HiveObjectRef(T.HiveObjectType.PARTITION, db, tbl, values, None)
+        got = c.list_privileges(user, T.PrincipalType.USER, ref)
+        return sorted((p.hiveObject.objectName, p.hiveObject.partValues, p.grantInfo.privilege,
+                       p.grantInfo.grantor) for p in got)
+
+    rec.call("create_database", database(db))
+    keys = cols("ds string")
+    src = table(db, "src", cols("a string"), partition_keys=keys)
+    dst = table(db, "dst", cols("a string"), partition_keys=keys,
+                parameters={"PARTITION_LEVEL_PRIVILEGE": "TRUE"})
+    rec.call("create_table", src)
+    rec.call("create_table", dst)
+    rec.call("grant_privileges", T.PrivilegeBag([T.HiveObjectPrivilege(
+        T.HiveObjectRef(T.HiveObjectType.TABLE, db, "dst", None, None), user,
+        T.PrincipalType.USER, grant)]))
+    shared = sd(cols("a string"), f"{rec.scratch('pl')}/dst")
+    rec.call("add_partitions_pspec", [shared_spec(db, "dst", shared, ["/ds=s1"], [["s1"]])])
+    rec.note("shared-SD partition grants", grants_of(["s1"], "dst"))
+    rec.call("add_partition", partition(src, ["x"]), transform=part_view)
+    rec.call("exchange_partition", {"ds": "x"}, db, "src", db, "dst")
+    rec.note("exchanged partition grants", grants_of(["x"], "dst"))
+    rec.call("drop_table", db, "src", True)
+    rec.call("drop_table", db, "dst", True)
+    rec.call("drop_database", db, True, True)
