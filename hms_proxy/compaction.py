@@ -27,17 +27,33 @@ What the stock HMS 2.3.10 does, and so what this does (tests/conformance/scenari
   blanks, which Derby cuts off; blanks at the end do not count when comparing to queued
   entries. These failures are internal errors (compact2 declares no exception) and use no id.
 
-Differences: HMS removes the queued entries of a dropped database (and of a dropped
-transactional table or partition) from the queue; here the queue keeps them.
+Drops clean the queue as HMS 2.3's AcidEventListener has TxnHandler.cleanupRecords do
+(:func:`forget_database`, :func:`forget_table`, :func:`forget_partitions`, called by the drop
+calls once the catalog write is committed; ``TxnManager.cleanup_records`` does the work, the
+transaction components included): a dropped database takes every entry of its name, a
+dropped transactional table (parameter ``transactional`` equal to ``true`` in any case) every
+entry of the table, a dropped partition of one the entries of its name
+(``Warehouse.makePartName``). Names are matched as stored in the catalog (lower case) against
+the entries' names as given (so ``CFCQ_DB``'s entries outlive the database ``cfcq_db``), blanks
+at the end not counting. As in HMS, the listener also runs when the drop fails after the object
+was found: ``drop_database`` of a database that is not empty and ``drop_partitions_req`` missing
+some partitions clean the queue of the database and of the partitions found (HMS's listener
+also runs for a refused ``drop_table`` of a transactional index table; ours does not). A drop
+refused before it finds its object (or on a protected branch) cleans nothing. The queue is not
+versioned: a drop on any branch cleans it (HMS has one catalog). Of the other tables HMS
+cleans, COMPLETED_COMPACTIONS stays empty without a compactor, and TXN_COMPONENTS and
+COMPLETED_TXN_COMPONENTS are the components of the transactions in hms_proxy/txns.py.
 """
 from __future__ import annotations
 
 from thrift.Thrift import TApplicationException
 
-from hms_proxy import errors
+from hms_proxy import errors, tables
 from hms_proxy.family import Family
 from hms_proxy.gen.hive_metastore import ttypes as T
+from hms_proxy.names import make_part_name
 from hms_proxy.txns import Compaction, shared_manager
+from kvmodel import codec
 
 INITIATED, WORKING = "i", "w"
 STATE_NAMES = {INITIATED: "initiated", WORKING: "working"}
@@ -102,6 +118,37 @@ class CompactionCalls(Family):
 
     def show_compact(self, ctx, rqst):
         return T.ShowCompactResponse(compacts=self.queue.show())
+
+
+# --- drops: HMS's AcidEventListener --------------------------------------------------------
+def is_transactional(table) -> bool:
+    """TxnUtils.isAcidTable (2.3): the ``transactional`` parameter is ``true``, any case."""
+    value = (table.parameters or {}).get("transactional")
+    return isinstance(value, str) and value.lower() == "true"
+
+
+def forget_database(env, db: str) -> None:
+    """A database was dropped (or its drop failed once it was found, as in HMS)."""
+    shared_manager(env).cleanup_records(db)
+
+
+def forget_table(env, table) -> None:
+    """A table was dropped: a transactional one takes its entries along."""
+    if is_transactional(table):
+        shared_manager(env).cleanup_records(table.dbName, table.tableName)
+
+
+def forget_partitions(env, table, dropped) -> None:
+    """Partitions (their stored bytes) of ``table`` were dropped: for a transactional table,
+    the entries of their names go."""
+    if not dropped or not is_transactional(table):
+        return
+    keys = [k.name for k in table.partitionKeys or []]
+    names = [make_part_name(keys, codec.decode(T.Partition, data).values) for data in dropped]
+    shared_manager(env).cleanup_records(table.dbName, table.tableName, names)
+
+
+tables.DROPPED_HOOKS.append(forget_table)
 
 
 # --- what the Java side does with the request -------------------------------------------------

@@ -88,6 +88,9 @@ class DatabaseCalls(Family):
             tables = cat.table_names(name)
             functions = [fn for fn, _ in cat.functions(name)]
             if not cascade:
+                if tables or functions:  # HMS's AcidEventListener runs on this failure too
+                    from hms_proxy import compaction
+                    compaction.forget_database(self.env, name)
                 if tables:
                     raise errors.InvalidOperation(
                         f"Database {name} is not empty. One or more tables exist.")
@@ -101,6 +104,8 @@ class DatabaseCalls(Family):
                         doomed.extend(managed_data_locations(cat, table))
                 doomed.append(db.locationUri)
             cat.delete_database_subtree(name)
+        from hms_proxy import compaction
+        compaction.forget_database(self.env, name)
         for location in doomed:
             warehouse.delete(location)
 

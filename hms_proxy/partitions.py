@@ -513,6 +513,8 @@ class PartitionCalls(Family):
             dropped = self._drop(cat, table, [name])
             if not dropped:
                 raise errors.NoSuchObject(f"partition values={_java_list(part_vals)}")
+        from hms_proxy import compaction
+        compaction.forget_partitions(self.env, table, dropped)
         self._delete_data(table, dropped, deleteData)
         return True
 
@@ -538,8 +540,12 @@ class PartitionCalls(Family):
             wanted = [self._canonical_name(table, n) for n in spec.names]
             dropped = self._drop(cat, table, [n for n in wanted if n is not None])
             if_exists = True if req.ifExists is None else req.ifExists
+            from hms_proxy import compaction
             if len(dropped) < len(spec.names) and not if_exists:
+                # HMS's AcidEventListener cleans the partitions found all the same
+                compaction.forget_partitions(self.env, table, dropped)
                 raise errors.NoSuchObject("Some partitions to drop are missing")
+        compaction.forget_partitions(self.env, table, dropped)
         self._delete_data(table, dropped, req.deleteData)
         result = self.t.DropPartitionsResult()
         if req.needResult is None or req.needResult:

@@ -158,6 +158,8 @@ RENAME_REWRITERS: dict = {"colstats/": _renamed_stats, "partstats/": _renamed_st
 # subtree, returning data locations to delete afterwards (or None).
 RENAME_HOOKS: list = []
 DROP_HOOKS: list = []
+# hook(env, Table) once a drop is committed (hms_proxy/compaction.py cleans HMS's queue)
+DROPPED_HOOKS: list = []
 
 
 class TableCalls(Family):
@@ -415,5 +417,7 @@ class TableCalls(Family):
             for hook in DROP_HOOKS:
                 doomed.extend(hook(cat, table, deleteData) or [])
             cat.delete_table_subtree(db, tbl)
+        for hook in DROPPED_HOOKS:
+            hook(self.env, table)
         for location in doomed:
             warehouse.delete(location)

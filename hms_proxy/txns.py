@@ -165,6 +165,11 @@ def _j(value) -> str:
     return "null" if value is None else str(value)
 
 
+def _derby_eq(stored: str | None, given: str) -> bool:
+    """``column = 'given'`` in Derby: NULL matches nothing, blanks at the end do not count."""
+    return stored is not None and stored.rstrip(" ") == given.rstrip(" ")
+
+
 @dataclass
 class Compaction:
     """One COMPACTION_QUEUE row (hms_proxy/compaction.py enqueues and lists them)."""
@@ -621,6 +626,33 @@ class TxnManager:
             txn.components.extend(rows)
             txn.wrote = True
 
+    def cleanup_records(self, db: str, table: str | None = None, partitions=None) -> None:
+        """TxnHandler.cleanupRecords, as HMS's AcidEventListener calls it for a dropped
+        database, transactional table or partitions (names) of one: their COMPACTION_QUEUE
+        entries and the components (TXN_COMPONENTS, COMPLETED_TXN_COMPONENTS) naming them go,
+        matched as Derby compares (exact case, blanks at the end not counting). A transaction
+        left without components wrote nothing: a committed one is forgotten (HMS finds no
+        trace of it), an aborted one is reaped like one that never wrote."""
+        def named(row_db, row_table, row_partition) -> bool:
+            return (_derby_eq(row_db, db)
+                    and (table is None or _derby_eq(row_table, table))
+                    and (partitions is None
+                         or any(_derby_eq(row_partition, p) for p in partitions)))
+
+        with self._session() as (s, now):
+            for cid in [cid for cid, row in s.compactions.items()
+                        if named(row.db, row.table, row.partition)]:
+                del s.compactions[cid]
+            for txn in list(s.txns.values()):
+                kept = [c for c in txn.components if not named(c[0], c[1], c[2])]
+                if len(kept) == len(txn.components):
+                    continue
+                txn.components = kept
+                if not kept:
+                    txn.wrote = False
+                    if txn.state == COMMITTED:
+                        del s.txns[txn.id]
+
     def heartbeat_txn_range(self, low: int, high: int):
         """(aborted ids, unknown ids) in [low, high]; the open ones are heartbeated."""
         if low is None or high is None or high < low:
@@ -651,8 +683,12 @@ class TxnManager:
         with self._session() as (s, now):
             if txnid:
                 txn = self._require_open(s, txnid)
-                if any(_writes(c) for c in components):
+                written = [c for c in components if _writes(c)]
+                if written:  # its TXN_COMPONENTS rows (cleanup_records removes them)
                     txn.wrote = True
+                    txn.components.extend(
+                        [c.dbname, c.tablename, c.partitionname,
+                         _ADP_OPS.get(c.operationType) or "u"] for c in written)
             ext_id = s.new_lock_id()
             if not components:
                 # HMS enqueues (and commits) the empty request, then fails checking it

@@ -1,8 +1,8 @@
 """Compaction requests: compact, compact2 and show_compact.
 
-The queue is global and never emptied on the oracle (no compactor runs): the scenarios use
-database names starting with "cfcq", listings are filtered to them, and ids are recorded
-relative to the scenario's first one. A request missing a required field makes the stock HMS
+The queue is global and never worked on by the oracle (no compactor runs; drops clean it,
+see compaction_cleaned_by_drops): the scenarios use database names starting with "cfcq",
+listings are filtered to them, and ids are recorded relative to the scenario's first one. A request missing a required field makes the stock HMS
 lose its place in the connection's byte stream (the next call on it fails), so each such
 request is the last call of a scenario of its own.
 """
@@ -49,6 +49,10 @@ class Ids:
                 mine.append(e)
         return mine
 
+    def rows(self, r):
+        """The listing as (id, dbname, tablename, partitionname)."""
+        return [(e.id, e.dbname, e.tablename, e.partitionname) for e in self.listing(r)]
+
 
 @scenario
 def compaction_queue(c, rec):
@@ -86,8 +90,7 @@ def compaction_queue(c, rec):
 
 @scenario
 def compaction_bad_requests(c, rec):
-    # not cfcq_db: HMS drops its entries with the database in compaction_queue, we keep them
-    ids = Ids("cfcq_bad", "cfcq_a", "cfcq_ddd")
+    ids = Ids("cfcq_bad", "cfcq_a", "cfcq_ddd", "cfcq_db")
     db = "cfcq_bad"
     rec.call("compact2", request(db, "t"), transform=ids.response, label="compact2 first")
     rec.call("compact2", None, msg=True, label="compact2 null request")
@@ -161,3 +164,159 @@ def compaction_without_dbname_with_properties(c, rec):
     props = {"compactor.mapreduce.map.memory.mb": "2048", "a": "1", "zz": "", "Key": "v",
              "tblprops.orc.compress": "SNAPPY", "\u00e9t\u00e9": "x"}
     rec.call("compact2", request(None, None, "ds=1", MAJOR, "carol", props), msg=True)
+
+
+# --- drops: HMS's AcidEventListener cleans the queue (TxnHandler.cleanupRecords) -------------
+DROP_DB = "cfcq_drop"
+
+
+def acid_table(db, name, partition_keys=None, transactional="true"):
+    """A table HMS 2.3 accepts as transactional: ORC, bucketed."""
+    tbl = table(db, name, cols("id bigint"), partition_keys=partition_keys,
+                parameters={"transactional": transactional})
+    tbl.sd.inputFormat = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat"
+    tbl.sd.outputFormat = "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat"
+    tbl.sd.serdeInfo.serializationLib = "org.apache.hadoop.hive.ql.io.orc.OrcSerde"
+    tbl.sd.numBuckets = 2
+    tbl.sd.bucketCols = ["id"]
+    return tbl
+
+
+@scenario
+def compaction_cleaned_by_drops(c, rec):
+    ids = Ids(DROP_DB)
+    show = T.ShowCompactRequest()
+
+    def queue(*requests):
+        for args in requests:
+            rec.call("compact2", request(*args), transform=ids.response)
+
+    rec.call("create_database", database(DROP_DB))
+    acid = acid_table(DROP_DB, "acid", cols("ds string"))
+    plain = table(DROP_DB, "plain", cols("id bigint"), partition_keys=cols("ds string"))
+    rec.call("create_table", acid)
+    rec.call("create_table", plain)
+    for values in (["1"], ["2"], ["3"], ["4"], ["5"], ["a/b"]):
+        rec.call("add_partition", partition(acid, values))
+    rec.call("add_partition", partition(plain, ["1"]))
+    queue((DROP_DB, "acid"), (DROP_DB, "acid", "ds=1"), (DROP_DB, "acid", "DS=1"),
+          (DROP_DB, "ACID", "ds=1"), (DROP_DB.upper(), "acid", "ds=1"), (DROP_DB, "acid", "ds=2"),
+          (DROP_DB, "acid", "ds=3"), (DROP_DB, "acid", "ds=a%2Fb"), (DROP_DB, "acid", "ds=a/b"),
+          (DROP_DB, "acid", "ds=4"), (DROP_DB, "acid", "ds=5 "), (DROP_DB, "acid ", "ds=5x"),
+          (DROP_DB, "plain", "ds=1"), (DROP_DB, "plain"), (DROP_DB + " ", "plain", "ds=9"),
+          (DROP_DB, "ghost", "ds=1"))
+    rec.call("show_compact", show, transform=ids.listing, label="show_compact queued")
+    rec.call("drop_partition", DROP_DB, "acid", ["x"], False, label="drop_partition missing x")
+    # a partition of a transactional table: its entries go
+    rec.call("drop_partition", DROP_DB, "acid", ["1"], False)
+    rec.call("show_compact", show, transform=ids.rows, label="after drop_partition")
+    rec.call("drop_partition_by_name", DROP_DB, "ACID", "ds=2", False)
+    rec.call("drop_partition_with_environment_context", DROP_DB, "acid", ["9"], False,
+             T.EnvironmentContext({}), label="drop_partition missing")
+    rec.call("show_compact", show, transform=ids.rows, label="after drop_partition_by_name")
+    # by request: the partitions found go even when the drop fails for a missing one
+    rec.call("drop_partitions_req", T.DropPartitionsRequest(
+        DROP_DB, "acid", T.RequestPartsSpec(names=["ds=3", "ds=9"]), deleteData=False,
+        ifExists=False), label="drop_partitions_req with a missing partition")
+    rec.call("show_compact", show, transform=ids.rows, label="after the failed request")
+    rec.call("drop_partition_by_name_with_environment_context", DROP_DB, "acid", "ds=5", False,
+             T.EnvironmentContext({}))
+    rec.call("show_compact", show, transform=ids.rows, label="after dropping ds=5")
+    rec.call("drop_partitions_req", T.DropPartitionsRequest(
+        DROP_DB, "acid", T.RequestPartsSpec(names=["ds=a%2Fb", "ds=4"]), deleteData=False,
+        needResult=False), transform=lambda r: r.partitions)
+    rec.call("show_compact", show, transform=ids.rows, label="after drop_partitions_req")
+    # not a transactional table: nothing goes
+    rec.call("drop_partition", DROP_DB, "plain", ["1"], False)
+    rec.call("drop_table", DROP_DB, "plain", False)
+    rec.call("show_compact", show, transform=ids.rows, label="after dropping plain")
+    # a transactional table: all its entries go
+    rec.call("drop_table_with_environment_context", DROP_DB, "acid", False,
+             T.EnvironmentContext({}))
+    rec.call("show_compact", show, transform=ids.rows, label="after drop_table")
+    rec.call("drop_table", DROP_DB, "acid", False, label="drop_table again")
+    # the value of "transactional" is read in any case
+    rec.call("create_table", acid_table(DROP_DB, "acid2", transactional="TRUE"))
+    flagged = acid_table(DROP_DB, "notacid", transactional="false")
+    rec.call("create_table", flagged)
+    queue((DROP_DB, "acid2"), (DROP_DB, "acid2", "ds=1"), (DROP_DB, "notacid"))
+    rec.call("drop_table", DROP_DB, "acid2", True)
+    rec.call("drop_table", DROP_DB, "notacid", True)
+    rec.call("show_compact", show, transform=ids.rows, label="after dropping acid2, notacid")
+    # a database: all its entries go, even when the drop fails because it is not empty
+    rec.call("create_table", table(DROP_DB, "keep", cols("id bigint")))
+    queue((DROP_DB, "keep"), (DROP_DB, "other", "x=1"))
+    rec.call("drop_database", DROP_DB, False, False, label="drop_database not empty")
+    rec.call("show_compact", show, transform=ids.rows, label="after the failed drop_database")
+    queue((DROP_DB, "keep"), (DROP_DB + "  ", "x"))
+    rec.call("drop_database", DROP_DB.upper(), True, True)
+    rec.call("show_compact", show, transform=ids.rows, label="after drop_database")
+    rec.call("drop_database", DROP_DB, True, True, label="drop_database again")
+    rec.call("show_compact", show, transform=ids.rows, label="after the missing database")
+
+
+@scenario
+def compaction_drops_clean_txn_components(c, rec):
+    """Drops clean TXN_COMPONENTS and COMPLETED_TXN_COMPONENTS too: a committed transaction
+    whose components all went is unknown afterwards."""
+    db = "cfcq_txc"
+    O, L = T.DataOperationType, T.LockType
+    rec.call("create_database", database(db))
+    acid = acid_table(db, "acid", cols("ds string"))
+    rec.call("create_table", acid)
+    for values in (["1"], ["2"]):
+        rec.call("add_partition", partition(acid, values))
+    rec.call("create_table", acid_table(db, "whole"))
+    rec.call("create_table", table(db, "plain", cols("id bigint")))
+    opened = c.open_txns(T.OpenTxnRequest(7, "alice", "host"))
+    a, b, d, e, f, g, h = opened.txn_ids
+    names = {a: "a", b: "b", d: "d", e: "e", f: "f", g: "g", h: "h"}
+
+    def write(txn, dbname, tbl=None, part=None, op=O.INSERT, dynamic=None):
+        level = (T.LockLevel.DB if tbl is None else T.LockLevel.TABLE if part is None
+                 else T.LockLevel.PARTITION)
+        comp = T.LockComponent(L.SHARED_WRITE, level, dbname, tbl, part, operationType=op,
+                               isAcid=True, isDynamicPartitionWrite=dynamic)
+        rec.call("lock", T.LockRequest([comp], txn, "alice", "host"),
+                 transform=lambda r: r.state, label=f"lock for {names[txn]}")
+
+    def probe(label):
+        """heartbeat each: open (ok), committed with components, or unknown."""
+        seen = []
+        for txn in (a, b, d, e, f, g, h):
+            try:
+                c.heartbeat(T.HeartbeatRequest(None, txn))
+                seen.append((names[txn], "ok"))
+            except (T.NoSuchTxnException, T.TxnAbortedException) as exc:
+                seen.append((names[txn], type(exc).__name__,
+                             exc.message.replace(str(txn), "<id>")))
+        rec.note(label, seen)
+
+    # a: a dynamic-partition write of ds=1 and ds=2; b: a write of table whole; d: of the
+    # database; e: of the database by another spelling; f: of plain; g: ds=1 by lock, still
+    # open; h: nothing (a read)
+    write(a, db, "acid", dynamic=True)
+    rec.call("add_dynamic_partitions", T.AddDynamicPartitions(a, db, "acid", ["ds=1", "ds=2"],
+                                                              O.INSERT))
+    write(b, db, "whole", op=O.UPDATE)
+    write(d, db)
+    write(e, db.upper(), "whole")
+    write(f, db, "plain")
+    write(g, db, "acid", "ds=1")
+    write(h, db, "whole", op=O.SELECT)
+    for txn in (a, b, d, e, f, h):
+        rec.call("commit_txn", T.CommitTxnRequest(txn), label=f"commit {names[txn]}")
+    probe("heartbeat each after the commits")
+    rec.call("drop_partition", db, "acid", ["1"], False)
+    probe("heartbeat each after dropping ds=1")
+    rec.call("commit_txn", T.CommitTxnRequest(g), label="commit g")
+    rec.call("abort_txn", T.AbortTxnRequest(g), msg=len("No such transaction txnid:"),
+             label="abort g after its commit")
+    rec.call("drop_partitions_req", T.DropPartitionsRequest(
+        db, "acid", T.RequestPartsSpec(names=["ds=2"])), transform=lambda r: len(r.partitions))
+    probe("heartbeat each after dropping ds=2")
+    rec.call("drop_table", db, "plain", False)
+    rec.call("drop_table", db, "whole", False)
+    probe("heartbeat each after dropping the tables")
+    rec.call("drop_database", db, True, True)
+    probe("heartbeat each after dropping the database")

@@ -129,3 +129,170 @@ def test_queue_is_shared_and_survives_lock_sessions(make_state):
         t.join(60)
     assert sorted(ids) == list(range(3, 43))
     assert len(a.show()) == 42
+
+
+# --- drops: TxnManager.cleanup_records (HMS's AcidEventListener) ------------------------------
+def write(manager, txnid, db, tbl=None, part=None):
+    level = (T.LockLevel.DB if tbl is None else T.LockLevel.TABLE if part is None
+             else T.LockLevel.PARTITION)
+    comp = T.LockComponent(type=T.LockType.SHARED_WRITE, level=level, dbname=db, tablename=tbl,
+                           partitionname=part, operationType=T.DataOperationType.INSERT,
+                           isAcid=True)
+    manager.lock([comp], txnid, "u", "h")
+
+
+def known(manager, txnid) -> str:
+    """'open', 'committed' (with components) or 'unknown', as a heartbeat tells."""
+    try:
+        manager.heartbeat(None, txnid)
+        return "open"
+    except errors.HMSError as exc:
+        return "committed" if "already committed" in str(exc.message) else "unknown"
+
+
+def test_cleanup_records_on_the_queue(make_state):
+    q = CompactionQueue(make_state())
+    manager = TxnManager(state=make_state())  # another server over the same state
+    for args in [("db", "t"), ("db", "t", "p=1"), ("db", "t", "p=1x"), ("db", "t", "p=2 "),
+                 ("db", "T", "p=1"), ("DB", "t", "p=1"), ("db ", "u"), ("db", "u", "p=1"),
+                 ("other", "t", "p=1")]:
+        q.compact(req(*args))
+
+    def left():
+        return [(e.dbname, e.tablename, e.partitionname) for e in q.show()]
+
+    manager.cleanup_records("db", "t", ["p=1", "p=2"])  # exact case, trailing blanks ignored
+    assert left() == [("db", "t", None), ("db", "t", "p=1x"), ("db", "T", "p=1"),
+                      ("DB", "t", "p=1"), ("db ", "u", None), ("db", "u", "p=1"),
+                      ("other", "t", "p=1")]
+    manager.cleanup_records("db", "t")
+    assert left() == [("db", "T", "p=1"), ("DB", "t", "p=1"), ("db ", "u", None),
+                      ("db", "u", "p=1"), ("other", "t", "p=1")]
+    manager.cleanup_records("db")
+    assert left() == [("DB", "t", "p=1"), ("other", "t", "p=1")]
+    manager.cleanup_records("nothing")
+    assert q.compact(req("db", "t")) == (10, "initiated", True)  # ids go on
+
+
+def test_cleanup_records_on_txn_components(make_state):
+    """A committed transaction whose components all went is unknown; an open one commits as
+    one that wrote nothing; an aborted one is reaped like one (TXN_COMPONENTS and
+    COMPLETED_TXN_COMPONENTS in HMS)."""
+    now = [1000.0]
+    manager = TxnManager(state=make_state(), clock=lambda: now[0], timeout=10)
+    a, b, d, e, f = manager.open_txns(5, "u", "h")
+    manager.add_dynamic_partitions(a, lambda: [["db", "t", "p=1", "i"], ["db", "t", "p=2", "i"]])
+    write(manager, b, "db", "t")
+    write(manager, d, "db")
+    write(manager, e, "db", "t", "p=1")
+    write(manager, f, "DB", "t")
+    for txnid in (a, b, d, f):
+        manager.commit_txn(txnid)
+    assert [known(manager, t) for t in (a, b, d, e, f)] == \
+        ["committed", "committed", "committed", "open", "committed"]
+    manager.cleanup_records("db", "t", ["p=1"])
+    assert [known(manager, t) for t in (a, b, d, e, f)] == \
+        ["committed", "committed", "committed", "open", "committed"]
+    manager.commit_txn(e)  # its component went: nothing left to keep
+    assert known(manager, e) == "unknown"
+    manager.cleanup_records("db", "t", ["p=2"])
+    assert known(manager, a) == "unknown"
+    manager.cleanup_records("db", "t")
+    assert [known(manager, t) for t in (b, d, f)] == ["unknown", "committed", "committed"]
+    manager.cleanup_records("db")
+    assert [known(manager, t) for t in (d, f)] == ["unknown", "committed"]
+
+    g, h = manager.open_txns(2, "u", "h")
+    write(manager, g, "x", "t")
+    write(manager, h, "x", "u")
+    manager.abort_txn(g)
+    manager.abort_txn(h)
+    manager.cleanup_records("x", "t")
+    now[0] += 11
+    _, listed, _ = manager.get_open_txns()
+    assert g not in listed and h in listed  # g wrote nothing any more: reaped
+
+
+@pytest.fixture(params=["memory", "redis"])
+def env(request, tmp_path):
+    """A server's families over a fresh store, the transaction state in process or in Redis."""
+    from hms_proxy.family import Env
+    from hms_proxy.warehouse import Warehouse
+    from kvmodel.store import open_store
+
+    url = request.getfixturevalue("redis_url") if request.param == "redis" else None
+    store = open_store(str(tmp_path / "store"))
+    environment = Env(store=store, warehouse=Warehouse(str(tmp_path / "wh")), redis_url=url)
+    if url:
+        from hms_proxy.txns import shared_manager
+
+        shared_manager(environment).state.clear()
+    yield environment
+    store.close()
+
+
+def test_drop_calls_clean_once_the_catalog_write_is_done(env):
+    """The drop calls clean the queue: a dropped transactional table or partition, a dropped
+    database (also a drop refused because the database is not empty, as HMS's listener does);
+    not a table that is not transactional, nor a drop that failed before finding its object or
+    was refused on a protected branch."""
+    from types import SimpleNamespace
+
+    from hms_proxy.compaction import CompactionCalls
+    from hms_proxy.databases import DatabaseCalls
+    from hms_proxy.partitions import PartitionCalls
+    from hms_proxy.tables import TableCalls
+    from tests.conformance.builders import cols, database, partition, table
+    from tests.conformance.scenarios_compaction import acid_table
+
+    ctx = SimpleNamespace(ref=None)
+    dbs, tbls, parts, cq = (DatabaseCalls(env), TableCalls(env), PartitionCalls(env),
+                            CompactionCalls(env))
+    dbs.create_database(ctx, database("d"))
+    acid = acid_table("d", "acid", cols("ds string"))
+    tbls.create_table(ctx, acid)
+    tbls.create_table(ctx, table("d", "plain"))
+    for value in ("1", "2", "3"):
+        parts.add_partition(ctx, partition(acid, [value]))
+    for args in [("d", "acid"), ("d", "acid", "ds=1"), ("d", "acid", "ds=2"), ("d", "acid", "ds=3"),
+                 ("d", "plain"), ("D", "acid")]:
+        cq.compact(ctx, req(*args))
+
+    def left():
+        return [(e.dbname, e.tablename, e.partitionname)
+                for e in cq.show_compact(ctx, None).compacts]
+
+    everything = left()
+    with pytest.raises(errors.NoSuchObject):
+        parts.drop_partition(ctx, "d", "acid", ["9"], False)
+    with pytest.raises(errors.NoSuchObject):
+        tbls.drop_table(ctx, "d", "nosuch", False)
+    env.store.set_branch_protection("main", True)
+    with pytest.raises(errors.MetaError, match="protected"):
+        parts.drop_partition(ctx, "d", "acid", ["1"], False)
+    with pytest.raises(errors.MetaError, match="protected"):
+        tbls.drop_table(ctx, "d", "acid", False)
+    with pytest.raises(errors.MetaError, match="protected"):
+        dbs.drop_database(ctx, "d", False, True)
+    env.store.set_branch_protection("main", False)
+    assert left() == everything
+
+    parts.drop_partition(ctx, "d", "acid", ["1"], False)
+    assert ("d", "acid", "ds=1") not in left() and len(left()) == 5
+    with pytest.raises(errors.NoSuchObject):  # ds=2 found: its entry goes all the same
+        parts.drop_partitions_req(ctx, T.DropPartitionsRequest(
+            "d", "acid", T.RequestPartsSpec(names=["ds=2", "ds=9"]), ifExists=False))
+    assert left() == [("d", "acid", None), ("d", "acid", "ds=3"), ("d", "plain", None),
+                      ("D", "acid", None)]
+    tbls.drop_table(ctx, "d", "plain", False)
+    assert len(left()) == 4
+    tbls.drop_table(ctx, "d", "acid", False)
+    assert left() == [("d", "plain", None), ("D", "acid", None)]
+    cq.compact(ctx, req("d", "x"))
+    with pytest.raises(errors.InvalidOperation):
+        tbls.create_table(ctx, table("d", "keep"))
+        dbs.drop_database(ctx, "d", False, False)
+    assert left() == [("D", "acid", None)]
+    cq.compact(ctx, req("d", "y"))
+    dbs.drop_database(ctx, "D", False, True)
+    assert left() == [("D", "acid", None)]
