@@ -11,7 +11,9 @@ MetaException that says why and what to do.
   tokens) are ours. So is ``create_database`` (a database created through us lives here) and
   every call that names a database qualified with a ref (``shop@dev``).
 * ``get_all_databases`` and ``get_databases`` merge both catalogs: one sorted list, like HMS's
-  (its JDO query orders by name), where a name in both is ours.
+  (its JDO query orders by name), where a name in both is ours. ``get_table_meta`` and
+  ``get_all_functions`` merge too: ours, and the upstream's in the databases we do not hold,
+  ordered by database and name.
 * The upstream is reached through a pool of Thrift connections (buffered transport, binary
   protocol, a short connect timeout and a read timeout). A transport failure becomes
   ``MetaException("upstream metastore thrift://... unreachable: ...")`` and opens a circuit
@@ -48,7 +50,8 @@ FIRST_COOLDOWN = 1.0     # the breaker stays open this long after a first failur
 MAX_COOLDOWN = 8.0       # ...doubling with each failed retry, up to this
 MAX_IDLE = 16            # idle upstream connections kept per user
 
-MERGED_LISTINGS = frozenset({"get_all_databases", "get_databases"})
+MERGED_LISTINGS = frozenset({"get_all_databases", "get_databases", "get_table_meta",
+                             "get_all_functions"})
 ALWAYS_OURS = frozenset({"create_database"})
 READ_METHODS = frozenset({"isPartitionMarkedForEvent"})  # besides every get_*
 
@@ -57,6 +60,7 @@ READ_METHODS = frozenset({"isPartitionMarkedForEvent"})  # besides every get_*
 EXTRA_ARGS = frozenset({"source_db", "dest_db"})
 EXTRA_FIELDS = {
     ttypes.PartitionsByExprRequest: ("dbName",),
+    ttypes.PartitionSpec: ("dbName",),
     ttypes.PrimaryKeysRequest: ("db_name",),
     ttypes.ForeignKeysRequest: ("parent_db_name", "foreign_db_name"),
     ttypes.DropConstraintRequest: ("dbname",),
@@ -268,9 +272,10 @@ class Upstream:
         try:
             trial = self.breaker.before_call()
         except _Pending as pending:
+            when = (f"next try in {pending.wait:.1f}s" if pending.wait > 0
+                    else "another call is trying it now")
             raise Unreachable(
-                f"upstream metastore {self.uri} unreachable: {pending.error} "
-                f"(not retried for another {pending.wait:.1f}s)") from None
+                f"upstream metastore {self.uri} unreachable: {pending.error} ({when})") from None
         ugi = (user, tuple(groups or ())) if user is not None else None
         try:
             conn, reused = self._checkout(ugi)
@@ -424,6 +429,8 @@ class Federation:
 
     # --- merged listings --------------------------------------------------------------------
     def _merged_listing(self, name: str):
+        merge = getattr(self, "_merge_" + name)
+
         def route(ctx, args, ref, local):
             ours = local(ctx, args, ref)
             try:
@@ -432,15 +439,41 @@ class Federation:
             except Unreachable as exc:
                 if not self._listing_warned:
                     self._listing_warned = True
-                    log.warning("%s answers this catalog's databases only: %s", name,
-                                exc.message)
+                    log.warning("%s answers this catalog's objects only: %s", name, exc.message)
                 return ours
-            except (TException, TApplicationException) as exc:
+            except TException as exc:
                 log.warning("%s on the upstream metastore %s failed (%s: %s): answering this "
-                            "catalog's databases only", name, self.uri, type(exc).__name__,
+                            "catalog's objects only", name, self.uri, type(exc).__name__,
                             getattr(exc, "message", exc))
                 return ours
             self._listing_warned = False
-            return sorted(set(ours or ()) | set(theirs or ()))
+            return merge(ctx.ref or self.default_ref, ours, theirs)
 
         return route
+
+    def _theirs(self, at: str, items, db_of):
+        """The upstream's items that belong to a database we do not hold."""
+        verdict: dict[str, bool] = {}
+        out = []
+        for item in items or ():
+            db = (db_of(item) or "").lower()
+            if db not in verdict:
+                verdict[db] = not self.is_ours(at, db)
+            if verdict[db]:
+                out.append(item)
+        return out
+
+    def _merge_get_all_databases(self, at, ours, theirs):
+        return sorted(set(ours or ()) | set(theirs or ()))
+
+    _merge_get_databases = _merge_get_all_databases
+
+    def _merge_get_table_meta(self, at, ours, theirs):
+        merged = list(ours or ()) + self._theirs(at, theirs, lambda m: m.dbName)
+        return sorted(merged, key=lambda m: (m.dbName or "", m.tableName or ""))
+
+    def _merge_get_all_functions(self, at, ours, theirs):
+        extra = self._theirs(at, getattr(theirs, "functions", None), lambda f: f.dbName)
+        functions = sorted(list(getattr(ours, "functions", None) or ()) + extra,
+                           key=lambda f: (f.dbName or "", f.functionName or ""))
+        return ttypes.GetAllFunctionsResponse(functions=functions)

@@ -20,6 +20,7 @@ import pytest
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
+from hms_proxy import federation
 from hms_proxy.gen.hive_metastore import ThriftHiveMetastore, ttypes as T
 from hms_proxy.metastores import free_port, start_proxy
 from tests.support import upstream as up
@@ -76,14 +77,16 @@ class Relay:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(("127.0.0.1", self.port))
             sock.listen(64)
+            sock.settimeout(0.1)
             self._listener = sock
-            threading.Thread(target=self._accept, args=(sock,), daemon=True).start()
+            self._acceptor = threading.Thread(target=self._accept, args=(sock,), daemon=True)
+            self._acceptor.start()
 
     def down(self):
         self.mode = "down"
         listener, self._listener = self._listener, None
         if listener is not None:
-            listener.close()
+            self._acceptor.join()  # it closes the listener: the port is free afterwards
         self._close_all()
 
     def hang(self):
@@ -101,13 +104,17 @@ class Relay:
             s.close()
 
     def _accept(self, listener):
-        while True:
+        while self._listener is listener:
             try:
                 client, _ = listener.accept()
+            except socket.timeout:
+                continue
             except OSError:
-                return
+                break
+            client.settimeout(None)
             try:
                 server = socket.create_connection(self.target, timeout=5)
+                server.settimeout(None)
             except OSError:
                 client.close()
                 continue
@@ -115,6 +122,7 @@ class Relay:
                 self._socks += [client, server]
             for a, b in ((client, server), (server, client)):
                 threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+        listener.close()
 
     def _pump(self, src, dst):
         try:
@@ -196,6 +204,43 @@ def outcome(fn, *args):
         return (type(exc).__name__, getattr(exc, "message", str(exc)))
 
 
+# --- without servers --------------------------------------------------------------------------
+
+def test_the_databases_a_call_names():
+    part = T.Partition(dbName="a", tableName="t", values=["1"])
+    assert federation.databases_named("add_partitions", ("new_parts",), [[part, part]]) == ["a", "a"]
+    assert federation.databases_named("alter_table", ("dbname", "tbl_name", "new_tbl"),
+                                      ["a", "t", T.Table(dbName="b")]) == ["a", "b"]
+    assert federation.databases_named("get_database", ("name",), ["a"]) == ["a"]
+    assert federation.databases_named("get_config_value", ("name", "defaultValue"), ["x", "y"]) == []
+    req = T.PartitionsByExprRequest(dbName="a", tblName="t", expr=b"")
+    assert federation.databases_named("get_partitions_by_expr", ("req",), [req]) == ["a"]
+
+
+def test_the_breaker_backs_off_and_closes():
+    breaker = federation.Breaker(first=0.2, most=0.4)
+    assert breaker.before_call() is False
+    assert breaker.failure("refused") == 0.2
+    with pytest.raises(federation._Pending):
+        breaker.before_call()
+    time.sleep(0.25)
+    assert breaker.before_call() is True  # the one retry
+    with pytest.raises(federation._Pending):
+        breaker.before_call()  # the others keep failing fast meanwhile
+    assert breaker.failure("refused") == 0.4
+    assert breaker.failure("refused") == 0.4
+    time.sleep(0.45)
+    assert breaker.before_call() is True
+    assert breaker.success() is True and breaker.before_call() is False
+
+
+def test_upstream_uris():
+    assert federation.parse_uri("thrift://old-hms:9084") == ("old-hms", 9084)
+    assert federation.parse_uri("old-hms") == ("old-hms", 9083)
+    with pytest.raises(ValueError):
+        federation.parse_uri("http://old-hms:9083")
+
+
 # --- reads -------------------------------------------------------------------------------------
 
 READS = [
@@ -246,6 +291,16 @@ def test_listings_merge_both_catalogs(fed, direct):
             set(direct.get_databases("up_*|fed_*")) | {OURS})
         # default is ours (a name in both catalogs is ours): its location is our warehouse
         assert c.get_database("default").locationUri.startswith(f"file:{fed.warehouse}")
+        # table metadata and functions of all databases: ours and the upstream's
+        meta = c.get_table_meta("up_*|fed_*", "*", None)
+        expected = direct.get_table_meta("up_*|fed_*", "*", None) + [
+            T.TableMeta(dbName=OURS, tableName="orders", tableType="EXTERNAL_TABLE")]
+        assert meta == sorted(expected, key=lambda m: (m.dbName, m.tableName))
+        assert {(m.dbName, m.tableName) for m in meta} >= {(up.DB, up.VIEW), (OURS, "orders")}
+        functions = c.get_all_functions().functions
+        assert functions == sorted(direct.get_all_functions().functions,
+                                   key=lambda f: (f.dbName, f.functionName))
+        assert (up.DB, up.FUNCTION) in {(f.dbName, f.functionName) for f in functions}
 
 
 def test_our_databases_are_ours(fed, direct):
@@ -351,6 +406,9 @@ def wait_recovered(c, direct, deadline=20.0):
 
 def test_a_dead_or_stalled_upstream_fails_its_databases_only(fed, relay, direct):
     with connect(fed) as c:
+        assert c.get_table(up.DB, up.PARTITIONED) == direct.get_table(up.DB, up.PARTITIONED)
+        relay.down()  # an upstream restart unnoticed: the pooled connections are dead
+        relay.up()
         assert c.get_table(up.DB, up.PARTITIONED) == direct.get_table(up.DB, up.PARTITIONED)
         relay.down()  # nobody listens on the upstream's port
         check_degraded(c, relay)
