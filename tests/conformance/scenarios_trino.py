@@ -8,11 +8,9 @@ first tries a newer call and falls back on UNKNOWN_METHOD (its `alternativeCall`
 call is sent first, as a raw Thrift CALL when the 2.3.10 interface does not have it or does
 not have the newer request fields, and then the 2.3 fallback.
 
-Left out (UNKNOWN_METHOD on our side, implemented by HMS 2.3.10; see docs/compatibility.md):
-list_privileges, grant_privileges, revoke_privileges, grant_revoke_privileges and
-get_privilege_set (Trino's table privilege listing and GRANT/REVOKE on tables),
-get_delegation_token (Trino with Kerberos impersonation), add_dynamic_partitions (INSERT
-into a partitioned ACID table).
+Trino's table privileges (SHOW GRANTS, GRANT, REVOKE: list_privileges, grant_privileges,
+revoke_privileges, grant_revoke_privileges) and get_delegation_token (Kerberos impersonation)
+are in trino_table_privileges.
 """
 
 from __future__ import annotations
@@ -460,3 +458,81 @@ def trino_session_and_transactions(c, rec):
     rec.call("drop_table", TDB, "acid", True)
     rec.call("drop_database", TDB, False, False)
 
+
+
+PRIV_DB = "cftrino_priv"
+
+
+def table_grants(items):
+    """Trino's listTablePrivileges result as tuples (HMS lists them in no fixed order)."""
+    if items is None:
+        return None
+    return sorted((p.hiveObject.objectType, p.hiveObject.dbName, p.hiveObject.objectName,
+                   p.principalName, p.principalType, p.grantInfo.privilege, p.grantInfo.grantor,
+                   p.grantInfo.grantorType, p.grantInfo.grantOption, bool(p.grantInfo.createTime))
+                  for p in items)
+
+
+def table_privileges(db, tbl, grantee, gtype, privileges, grantor="alice", option=False):
+    """Trino's buildPrivilegeBag: one HiveObjectPrivilege per privilege, createTime 0."""
+    ref = T.HiveObjectRef(T.HiveObjectType.TABLE, db, tbl, None, None)
+    return T.PrivilegeBag([T.HiveObjectPrivilege(ref, grantee, gtype, T.PrivilegeGrantInfo(
+        p, 0, grantor, USER, option)) for p in privileges])
+
+
+@scenario
+def trino_table_privileges(c, rec):
+    """SHOW GRANTS, GRANT / REVOKE on a table (listTablePrivileges, then grant_privileges,
+    revoke_privileges or grant_revoke_privileges), and get_delegation_token as Trino calls it
+    with Kerberos impersonation (HMS without SASL has no token manager)."""
+    rec.call("set_ugi", "alice", [])
+    rec.call("create_database", database(PRIV_DB, owner="alice"))
+    rec.call("create_table", table(PRIV_DB, "orders", cols("id bigint", "total double"),
+                                   owner="alice"))
+    ref = T.HiveObjectRef(T.HiveObjectType.TABLE, PRIV_DB, "orders", None, None)
+    rec.call("create_role", T.Role("cftrino_auditor", 0, "alice"))
+    # SHOW GRANTS ON orders: every principal.
+    rec.call("list_privileges", None, None, ref, transform=table_grants, label="SHOW GRANTS")
+    # GRANT SELECT, INSERT ON orders TO USER bob.
+    rec.call("list_privileges", "cftrino_bob", USER, ref, transform=table_grants)
+    rec.call("grant_privileges", table_privileges(PRIV_DB, "orders", "cftrino_bob", USER,
+                                                  ["SELECT", "INSERT"]))
+    # GRANT SELECT ON orders TO ROLE auditor WITH GRANT OPTION.
+    rec.call("list_privileges", "cftrino_auditor", ROLE, ref, transform=table_grants)
+    rec.call("grant_privileges", table_privileges(PRIV_DB, "orders", "cftrino_auditor", ROLE,
+                                                  ["SELECT"], option=True))
+    rec.call("list_privileges", None, None, ref, transform=table_grants,
+             label="SHOW GRANTS after GRANT")
+    # GRANT SELECT again: Trino sees it contained in what bob has and sends nothing; a client
+    # that sends it anyway gets HMS's duplicate-grant failure.
+    rec.call("list_privileges", "cftrino_bob", USER, ref, transform=table_grants)
+    rec.call("grant_privileges", table_privileges(PRIV_DB, "orders", "cftrino_bob", USER,
+                                                  ["SELECT"]), label="grant_privileges duplicate")
+    # REVOKE INSERT ON orders FROM USER bob (Trino before 3xx: revoke_privileges).
+    rec.call("list_privileges", "cftrino_bob", USER, ref, transform=table_grants)
+    rec.call("revoke_privileges", table_privileges(PRIV_DB, "orders", "cftrino_bob", USER,
+                                                   ["INSERT"]))
+    # REVOKE GRANT OPTION FOR SELECT ON orders FROM ROLE auditor (grant_revoke_privileges).
+    rec.call("list_privileges", "cftrino_auditor", ROLE, ref, transform=table_grants)
+    rec.call("grant_revoke_privileges", T.GrantRevokePrivilegeRequest(
+        T.GrantRevokeType.REVOKE, table_privileges(PRIV_DB, "orders", "cftrino_auditor", ROLE,
+                                                   ["SELECT"], option=True), True),
+        transform=lambda r: r.success, label="grant_revoke_privileges revoke grant option")
+    rec.call("list_privileges", None, None, ref, transform=table_grants,
+             label="SHOW GRANTS after REVOKE GRANT OPTION")
+    # REVOKE SELECT ON orders FROM ROLE auditor; from bob.
+    rec.call("grant_revoke_privileges", T.GrantRevokePrivilegeRequest(
+        T.GrantRevokeType.REVOKE, table_privileges(PRIV_DB, "orders", "cftrino_auditor", ROLE,
+                                                   ["SELECT"]), False),
+        transform=lambda r: r.success, label="grant_revoke_privileges revoke")
+    rec.call("grant_revoke_privileges", T.GrantRevokePrivilegeRequest(
+        T.GrantRevokeType.REVOKE, table_privileges(PRIV_DB, "orders", "cftrino_bob", USER,
+                                                   ["SELECT"]), False),
+        transform=lambda r: r.success, label="grant_revoke_privileges revoke bob")
+    rec.call("list_privileges", None, None, ref, transform=table_grants,
+             label="SHOW GRANTS after REVOKE")
+    # Kerberos impersonation: a delegation token for the session user.
+    rec.call("get_delegation_token", "alice", "alice", msg=True)
+    rec.call("drop_table", PRIV_DB, "orders", True)
+    rec.call("drop_role", "cftrino_auditor")
+    rec.call("drop_database", PRIV_DB, True, True)
