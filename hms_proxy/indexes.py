@@ -103,7 +103,20 @@ def _renamed_index(value: bytes, new):
     return index
 
 
+def on_rename_table(cat, old, new) -> None:
+    """A renamed index table: its index (which HMS references by table) follows."""
+    if old.tableType != INDEX_TABLE:
+        return
+    for tbl in cat.table_names(old.dbName):
+        for index in list(_stored_indexes(cat, old.dbName, tbl)):
+            if _index_table_of(index) == (old.dbName, old.tableName):
+                index.indexTableName = new.tableName if new.dbName == index.dbName \
+                    else f"{new.dbName}.{new.tableName}"
+                cat.put(index_key(index.dbName, index.origTableName, index.indexName), index)
+
+
 tables.RENAME_REWRITERS[SUB] = _renamed_index
+tables.RENAME_HOOKS.append(on_rename_table)
 tables.DROP_HOOKS.append(on_drop_table)
 routing.DB_FIELDS[ttypes.Index] = ("dbName",)  # db@ref names (hms_proxy/routing.py)
 

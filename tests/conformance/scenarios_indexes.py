@@ -149,6 +149,12 @@ def indexes_life_cycle(c, rec):
     rec.call("get_index_names", DB, "base2", -1, label="names after rename")
     rec.call("get_index_by_name", DB, "base2", "idx4", label="index after rename")
     rec.call("get_index_names", DB, "base", -1, label="old name after rename")
+    itab = c.get_table(DB, index_table_name("base", "idx4"))
+    itab.tableName = "cfidx_renamed_idx4"
+    rec.call("alter_table", DB, index_table_name("base", "idx4"), itab,
+             label="rename the index table")
+    rec.call("get_index_by_name", DB, "base2", "idx4", transform=lambda i: i.indexTableName,
+             label="index table name after its rename")
     rec.call("drop_table", DB, "base2", True, label="drop base table")
     rec.call("get_all_tables", DB, unordered=True, label="tables after base dropped")
     rec.note("index table directory after base dropped",
