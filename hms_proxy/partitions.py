@@ -331,7 +331,10 @@ class PartitionCalls(Family):
         last or intermediate), distinct rows sorted (Derby's DISTINCT), ``ascending`` and
         ``partitionOrder`` ignored. With a filter: every key's unescaped value of each
         partition passing it, by partition name in the requested direction."""
-        if request is None or request.partitionKeys is None or not request.partitionKeys:
+        if request is None:
+            raise errors.InternalError("get_partition_values: no request")
+        _check_values_request(request)
+        if not request.partitionKeys:
             raise errors.InternalError("get_partition_values: no partition keys")
         db, tbl = lower(request.dbName), lower(request.tblName)
         if request.filter:
@@ -654,7 +657,9 @@ def _value_extractor(key: str | None, pkeys: list[str]):
     import re as _re
 
     if key is None:
-        raise errors.InternalError("get_partition_values: a partition key without a name")
+        raise errors.MetaError('Error retrieving partition values: java.lang.NullPointer'
+                               'Exception: Cannot invoke "String.isEmpty()" because '
+                               '"this.pattern" is null')
     if not pkeys:
         raise errors.MetaError("Error retrieving partition values: "
                                "java.lang.IndexOutOfBoundsException: Index 0 out of bounds for "
@@ -681,3 +686,30 @@ def _value_extractor(key: str | None, pkeys: list[str]):
         at = _java_find(n, part_key)
         return _java_substring(n, at + len(part_key), _java_find(n, "/", at + 1))
     return intermediate
+
+
+def _check_values_request(request) -> None:
+    """PartitionValuesRequest.validate(), run as HMS reads the request: PROTOCOL_ERROR."""
+    from thrift.Thrift import TApplicationException
+
+    def text(value):
+        if value is None:
+            return "null"
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, list):
+            return "[" + ", ".join(map(text, value)) + "]"
+        if hasattr(value, "thrift_spec"):  # a FieldSchema
+            return (f"FieldSchema(name:{text(value.name)}, type:{text(value.type)}, "
+                    f"comment:{text(value.comment)})")
+        return str(value)
+
+    for name in ("dbName", "tblName", "partitionKeys"):
+        if getattr(request, name) is None:
+            parts = [f"{f}:{text(getattr(request, f))}" for f in ("dbName", "tblName", "partitionKeys")]
+            parts += [f"{f}:{text(getattr(request, f))}"
+                      for f in ("applyDistinct", "filter", "partitionOrder", "ascending", "maxParts")
+                      if getattr(request, f) is not None]
+            raise TApplicationException(
+                TApplicationException.PROTOCOL_ERROR,
+                f"Required field '{name}' is unset! Struct:PartitionValuesRequest({', '.join(parts)})")

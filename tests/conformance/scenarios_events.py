@@ -146,6 +146,15 @@ def partition_values(c, rec):
         rec.call("get_partition_values", req, transform=values, msg=msg,
                  label=f"get_partition_values {label}")
     rec.call("get_partition_values", None, msg=True, label="get_partition_values null request")
+    rec.call("get_partition_values", R(db, "p3", [FS(None, None)]), msg=True,
+             label="get_partition_values key without a name")
+    rec.call("get_partition_values", R(db, "nope", [FS(None, None)]), msg=True,
+             label="get_partition_values key without a name, missing table")
+    rec.call("get_partition_values", R(db, "p3", [FS(None, None)], filter="ds = 'a'"),
+             transform=values, label="get_partition_values key without a name, with a filter")
+    rec.call("get_partition_values", R(db, "p3", [FS("ds", "string")], filter=None,
+                                       maxParts=None, applyDistinct=None, ascending=None),
+             transform=values, label="get_partition_values defaults unset")
     rec.call("drop_database", db, True, True)
 
 
@@ -386,3 +395,21 @@ def partition_marking(c, rec):
         rec.call(M, dbn, tbl_name, vals, LD, msg=True, label=f"mark {label}")
         rec.call(IS, dbn, tbl_name, vals, LD, label=f"is marked {label}")
     rec.call("drop_database", db, True, True)
+
+
+def _values_bad(name, req):
+    def run(c, rec):
+        rec.call("get_partition_values", req, msg=True)
+    run.__name__ = name
+    scenario(run)
+
+
+_FS, _R = T.FieldSchema, T.PartitionValuesRequest
+# each a request HMS fails reading (PROTOCOL_ERROR, then it ends the connection): one a scenario
+_values_bad("partition_values_without_dbname", _R(None, "p3", [_FS("ds", "string")]))
+_values_bad("partition_values_without_tblname",
+            _R("cfpv_db", None, [_FS("ds", "string", "c")], filter="x",
+               partitionOrder=[_FS("a", "b")]))
+_values_bad("partition_values_without_keys", _R("cfpv_db", "p3", None))
+# (a request leaving applyDistinct, ascending and maxParts out is decoded with their defaults
+# here, so the message would show them; HMS's does not)
