@@ -351,17 +351,19 @@ class PartitionCalls(Family):
         pkeys = [k.name for k in table.partitionKeys or []]
         extractors = [_value_extractor(k.name if k is not None else None, pkeys)
                       for k in request.partitionKeys]
+        distinct = request.applyDistinct is None or request.applyDistinct
         rows = []
         for name in part_names:
-            row = [extract(name) for extract in extractors]
+            row = [extract(name) for extract, _ in extractors]
             if any(v is None for v in row):
                 raise errors.MetaError(
                     "Error retrieving partition values: javax.jdo.JDOException: Exception "
-                    "thrown when executing query : SELECT ... NestedThrowables:\n"
-                    "java.sql.SQLDataException: The second or third argument of the SUBSTR "
-                    "function is out of range.")
+                    "thrown when executing query : SELECT " + ("DISTINCT " if distinct else "")
+                    + ",".join(sql for _, sql in extractors) + _SQL_FROM.replace(
+                        "?\n", f"? FETCH NEXT {request.maxParts} ROWS ONLY \n"
+                        if request.maxParts is not None and request.maxParts > 0 else "?\n", 1))
             rows.append(row)
-        if request.applyDistinct is None or request.applyDistinct:
+        if distinct:
             rows = [list(r) for r in sorted(set(tuple(r) for r in rows))]
         if request.maxParts is not None and request.maxParts > 0:
             rows = rows[:request.maxParts]
@@ -643,17 +645,34 @@ def _java_find(text: str, sub: str, start: int = 0) -> int:
     return text.find(sub, max(0, start))
 
 
-def _java_substring(text: str, begin: int, end: int | None = None) -> str | None:
-    """String.substring (Derby's SUBSTR): None where it is out of range."""
-    end = len(text) if end is None else end
-    if begin < 0 or end > len(text) or begin > end:
+def _substr(text: str, begin: int, end: int | None = None) -> str | None:
+    """Derby's SUBSTR as JDOQL's substring() becomes: from ``begin`` to the end (never
+    fails: nothing past the end), or to ``end`` (None, i.e. fails, for a negative length)."""
+    if end is None:
+        return text[begin:]
+    if end < begin:
         return None
     return text[begin:end]
 
 
+_SQL_FROM = (' FROM PARTITIONS A0 LEFT OUTER JOIN TBLS B0 ON A0.TBL_ID = B0.TBL_ID LEFT OUTER '
+             'JOIN DBS C0 ON B0.DB_ID = C0.DB_ID WHERE C0."NAME" = ? AND B0.TBL_NAME = ?\n'
+             'NestedThrowables:\njava.sql.SQLDataException: The second or third argument of the '
+             'SUBSTR function is out of range.')
+
+
+def _substr_sql(needle: str, skip: int, end: str | None) -> str:
+    """The SQL DataNucleus makes of ``substring(indexOf(needle) + skip[, end])`` on Derby."""
+    begin = f"((LOCATE('{needle.replace(chr(39), chr(39) * 2)}',A0.PART_NAME) - 1) + {skip})"
+    if end is None:
+        return f"SUBSTR(A0.PART_NAME,({begin} + 1))"
+    return f"SUBSTR(A0.PART_NAME,({begin} + 1),({end} - ({begin})))"
+
+
 def _value_extractor(key: str | None, pkeys: list[str]):
-    """ObjectStore.extractPartitionKey: the JDOQL substring HMS 2.3 selects for ``key`` from
-    an escaped partition name (None where Derby's SUBSTR fails)."""
+    """ObjectStore.extractPartitionKey: (the function cutting ``key``'s value out of an
+    escaped partition name as HMS 2.3's JDOQL substring does on Derby -- None where Derby's
+    SUBSTR fails --, the SQL of that column for the error message)."""
     import re as _re
 
     if key is None:
@@ -669,6 +688,9 @@ def _value_extractor(key: str | None, pkeys: list[str]):
     except _re.error as exc:
         raise errors.MetaError("Error retrieving partition values: "
                                f"java.util.regex.PatternSyntaxException: {exc}") from None
+    if '"' in key or "\\" in key:  # breaks (or escapes inside) the JDOQL string literal
+        raise errors.MetaError("Error retrieving partition values: javax.jdo.JDOUserException: "
+                               f"the partition key {key} cannot be quoted in JDOQL")
 
     def matches(name):  # String.matches(regex)
         return pattern.fullmatch(name) is not None
@@ -676,16 +698,22 @@ def _value_extractor(key: str | None, pkeys: list[str]):
     head = key + "="
     part_key = "/" + key + "="
     if len(pkeys) == 1 and matches(pkeys[0]):
-        return lambda n: _java_substring(n, _java_find(n, head) + len(head))
+        return (lambda n: _substr(n, _java_find(n, head) + len(head)),
+                _substr_sql(head, len(head), None))
     if matches(pkeys[0]):
-        return lambda n: _java_substring(n, _java_find(n, head) + len(head), _java_find(n, "/"))
+        return (lambda n: _substr(n, _java_find(n, head) + len(head), _java_find(n, "/")),
+                _substr_sql(head, len(head), "(LOCATE('/',A0.PART_NAME) - 1)"))
     if matches(pkeys[-1]):
-        return lambda n: _java_substring(n, _java_find(n, part_key) + len(part_key))
+        return (lambda n: _substr(n, _java_find(n, part_key) + len(part_key)),
+                _substr_sql(part_key, len(part_key), None))
 
     def intermediate(n):
         at = _java_find(n, part_key)
-        return _java_substring(n, at + len(part_key), _java_find(n, "/", at + 1))
-    return intermediate
+        return _substr(n, at + len(part_key), _java_find(n, "/", at + 1))
+    quoted = part_key.replace("'", "''")
+    return intermediate, _substr_sql(
+        part_key, len(part_key),
+        f"(LOCATE('/',A0.PART_NAME,(((LOCATE('{quoted}',A0.PART_NAME) - 1) + 1) + 1)) - 1)")
 
 
 def _check_values_request(request) -> None:

@@ -94,6 +94,9 @@ def partition_values(c, rec):
         ("upper-case key", R(db, "p3", [FS("DS", "string")])),
         ("regex key d.", R(db, "p3", [FS("d.", "string")])),
         ("regex key m.*", R(db, "p3", [FS("m.*", "string")])),
+        ("last key pattern past the end", R(db, "p3", [FS("h.{0,9999}", "string")])),
+        ("single key pattern past the end", R(db, "one", [FS("d.{0,99}", "string")])),
+        ("key with a quote", R(db, "p3", [FS("z'z", "string")])),
         ("unknown last key", R(db, "p3", [FS("ds", "string"), FS("zz", "string")])),
         ("not distinct", R(db, "p3", [FS("mid", "string")], applyDistinct=False)),
         ("not distinct max 2", R(db, "p3", [FS("mid", "string")], applyDistinct=False, maxParts=2)),
@@ -131,7 +134,12 @@ def partition_values(c, rec):
     for label, req in cases:
         rec.call("get_partition_values", req, transform=values, label=f"get_partition_values {label}")
     errors = [
-        ("unknown key", R(db, "p3", [FS("nope", "string")]), 105),
+        ("unknown key", R(db, "p3", [FS("nope", "string")]), True),
+        ("first key pattern past the value", R(db, "p3", [FS("d.{0,99}", "string")]), True),
+        ("two keys, the second failing", R(db, "p3", [FS("hr", "int"), FS("zzzzzz", "s")]), True),
+        ("failing key not distinct", R(db, "p3", [FS("zzzzzz", "s")], applyDistinct=False,
+                                       maxParts=3), True),
+        ("failing key with a quote", R(db, "p3", [FS("z'zzzz", "s")]), True),
         ("filter unknown key", R(db, "p3", [FS("ds", "string")], filter="nope = 1"), True),
         ("filter syntax", R(db, "p3", [FS("ds", "string")], filter="ds = "), True),
         ("no keys", R(db, "p3", []), True),
