@@ -326,7 +326,7 @@ class PartitionSpecCalls(Family):
             present_name = _make_part_name([k.name for k, _ in present], [v for _, v in present])
             source_path = warehouse.join(source.sd.location, present_name)
             dest_path = warehouse.join(dest.sd.location, present_name)
-            moved = []
+            moved, dropped = [], []
             for name, data in to_move:
                 part = codec.decode(self.t.Partition, data)
                 dest_name = part_name(dest, part.values)
@@ -342,7 +342,7 @@ class PartitionSpecCalls(Family):
                 part.dbName, part.tableName = dest.dbName, dest.tableName
                 part.sd.location = warehouse.join(dest.sd.location, dest_name)
                 cat.put(key, part)
-                self._parts._drop(cat, source, [name])
+                dropped += self._parts._drop(cat, source, [name])
                 privileges.copy_to_new_partition(cat, dest, dest_name, part.values)
                 answer = copy.copy(part)
                 answer.dbName = dest_db
@@ -351,6 +351,8 @@ class PartitionSpecCalls(Family):
             move = (source_path, dest_path)
         if move is not None:
             warehouse.rename(*move)
+        from hms_proxy import compaction  # HMS fires a drop event for the source partitions
+        compaction.forget_partitions(self.env, source, dropped)
         return moved
 
 

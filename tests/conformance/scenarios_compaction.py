@@ -320,3 +320,27 @@ def compaction_drops_clean_txn_components(c, rec):
     probe("heartbeat each after dropping the tables")
     rec.call("drop_database", db, True, True)
     probe("heartbeat each after dropping the database")
+
+
+@scenario
+def compaction_cleaned_by_exchange(c, rec):
+    """exchange_partition fires a drop event for the source partitions: a transactional
+    source table's queued entries for them go."""
+    db = "cfcq_exch"
+    ids = Ids(db)
+    rec.call("create_database", database(db))
+    src = acid_table(db, "src", cols("ds string"))
+    dst = acid_table(db, "dst", cols("ds string"))
+    rec.call("create_table", src)
+    rec.call("create_table", dst)
+    for values in (["1"], ["2"]):
+        rec.call("add_partition", partition(src, values))
+    for args in ((db, "src", "ds=1"), (db, "src", "ds=2"), (db, "dst", "ds=1"), (db, "src")):
+        rec.call("compact2", request(*args), transform=ids.response)
+    rec.call("exchange_partition", {"ds": "1"}, db, "src", db, "dst")
+    rec.call("show_compact", T.ShowCompactRequest(), transform=ids.rows,
+             label="after exchange_partition")
+    rec.call("drop_table", db, "src", True)
+    rec.call("drop_table", db, "dst", True)
+    rec.call("drop_database", db, True, True)
+    rec.call("show_compact", T.ShowCompactRequest(), transform=ids.rows, label="after the drops")
