@@ -8,8 +8,8 @@ What is read, per imported database, with our generated client:
   :data:`TABLE_BATCH`);
 * each partitioned table's partitions: ``get_partition_names``, then ``get_partitions_by_names``
   in batches of :data:`PARTITION_BATCH`, :data:`FETCH_CONNECTIONS` batches at a time on as
-  many connections (the upstream serves them in parallel; each is encoded and compared as it
-  arrives);
+  many connections (``--connections``; the upstream serves them in parallel, and more threads
+  get it more CPU on a busy machine), each encoded and compared, in order, as it arrives;
 * column statistics: table level with ``get_table_statistics_req`` (which columns have some)
   and ``get_table_column_statistics`` per such column (its descriptor, with ``lastAnalyzed``);
   partition level with ``get_partitions_statistics_req`` per batch of partitions. That call
@@ -49,7 +49,7 @@ from kvmodel.contract import Commit, prefix_end
 
 TABLE_BATCH = 100
 PARTITION_BATCH = 2000
-FETCH_CONNECTIONS = 4  # partition batches fetched at once, each on its own connection
+FETCH_CONNECTIONS = 8  # partition batches fetched at once, each on its own connection
 EXACT_PARTITION_STATS = 2000
 CONNECT_TIMEOUT = 15.0
 CALL_TIMEOUT = 900.0
@@ -341,13 +341,49 @@ class _Differ:
                 self.gone(key)
 
 
+def encode_partition(part) -> bytes:
+    """``codec.encode(part)`` (the same bytes), faster for the usual partition: its three
+    string maps sorted directly instead of walking the whole struct."""
+    sd = part.sd
+    if part.privileges is not None or sd is None or sd.serdeInfo is None or (
+            sd.skewedInfo is not None and sd.skewedInfo.skewedColValueLocationMaps):
+        return codec.encode(part)
+    if part.parameters:
+        part.parameters = dict(sorted(part.parameters.items()))
+    if sd.parameters:
+        sd.parameters = dict(sorted(sd.parameters.items()))
+    serde = sd.serdeInfo
+    if serde.parameters:
+        serde.parameters = dict(sorted(serde.parameters.items()))
+    return codec.encode_fast(part)
+
+
+class _PartNames:
+    """``names.make_part_name`` for one table's keys (escaped once), values escaped as
+    Hive escapes them."""
+
+    def __init__(self, key_names: list[str]):
+        from hms_proxy import names
+
+        self.names = names
+        self.prefixes = [names.escape_path_name(k.lower()) + "=" for k in key_names]
+
+    def __call__(self, values) -> str:
+        if values is None or len(values) != len(self.prefixes):
+            raise ImportFailed(f"a partition's values {values!r} do not fit its table's "
+                               f"{len(self.prefixes)} partition keys")
+        esc = self.names.escape_path_name
+        return "/".join(p + esc(v) for p, v in zip(self.prefixes, values))
+
+
 def _scan(view, prefix: str) -> dict[str, bytes]:
     return dict(view.scan(prefix, prefix_end(prefix)))
 
 
 def import_metastore(store, uri: str, *, branch: str = "main", databases=None,
                      message: str | None = None, author: str = "", metadata: dict | None = None,
-                     progress: Progress | None = None, store_path=None) -> ImportResult:
+                     progress: Progress | None = None, store_path=None,
+                     connections: int = FETCH_CONNECTIONS) -> ImportResult:
     """Import ``databases`` (None: all) of the metastore at ``uri`` into ``branch`` as one
     commit of exactly what differs (none when nothing does: ``result.commit`` is None).
     Raises ImportFailed, kvmodel's StoreError (DirtyBranch, HeadMoved, HookVeto...)."""
@@ -408,8 +444,9 @@ def import_metastore(store, uri: str, *, branch: str = "main", databases=None,
         # 2. each database against the head
         t0 = time.monotonic()
         stats_budget = [EXACT_PARTITION_STATS]
-        with ThreadPoolExecutor(max_workers=FETCH_CONNECTIONS) as ahead, \
+        with ThreadPoolExecutor(max_workers=max(1, connections)) as ahead, \
                 store.read(head) as view:
+            ahead.width = max(1, connections)
             for db, database, tables, part_names in plan:
                 _import_database(up, view, differ, progress, ahead, db, database, tables,
                                  part_names, functions[db], stats_budget)
@@ -503,8 +540,6 @@ def _import_database(up, view, differ, progress, ahead, db, database, tables, pa
 
 
 def _import_table(up, view, differ, progress, ahead, db, table, part_names, stats_budget) -> None:
-    from hms_proxy.names import make_part_name
-
     name = _lower(table.tableName)
     table.dbName, table.tableName = db, name
     tkey = keys.table_key(db, name)
@@ -527,6 +562,7 @@ def _import_table(up, view, differ, progress, ahead, db, table, part_names, stat
 
     # partitions (batches fetched in parallel, handled in order) and their statistics
     key_names = [k.name for k in table.partitionKeys or []]
+    make_part_name = _PartNames(key_names)
     part_prefix = keys.part_prefix(db, name)
     current = _scan(view, part_prefix)
     seen: set[str] = set()
@@ -543,19 +579,17 @@ def _import_table(up, view, differ, progress, ahead, db, table, part_names, stat
         return parts, (pstats.partStats if pstats is not None else None) or {}
 
     chunks = list(_chunks(part_names, PARTITION_BATCH))
-    pending = [ahead.submit(fetch, c) for c in chunks[:FETCH_CONNECTIONS]]
+    width = ahead.width
+    pending = [ahead.submit(fetch, c) for c in chunks[:width]]
     for i in range(len(chunks)):
         parts, pstats = pending.pop(0).result()
-        if i + FETCH_CONNECTIONS < len(chunks):
-            pending.append(ahead.submit(fetch, chunks[i + FETCH_CONNECTIONS]))
-        upstream_name = {}
+        if i + width < len(chunks):
+            pending.append(ahead.submit(fetch, chunks[i + width]))
         for part in parts:
             part.dbName, part.tableName = db, name
-            pname = make_part_name(key_names, part.values)
-            upstream_name[pname] = pname
-            key = part_prefix + pname
+            key = part_prefix + make_part_name(part.values)
             seen.add(key)
-            data = codec.encode(part)
+            data = encode_partition(part)
             old = current.get(key)
             if old != data:
                 differ.want(key, data, old)
@@ -661,6 +695,9 @@ def register(subparsers) -> None:
     p.add_argument("-m", "--message", default=None,
                    help="commit message (default: 'import DBS from URI (counts)')")
     p.add_argument("--author", default=None, help="commit author (default $USER)")
+    p.add_argument("--connections", type=int, default=FETCH_CONNECTIONS, metavar="N",
+                   help=f"partition batches read at once, each on a connection of its own "
+                        f"(default {FETCH_CONNECTIONS})")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_import)
 
@@ -695,7 +732,8 @@ def cmd_import(args) -> int:
     try:
         result = import_metastore(store, args.source, branch=args.branch, databases=databases,
                                   message=args.message, author=_author(args), progress=progress,
-                                  store_path=_local_path(args.store))
+                                  store_path=_local_path(args.store),
+                                  connections=args.connections)
     except HookVeto as veto:
         print(f"hms-proxy: error: import into {args.branch} vetoed by hooks (nothing "
               f"committed):", file=sys.stderr)
