@@ -156,14 +156,9 @@ def _generate(params, used_names: set[str]) -> str:
                            + _array_string(params))
 
 
-def _column(table, name):
+def _column(columns: dict, name):
     """The table's column matching ``name`` ignoring case (HMS compares equalsIgnoreCase)."""
-    if name is None:
-        return None
-    for col in (table.sd.cols if table.sd else None) or []:
-        if (col.name or "").lower() == name.lower():
-            return col.name
-    return None
+    return None if name is None else columns.get(name.lower())
 
 
 class _Batch:
@@ -173,32 +168,57 @@ class _Batch:
     def __init__(self, cat):
         self.cat = cat
         self._used = None
+        self._lower: set = set()
+        self._tables: dict = {}
+        self._has_pk: dict = {}
 
     def used(self):
         if self._used is None:
             self._used = _names_in_use(self.cat)
+            self._lower = {n.lower() for n, _ in self._used if n}
         return self._used
 
+    def lower_names(self):
+        """Stored names lower-cased (what constraintNameAlreadyExists compares against)."""
+        self.used()
+        return self._lower
+
+    def take(self, name, position) -> None:
+        self.used().add((name, position))
+        self._lower.add(name.lower())
+
     def table(self, db, tbl):
-        return self.cat.table(_identifier(db), _identifier(tbl))
+        key = (_identifier(db), _identifier(tbl))
+        if key not in self._tables:
+            table = self.cat.table(*key)
+            columns = {}
+            for col in ((table.sd.cols if table.sd else None) or []) if table else []:
+                columns.setdefault((col.name or "").lower(), col.name)
+            self._tables[key] = (table, columns)
+        return self._tables[key]
+
+    def has_pk(self, db, tbl) -> bool:
+        if (db, tbl) not in self._has_pk:
+            self._has_pk[(db, tbl)] = self.cat.raw(pk_key(db, tbl)) is not None
+        return self._has_pk[(db, tbl)]
 
     def primary_keys(self, rows):
         """Validated rows, (table db, table name, SQLPrimaryKey) each, names generated."""
         out, name = [], None
         for row in rows:
-            table = self.table(row.table_db, row.table_name)
+            table, columns = self.table(row.table_db, row.table_name)
             if table is None:
                 raise errors.InvalidObject(f"Parent table not found: {row.table_name}")
-            column = _column(table, row.column_name)
+            column = _column(columns, row.column_name)
             if column is None:
                 raise errors.InvalidObject(f"Parent column not found: {row.column_name}")
-            if read_pks(self.cat, table.dbName, table.tableName):
+            if self.has_pk(table.dbName, table.tableName):
                 raise errors.MetaError(
                     f" Primary key already exists for: {table.dbName}.{row.table_name}")
             if row.pk_name is None:
                 if _int(row.key_seq) == 1:
                     name = _generate([row.table_db, row.table_name, row.column_name, "pk"],
-                                     {n.lower() for n, _ in self.used() if n})
+                                     self.lower_names())
             else:
                 name = row.pk_name
             out.append((table.dbName, table.tableName, ttypes.SQLPrimaryKey(
@@ -210,23 +230,23 @@ class _Batch:
     def foreign_keys(self, rows):
         out, name = [], None
         for row in rows:
-            parent = self.table(row.pktable_db, row.pktable_name)
+            parent, pcols = self.table(row.pktable_db, row.pktable_name)
             if parent is None:
                 raise errors.InvalidObject(f"Parent table not found: {row.pktable_name}")
-            child = self.table(row.fktable_db, row.fktable_name)
+            child, ccols = self.table(row.fktable_db, row.fktable_name)
             if child is None:
                 raise errors.InvalidObject(f"Child table not found: {row.fktable_name}")
-            pcol = _column(parent, row.pkcolumn_name)
+            pcol = _column(pcols, row.pkcolumn_name)
             if pcol is None:
                 raise errors.InvalidObject(f"Parent column not found: {row.pkcolumn_name}")
-            ccol = _column(child, row.fkcolumn_name)
+            ccol = _column(ccols, row.fkcolumn_name)
             if ccol is None:
                 raise errors.InvalidObject(f"Child column not found: {row.fkcolumn_name}")
             if row.fk_name is None:
                 if _int(row.key_seq) == 1:
                     name = _generate([row.fktable_db, row.fktable_name, row.pktable_db,
                                       row.pktable_name, row.pkcolumn_name, row.fkcolumn_name,
-                                      "fk"], {n.lower() for n, _ in self.used() if n})
+                                      "fk"], self.lower_names())
             else:
                 name = row.fk_name
             out.append((child.dbName, child.tableName, ttypes.SQLForeignKey(
@@ -241,19 +261,26 @@ class _Batch:
     def store(self, kind, validated) -> None:
         """Store rows one by one; a duplicate (name, position) or a null name raises
         _NotPersisted with the rows before it stored."""
-        for db, tbl, row in validated:
-            name = row.pk_name if kind == "pk" else row.fk_name
-            if name is None or len(name) > MAX_NAME or (name, row.key_seq) in self.used():
-                raise _NotPersisted(name)
-            self.used().add((name, row.key_seq))
-            if kind == "pk":
-                write_pks(self.cat, db, tbl, read_pks(self.cat, db, tbl) + [row])
-            else:
-                write_fks(self.cat, db, tbl, read_fks(self.cat, db, tbl) + [row])
-                if (row.pktable_db, row.pktable_name) != (db, tbl):
-                    self.cat.put(ref_key(row.pktable_db, row.pktable_name, db, tbl),
-                                 ttypes.ForeignKeysRequest(row.pktable_db, row.pktable_name,
-                                                           db, tbl))
+        pending: dict = {}  # (db, tbl) -> the table's rows so far, written once at the end
+        refs = set()
+        read, write = (read_pks, write_pks) if kind == "pk" else (read_fks, write_fks)
+        try:
+            for db, tbl, row in validated:
+                name = row.pk_name if kind == "pk" else row.fk_name
+                if name is None or len(name) > MAX_NAME or (name, row.key_seq) in self.used():
+                    raise _NotPersisted(name)
+                self.take(name, row.key_seq)
+                if (db, tbl) not in pending:
+                    pending[(db, tbl)] = read(self.cat, db, tbl)
+                pending[(db, tbl)].append(row)
+                if kind == "fk" and (row.pktable_db, row.pktable_name) != (db, tbl):
+                    refs.add((row.pktable_db, row.pktable_name, db, tbl))
+        finally:  # what was stored before a failing row stays stored
+            for (db, tbl), rows in pending.items():
+                write(self.cat, db, tbl, rows)
+            for pdb, ptbl, cdb, ctbl in refs:
+                self.cat.put(ref_key(pdb, ptbl, cdb, ctbl),
+                             ttypes.ForeignKeysRequest(pdb, ptbl, cdb, ctbl))
 
 
 def add_with_constraints(cat, primary_keys, foreign_keys) -> None:
