@@ -11,7 +11,7 @@ blanks count) but trailing blanks ignored.
 
 Here a mark is a key in the table's subtree::
 
-    db/<db>/table/<tbl>/pevent/<type>/<given db>/<given table>/<values>   (percent-escaped)
+    db/<db>/table/<tbl>/pevent/<type>/<given db>/<given table>[/<values>]   (percent-escaped)
 
 holding a :class:`StoredPartitionEvent`, so marks branch and merge with the catalog. Unlike
 HMS, whose rows outlive the table, a drop removes them and a rename leaves them behind (in
@@ -87,10 +87,11 @@ class PartitionEventCalls(Family):
 
     @staticmethod
     def _key(table, db_name, tbl_name, part_str, event_type) -> str:
-        # Derby's VARCHAR equality ignores trailing blanks
-        parts = (quote(s.rstrip(" "), safe="") for s in (db_name, tbl_name, part_str))
+        # Derby's VARCHAR equality ignores trailing blanks; no empty path segment (the
+        # values of an unpartitioned table, or only empty values, join to "")
+        db, tbl, part = (quote(s.rstrip(" "), safe="") for s in (db_name, tbl_name, part_str))
         return (f"{keys.table_key(table.dbName, table.tableName)}/{SUBTREE}{event_type}/"
-                + "/".join(parts))
+                f"{db}/{tbl}" + (f"/{part}" if part else ""))
 
     def markPartitionForEvent(self, ctx, db_name, tbl_name, part_vals, eventType):
         with self.writing(ctx) as cat:

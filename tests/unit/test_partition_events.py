@@ -12,6 +12,7 @@ from hms_proxy.partition_events import PartitionEventCalls
 from hms_proxy.tables import TableCalls
 from hms_proxy.warehouse import Warehouse
 from kvmodel import codec
+from kvmodel.entities import parse_key
 from kvmodel.store import open_store
 from tests.conformance.builders import cols, database, table
 from tests.support.client import ttypes as T
@@ -34,7 +35,17 @@ def test_marks_in_the_table_subtree(env):
     marks.markPartitionForEvent(ctx, "D", "t", {"ds": "a/b", "hr": "1"}, LD)
     with env.store.read("main") as view:
         found = [k for k, _ in view.scan_prefix("db/d/table/t/pevent/")]
-    assert found == [f"db/d/table/t/pevent/{LD}/D/t/a%2Fb%2C1"]
+    marks.markPartitionForEvent(ctx, "d", "t", {"ds": "", "hr": " "}, LD)
+    with env.store.read("main") as view:
+        found = [k for k, _ in view.scan_prefix("db/d/table/t/pevent/")]
+    assert found == [f"db/d/table/t/pevent/{LD}/D/t/a%2Fb%2C1", f"db/d/table/t/pevent/{LD}/d/t/%2C"]
+    assert all(parse_key(k)[0] == "table_item" for k in found)
+    tbls.create_table(ctx, table("d", "flat"))
+    marks.markPartitionForEvent(ctx, "d", "flat", {}, LD)
+    with env.store.read("main") as view:
+        assert [k for k, _ in view.scan_prefix("db/d/table/flat/")] == [
+            f"db/d/table/flat/pevent/{LD}/d/flat"]
+    assert marks.isPartitionMarkedForEvent(ctx, "d", "flat  ", {}, LD)
     assert marks.isPartitionMarkedForEvent(ctx, "D", "t ", {"ds": "a/b", "hr": "1"}, LD)
     assert not marks.isPartitionMarkedForEvent(ctx, "d", "t", {"ds": "a/b", "hr": "1"}, LD)
 
