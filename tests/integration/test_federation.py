@@ -423,6 +423,22 @@ def test_a_dead_or_stalled_upstream_fails_its_databases_only(fed, relay, direct)
         relay.up()
         wait_recovered(c, direct)
         relay.hang()  # connections accepted, nothing answered
+        # a call waiting on the hanging upstream holds up nobody else
+        waiting = {}
+
+        def wait_upstream():
+            with connect(fed) as other_client:
+                waiting["r"] = timed(other_client.get_partition_names, up.DB, up.PARTITIONED, -1)
+
+        other = threading.Thread(target=wait_upstream)
+        other.start()
+        time.sleep(0.1)
+        (kind, _), took = timed(c.get_partition_names, OURS, "orders", -1)
+        assert kind == "ok" and took < 1.0, took
+        other.join()
+        (kind, message), took = waiting["r"]
+        assert kind == "MetaException" and "no answer within" in message, message
+        assert UPSTREAM_TIMEOUT - 0.5 < took < PROMPT
         check_degraded(c, relay)
         relay.up()
         wait_recovered(c, direct)
