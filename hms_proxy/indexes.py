@@ -35,6 +35,10 @@ def _identifier(name):
     return name.strip().lower()
 
 
+def _java(text) -> str:
+    return "null" if text is None else text
+
+
 def index_prefix(db, tbl):
     return f"{keys.table_key(db, tbl)}/{SUB}"
 
@@ -127,14 +131,17 @@ class _Silently(Exception):
 
 class IndexCalls(Family):
     def _get(self, cat, db_name, tbl_name, index_name):
-        db, tbl, name = _identifier(db_name), _identifier(tbl_name), _identifier(index_name)
-        data = cat.raw(index_key(db, tbl, name))
+        db, tbl = _identifier(db_name), _identifier(tbl_name)
+        if cat.raw(keys.table_key(db, tbl)) is None:
+            return None  # HMS looks the table up before it normalizes the index name
+        data = cat.raw(index_key(db, tbl, _identifier(index_name)))
         return None if data is None else codec.decode(ttypes.Index, data)
 
     def _require(self, cat, db_name, tbl_name, index_name):
         index = self._get(cat, db_name, tbl_name, index_name)
         if index is None:
-            raise errors.NoSuchObject(f"{db_name}.{tbl_name} index={index_name} not found")
+            raise errors.NoSuchObject(
+                f"{_java(db_name)}.{_java(tbl_name)} index={_java(index_name)} not found")
         return index
 
     # --- reads ---------------------------------------------------------------------------

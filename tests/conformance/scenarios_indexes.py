@@ -104,6 +104,12 @@ def indexes_life_cycle(c, rec):
              label="drop_index_by_name missing, upper case", msg=True)
     rec.call("get_index_by_name", None, "base", "idx1", label="get_index_by_name null db",
              msg=True)
+    rec.call("get_index_by_name", DB, "base", None, label="get_index_by_name null name",
+             msg=True)
+    rec.call("get_index_by_name", DB, "nosuch", None,
+             label="get_index_by_name null name, missing table", msg=True)
+    rec.call("drop_index_by_name", DB, "base", None, True, label="drop_index_by_name null name",
+             msg=True)
     rec.call("get_index_names", DB, "nosuch", -1, label="get_index_names missing table")
     rec.call("get_indexes", DB, "nosuch", -1, label="get_indexes missing table")
     rec.call("get_indexes", "cfidx_nodb", "base", -1, label="get_indexes missing database")
