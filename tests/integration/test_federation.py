@@ -241,6 +241,14 @@ def test_upstream_uris():
         federation.parse_uri("http://old-hms:9083")
 
 
+def test_a_bad_upstream_uri_stops_the_start(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "hms_proxy.cli", "serve", "--store",
+                           str(tmp_path / "store"), "--port", "0", "--upstream",
+                           "http://old-hms:9083"], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode != 0 and "--upstream" in proc.stderr and "thrift://" in proc.stderr
+
+
 # --- reads -------------------------------------------------------------------------------------
 
 READS = [
@@ -422,6 +430,10 @@ def test_a_dead_or_stalled_upstream_fails_its_databases_only(fed, relay, direct)
         check_degraded(c, relay)
         relay.up()
         wait_recovered(c, direct)
+        log = fed.log_path.read_text()
+        assert f"upstream metastore {relay.uri} unreachable" in log
+        assert "get_all_databases answers this catalog's objects only" in log
+        assert f"upstream metastore {relay.uri} is reachable again" in log
         relay.hang()  # connections accepted, nothing answered
         # a call waiting on the hanging upstream holds up nobody else
         waiting = {}
