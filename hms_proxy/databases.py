@@ -72,7 +72,7 @@ class DatabaseCalls(Family):
             cat.put(keys.db_key(name), old)
 
     def drop_database(self, ctx, name, deleteData, cascade):
-        from hms_proxy.tables import managed_data_locations
+        from hms_proxy.tables import DROP_HOOKS, managed_data_locations
 
         name = lower(name)
         if name == DEFAULT_DB:
@@ -97,11 +97,15 @@ class DatabaseCalls(Family):
                 if functions:
                     raise errors.InvalidOperation(
                         f"Database {name} is not empty. One or more functions exist.")
+            for tbl in tables:  # HMS drops each table with drop_table (its keys, indexes...)
+                table = cat.table(name, tbl)
+                if table is None:
+                    continue
+                if deleteData:
+                    doomed.extend(managed_data_locations(cat, table))
+                for hook in DROP_HOOKS:
+                    hook(cat, table, False)
             if deleteData:
-                for tbl in tables:
-                    table = cat.table(name, tbl)
-                    if table is not None:
-                        doomed.extend(managed_data_locations(cat, table))
                 doomed.append(db.locationUri)
             cat.delete_database_subtree(name)
         from hms_proxy import compaction

@@ -326,3 +326,31 @@ def constraints_create_table(c, rec):
     get_fk(rec, None, None, d, "emp", label="emp after dept dropped")
     get_pk(rec, "dept", db=d, label="dept after drop")
     rec.call("drop_database", d, True, True)
+
+
+@scenario
+def constraints_dropped_with_database(c, rec):
+    """drop_database(cascade) drops each table as drop_table does: foreign keys that other
+    databases hold on its tables go with them, and a table of the same name created later
+    inherits nothing."""
+    parent_db, child_db = "cfpk_dbdrop_p", "cfpk_dbdrop_c"
+    rec.call("create_database", database(parent_db))
+    rec.call("create_database", database(child_db))
+    rec.call("create_table_with_constraints",
+             table(parent_db, "users", cols("id int", "name string")),
+             [pk("users", "id", 1, "cfpk_dbdrop_users_pk", db=parent_db)], [])
+    rec.call("create_table_with_constraints",
+             table(child_db, "orders", cols("id int", "user_id int")), [],
+             [fk("users", "id", "orders", "user_id", 1, "cfpk_dbdrop_orders_fk", pdb=parent_db,
+                 cdb=child_db, pk_name="cfpk_dbdrop_users_pk")])
+    request = T.ForeignKeysRequest(None, None, child_db, "orders")
+    rec.call("get_foreign_keys", request, transform=fks, label="foreign keys before")
+    rec.call("drop_database", parent_db, True, True)
+    rec.call("get_foreign_keys", request, transform=fks, label="foreign keys after the drop")
+    rec.call("create_database", database(parent_db))
+    rec.call("create_table_with_constraints",
+             table(parent_db, "users", cols("id int", "name string")),
+             [pk("users", "id", 1, "cfpk_dbdrop_users_pk2", db=parent_db)], [])
+    rec.call("get_foreign_keys", request, transform=fks, label="foreign keys after re-creating")
+    rec.call("drop_database", parent_db, True, True)
+    rec.call("drop_database", child_db, True, True)
