@@ -120,6 +120,11 @@ class Processor:
                 log.warning("oneway %s failed: %s", name, exc)
                 return
             self._reply_error(oprot, method, seqid, exc)
+            if isinstance(exc, TApplicationException) and \
+                    exc.type == TApplicationException.PROTOCOL_ERROR:
+                # A request missing a required field: HMS answers, but leaves the rest of the
+                # message unread, so the connection's next call fails; it ends here instead.
+                raise CloseConnection() from exc
             return
         finally:
             if self.metrics is not None:

@@ -137,10 +137,14 @@ def compaction_bad_requests(c, rec):
     rec.call("show_compact", T.ShowCompactRequest(), transform=ids.listing)
 
 
-# --- requests missing a required field: each the last call on its connection ----------------
+# --- requests missing a required field: the connection's next call fails --------------------
 @scenario
 def compaction_without_dbname(c, rec):
     rec.call("compact2", request(None, "t", "p=1", MINOR), msg=True)
+    rec.call("show_compact", T.ShowCompactRequest(), transform=lambda r: None,
+             label="show_compact on the same connection")
+    rec.call("show_compact", T.ShowCompactRequest(), transform=lambda r: None,
+             label="show_compact on a new connection")
 
 
 @scenario

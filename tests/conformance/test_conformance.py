@@ -34,9 +34,9 @@ KNOWN_DIFFERENCES: dict[str, str] = {}
 TRANSCRIPTS = REPO_ROOT / "tests" / ".artifacts" / "conformance"
 ONLY = os.environ.get("CONFORMANCE_ONLY", "")
 
-# The share of the interface (HMS 2.3.10 and fb303) that scenarios must call and match: a
-# ratchet raised as scenarios are added, towards the target of 95%.
-COVERAGE_GOAL = 0.56
+# The share of the interface (HMS 2.3.10 and fb303) that scenarios must call and match
+# (166 of 167 today: all but get_partitions_by_expr, see docs/compatibility.md).
+COVERAGE_GOAL = 0.95
 # scenario name -> the interface methods it called, for each scenario that matched the oracle
 COMPARED: dict[str, set[str]] = {}
 
