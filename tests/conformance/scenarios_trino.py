@@ -10,7 +10,8 @@ not have the newer request fields, and then the 2.3 fallback.
 
 Trino's table privileges (SHOW GRANTS, GRANT, REVOKE: list_privileges, grant_privileges,
 revoke_privileges, grant_revoke_privileges) and get_delegation_token (Kerberos impersonation)
-are in trino_table_privileges.
+are in trino_table_privileges; add_dynamic_partitions (INSERT into a partitioned ACID table)
+in trino_dynamic_partitions.
 """
 
 from __future__ import annotations
@@ -536,3 +537,51 @@ def trino_table_privileges(c, rec):
     rec.call("drop_table", PRIV_DB, "orders", True)
     rec.call("drop_role", "cftrino_auditor")
     rec.call("drop_database", PRIV_DB, True, True)
+
+
+DYN_DB = "cftrino_dyn"
+
+
+@scenario
+def trino_dynamic_partitions(c, rec):
+    """INSERT into a partitioned ACID table: Trino registers the partitions it wrote with
+    add_dynamic_partitions in Hive 3's layout (writeid as field 2, so every later field id is
+    one higher than 2.3's): a 2.3 server finds dbname unset and answers PROTOCOL_ERROR, which
+    ends the connection. The 2.3 layout from a 2.3 client is accepted."""
+    rec.call("create_database", database(DYN_DB))
+    acid = table(DYN_DB, "events", cols("id bigint"), cols("ds string"),
+                 parameters={"transactional": "true"})
+    acid.sd.inputFormat = "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat"
+    acid.sd.outputFormat = "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat"
+    acid.sd.serdeInfo.serializationLib = "org.apache.hadoop.hive.ql.io.orc.OrcSerde"
+    acid.sd.numBuckets, acid.sd.bucketCols = 2, ["id"]
+    rec.call("create_table", acid)
+    opened = rec.call("open_txns", T.OpenTxnRequest(1, "alice", "trino-host", "trino-450-q10"),
+                      transform=lambda r: len(r.txn_ids))
+    if opened is None:
+        return
+    txn = opened.txn_ids[0]
+    comp = T.LockComponent(T.LockType.SHARED_READ, T.LockLevel.TABLE, DYN_DB, "events",
+                           operationType=T.DataOperationType.INSERT, isAcid=True,
+                           isDynamicPartitionWrite=True)
+    rec.call("lock", T.LockRequest([comp], txn, "alice", "trino-host", "trino-450-q10"),
+             transform=state)
+    rec.call("add_dynamic_partitions", T.AddDynamicPartitions(
+        txn, DYN_DB, "events", ["ds=2024-01-01"], T.DataOperationType.INSERT),
+        label="add_dynamic_partitions (2.3 layout)")
+    rec.call("commit_txn", T.CommitTxnRequest(txn))
+    opened = rec.call("open_txns", T.OpenTxnRequest(1, "alice", "trino-host", "trino-450-q11"),
+                      transform=lambda r: len(r.txn_ids))
+    if opened is None:
+        return
+    txn = opened.txn_ids[0]
+    raw_send(rec, "add_dynamic_partitions", [struct_arg(Fields("AddDynamicPartitions", [
+        (1, TType.I64, txn, None), (2, TType.I64, 1, None),          # writeid (3.0)
+        (3, TType.STRING, DYN_DB, "UTF8"), (4, TType.STRING, "events", "UTF8"),
+        (5, TType.LIST, ["ds=2024-01-02"], (TType.STRING, "UTF8", False)),
+        (6, TType.I32, T.DataOperationType.INSERT, None)]))],
+        label="add_dynamic_partitions (3.0 layout)", msg=40)
+    rec.call("abort_txn", T.AbortTxnRequest(txn), label="abort_txn on the same connection")
+    rec.call("abort_txn", T.AbortTxnRequest(txn), label="abort_txn on a new connection")
+    rec.call("drop_table", DYN_DB, "events", True)
+    rec.call("drop_database", DYN_DB, True, True)
