@@ -18,7 +18,7 @@ from kvmodel.store import open_store
 from tests.support import upstream as U
 from tests.support.process import REPO_ROOT
 
-pytestmark = [pytest.mark.oracle, pytest.mark.spark, pytest.mark.timeout(600)]
+pytestmark = pytest.mark.timeout(600)
 
 
 def hms_proxy(*args, check=None):
@@ -111,6 +111,8 @@ def imported(spark_filled_hms, tmp_path_factory):
     return store, first
 
 
+@pytest.mark.oracle
+@pytest.mark.spark
 def test_import_serves_what_the_upstream_answers(spark_filled_hms, imported, tmp_path):
     store, first = imported
     assert first.stdout.startswith("[main ")
@@ -143,6 +145,8 @@ def test_import_serves_what_the_upstream_answers(spark_filled_hms, imported, tmp
         proxy.stop()
 
 
+@pytest.mark.oracle
+@pytest.mark.spark
 def test_a_rerun_with_nothing_changed_commits_nothing(spark_filled_hms, imported):
     store, _ = imported
     before = log(store)
@@ -184,6 +188,8 @@ def delta_db(spark_filled_hms):
             up.drop_database(db, True, True)
 
 
+@pytest.mark.oracle
+@pytest.mark.spark
 def test_a_rerun_commits_exactly_what_changed_upstream(spark_filled_hms, delta_db, tmp_path):
     store = tmp_path / "store"
     uri = spark_filled_hms.uri
@@ -243,6 +249,8 @@ def test_a_rerun_commits_exactly_what_changed_upstream(spark_filled_hms, delta_d
     assert all(v == "removed" for k, v in changed.items() if k.startswith(f"db/{delta_db}"))
 
 
+@pytest.mark.oracle
+@pytest.mark.spark
 def test_the_databases_filter(spark_filled_hms, tmp_path):
     store = tmp_path / "store"
     import_(store, spark_filled_hms.uri, "--databases", U.OTHER_DB.upper(), "--json")
@@ -271,6 +279,8 @@ def test_an_unreachable_upstream_leaves_the_branch_untouched(tmp_path):
     assert "thrift://HOST:PORT" in bad.stderr
 
 
+@pytest.mark.oracle
+@pytest.mark.spark
 def test_a_branch_with_uncommitted_changes_is_refused(spark_filled_hms, tmp_path):
     store = tmp_path / "store"
     s = open_store(str(store))
@@ -279,3 +289,43 @@ def test_a_branch_with_uncommitted_changes_is_refused(spark_filled_hms, tmp_path
     s.close()
     out = import_(store, spark_filled_hms.uri, "--databases", U.OTHER_DB, check=2)
     assert "uncommitted changes" in out.stderr
+
+
+def test_our_own_server_is_an_upstream_too(tmp_path):
+    """No Java needed: hms-proxy serving one store is imported into another, and serves the
+    same answers from it (partitions by the hundred, statistics, a function)."""
+    source = start_proxy(tmp_path / "src", cwd=REPO_ROOT)
+    try:
+        with open_client(source.uri) as up:
+            up.create_database(T.Database("ours", "ours", None, {"a": "b"}))
+            up.create_table(_table("ours", "facts", True))
+            up.add_partitions([T.Partition(values=[f"2024-01-{d:02d} {h}"], dbName="ours",
+                                           tableName="facts", sd=_sd())
+                               for d in range(1, 31) for h in range(10)])
+            up.create_table(_table("ours", "dims", False))
+            up.update_table_column_statistics(T.ColumnStatistics(
+                T.ColumnStatisticsDesc(True, "ours", "dims", None, 1_700_000_000),
+                [T.ColumnStatisticsObj("b", "string", T.ColumnStatisticsData(
+                    stringStats=T.StringColumnStatsData(5, 2.5, 1, 4)))]))
+            up.update_partition_column_statistics(T.ColumnStatistics(
+                T.ColumnStatisticsDesc(False, "ours", "facts", "ds=2024-01-01 0", 1_700_000_001),
+                [T.ColumnStatisticsObj("a", "int", T.ColumnStatisticsData(
+                    longStats=T.LongColumnStatsData(1, 2, 0, 2)))]))
+            up.create_function(T.Function("f", "ours", "x.F", "me", T.PrincipalType.USER, 0, 1,
+                                          []))
+        store = tmp_path / "store"
+        out = import_(store, source.uri, "--databases", "ours", "--connections", "3")
+        assert "partitions +300" in out.stdout
+        s = open_store(str(store))
+        s.create_tag("imported", "main")
+        s.close()
+        copy = start_proxy(tmp_path / "copy", "--ref", "imported", store=store, cwd=REPO_ROOT)
+        try:
+            with open_client(source.uri) as up, open_client(copy.uri) as me:
+                assert compare_served(up, me, ["ours"]) == []
+        finally:
+            copy.stop()
+        assert import_(store, source.uri, "--databases", "ours").stdout.startswith(
+            "nothing changed")
+    finally:
+        source.stop()
