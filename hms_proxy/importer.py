@@ -708,9 +708,10 @@ def cmd_import(args) -> int:
     from kvmodel.errors import StoreError
     from kvmodel.hooks import HookVeto
 
-    from hms_proxy.refs_cli import _author, _local_path, short
-
     import logging
+    import shutil
+
+    from hms_proxy.refs_cli import _author, _local_path, short
 
     # TSocket logs each refused connection; the error line below says it once
     logging.getLogger("thrift.transport.TSocket").setLevel(logging.CRITICAL)
@@ -721,6 +722,8 @@ def cmd_import(args) -> int:
             print("hms-proxy: error: --databases takes a comma-separated list of names",
                   file=sys.stderr)
             return 2
+    local = _local_path(args.store)
+    created = local is not None and not os.path.exists(local)  # removed again on failure
     try:
         from kvmodel.store import open_store
 
@@ -729,23 +732,30 @@ def cmd_import(args) -> int:
         print(f"hms-proxy: error: cannot open the store {args.store}: {exc}", file=sys.stderr)
         return 2
     progress = Progress(sys.stderr)
+    status = None
     try:
         result = import_metastore(store, args.source, branch=args.branch, databases=databases,
                                   message=args.message, author=_author(args), progress=progress,
-                                  store_path=_local_path(args.store),
-                                  connections=args.connections)
+                                  store_path=local, connections=args.connections)
     except HookVeto as veto:
         print(f"hms-proxy: error: import into {args.branch} vetoed by hooks (nothing "
               f"committed):", file=sys.stderr)
         for line in str(veto).splitlines():
             print(f"  {line}", file=sys.stderr)
-        return 1
+        status = 1
     except (ImportFailed, StoreError, OSError, ValueError) as exc:
         text = (str(exc) or type(exc).__name__).splitlines()[0]
         print(f"hms-proxy: error: {text}", file=sys.stderr)
-        return 2
+        status = 2
+    except KeyboardInterrupt:
+        print("\nhms-proxy: error: import interrupted (nothing committed)", file=sys.stderr)
+        status = 130
     finally:
         store.close()
+    if status is not None:
+        if created:  # a store this command made, holding nothing: do not leave it behind
+            shutil.rmtree(local, ignore_errors=True)
+        return status
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     elif result.commit is None:

@@ -277,6 +277,9 @@ def test_an_unreachable_upstream_leaves_the_branch_untouched(tmp_path):
     assert log(store) == before
     bad = import_(store, "http://example.com:80", check=2)
     assert "thrift://HOST:PORT" in bad.stderr
+    # a store the failed command would have created is not left behind
+    import_(tmp_path / "new", f"thrift://127.0.0.1:{free_port()}", check=2)
+    assert not (tmp_path / "new").exists()
 
 
 @pytest.mark.oracle
