@@ -1,0 +1,550 @@
+"""Table-level statistics by reduction of partition statistics sets, never re-reading data.
+
+Each partition's set (:mod:`stats.layout`) already holds every summary of its rows; the table's
+are derived from them:
+
+* counts, null counts, sums, true/false counts: sums; min/max: the extreme partition value
+  (compared as numbers where ``min_value``/``max_value`` are given, else as text);
+  maximum length: the maximum; average length: weighted by non-null counts.
+* mean and population standard deviation, exactly: each partition contributes (n, mean, M2 =
+  n * stddev^2) and pairs combine with Chan et al.'s parallel formula
+  ``M2 = M2a + M2b + delta^2 * na * nb / n``.
+* distinct counts: the HyperLogLog sketches merged register-wise (maximum) and estimated with
+  the standard estimator and its small/large range corrections; exact instead when the merged
+  frequencies give it (discrete columns, :mod:`stats.frequencies`), or with a single partition.
+* histograms: re-binned onto one equal-width grid of ``bins`` bins over the global min/max
+  (:func:`rebin`). **Assumption**: the values of a partition bin are spread uniformly over it,
+  so a bin's count is split between the grid bins it overlaps in proportion to the overlap.
+  A grid bin's count is then exact up to the counts of the partition bins straddling its
+  edges (plus one for integer rounding); totals are always exact.
+* percentiles: read off the merged histogram by linear interpolation within a bin, hence
+  ``percentiles_exact`` false (with a single partition its own percentiles are kept).
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from stats import layout
+
+# --- Spark's xxhash64 (seed 42) and HyperLogLog sketches -----------------------------------------
+_P1 = 0x9E3779B185EBCA87
+_P2 = 0xC2B2AE3D27D4EB4F
+_P3 = 0x165667B19E3779F9
+_P4 = 0x85EBCA77C2B2AE63
+_P5 = 0x27D4EB2F165667C5
+_M64 = (1 << 64) - 1
+SEED = 42
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _M64
+
+
+def _round(acc: int, lane: int) -> int:
+    return (_rotl((acc + lane * _P2) & _M64, 31) * _P1) & _M64
+
+
+def _avalanche(h: int) -> int:
+    h ^= h >> 33
+    h = (h * _P2) & _M64
+    h ^= h >> 29
+    h = (h * _P3) & _M64
+    return h ^ (h >> 32)
+
+
+def xxhash64_bytes(data: bytes, seed: int = SEED) -> int:
+    """XXH64 of ``data`` (Spark's ``hashUnsafeBytes``: strings as UTF-8), unsigned."""
+    n, i, seed = len(data), 0, seed & _M64
+    if n >= 32:
+        v = [(seed + _P1 + _P2) & _M64, (seed + _P2) & _M64, seed, (seed - _P1) & _M64]
+        while i <= n - 32:
+            for j in range(4):
+                v[j] = _round(v[j], int.from_bytes(data[i + 8 * j:i + 8 * j + 8], "little"))
+            i += 32
+        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _M64
+        for lane in v:
+            h = ((h ^ _round(0, lane)) * _P1 + _P4) & _M64
+    else:
+        h = (seed + _P5) & _M64
+    h = (h + n) & _M64
+    while i + 8 <= n:
+        h ^= _round(0, int.from_bytes(data[i:i + 8], "little"))
+        h = (_rotl(h, 27) * _P1 + _P4) & _M64
+        i += 8
+    if i + 4 <= n:
+        h ^= (int.from_bytes(data[i:i + 4], "little") * _P1) & _M64
+        h = (_rotl(h, 23) * _P2 + _P3) & _M64
+        i += 4
+    while i < n:
+        h ^= (data[i] * _P5) & _M64
+        h = (_rotl(h, 11) * _P1) & _M64
+        i += 1
+    return _avalanche(h)
+
+
+def _u64(x) -> np.uint64:
+    return np.uint64(x & _M64)
+
+
+def _np_rotl(x: np.ndarray, r: int) -> np.ndarray:
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+def _np_avalanche(h: np.ndarray) -> np.ndarray:
+    h = h ^ (h >> np.uint64(33))
+    h = h * _u64(_P2)
+    h = h ^ (h >> np.uint64(29))
+    h = h * _u64(_P3)
+    return h ^ (h >> np.uint64(32))
+
+
+def xxhash64_long(values: np.ndarray, seed: int = SEED) -> np.ndarray:
+    """Spark's ``XXH64.hashLong`` of each 64-bit value, vectorized (uint64 results)."""
+    with np.errstate(over="ignore"):
+        v = np.asarray(values).astype(np.int64).view(np.uint64)
+        k = _np_rotl(v * _u64(_P2), 31) * _u64(_P1)
+        h = _u64(seed + _P5 + 8) ^ k
+        h = _np_rotl(h, 27) * _u64(_P1) + _u64(_P4)
+        return _np_avalanche(h)
+
+
+def xxhash64_int(values: np.ndarray, seed: int = SEED) -> np.ndarray:
+    """Spark's ``XXH64.hashInt`` of each 32-bit value, vectorized (uint64 results)."""
+    with np.errstate(over="ignore"):
+        v = np.asarray(values).astype(np.int64).astype(np.uint64) & np.uint64(0xFFFFFFFF)
+        h = _u64(seed + _P5 + 4) ^ (v * _u64(_P1))
+        h = _np_rotl(h, 23) * _u64(_P2) + _u64(_P3)
+        return _np_avalanche(h)
+
+
+def spark_xxhash64(values, hive_type: str, seed: int = SEED) -> np.ndarray:
+    """What Spark's ``xxhash64(col)`` gives for the non-null ``values`` of a column of
+    ``hive_type`` (as uint64): ints, dates and booleans by ``hashInt``, bigints and timestamps
+    (microseconds) by ``hashLong``, floats/doubles by their bits (-0.0 as 0.0), small decimals
+    by their unscaled long, strings and binaries by their bytes."""
+    base = layout.base_type(hive_type)
+    arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values)
+    arr = arr.drop_null() if hasattr(arr, "drop_null") else arr
+    if base in ("tinyint", "smallint", "int", "date", "boolean"):
+        if base == "date" and pa.types.is_date(arr.type):
+            arr = arr.cast(pa.int32())
+        return xxhash64_int(np.asarray(arr.cast(pa.int64()) if base == "boolean" else arr))
+    if base in ("bigint", "timestamp"):
+        if pa.types.is_timestamp(arr.type):
+            arr = arr.cast(pa.timestamp("us")).cast(pa.int64())
+        return xxhash64_long(np.asarray(arr))
+    if base == "float":
+        f = np.asarray(arr, dtype=np.float32) + np.float32(0.0)  # -0.0 -> 0.0
+        return xxhash64_int(f.view(np.int32))
+    if base == "double":
+        f = np.asarray(arr, dtype=np.float64) + 0.0
+        return xxhash64_long(f.view(np.int64))
+    if base == "decimal" and pa.types.is_decimal(arr.type) and arr.type.precision <= 18:
+        scale = arr.type.scale
+        return xxhash64_long(np.array([int(d.scaleb(scale)) for d in arr.to_pylist()],
+                                      dtype=np.int64))
+    out = []
+    for v in arr.to_pylist():
+        out.append(xxhash64_bytes(v if isinstance(v, bytes) else str(v).encode()))
+    return np.array(out, dtype=np.uint64)
+
+
+def hll_registers(hashes: np.ndarray, precision: int = layout.HLL_PRECISION) -> np.ndarray:
+    """A sketch per :mod:`stats.layout`: register = top ``precision`` bits of the hash,
+    rank = leading zeros of the remaining bits + 1 (at most 64 - precision + 1)."""
+    h = np.asarray(hashes, dtype=np.uint64)
+    regs = np.zeros(1 << precision, dtype=np.uint8)
+    if h.size == 0:
+        return regs
+    idx = (h >> np.uint64(64 - precision)).astype(np.int64)
+    w = (h << np.uint64(precision)) | np.uint64(1 << (precision - 1))
+    zeros = np.zeros(h.shape, dtype=np.int64)
+    for s in (32, 16, 8, 4, 2, 1):
+        top = (w >> np.uint64(64 - s)) == 0
+        zeros += s * top
+        w = np.where(top, w << np.uint64(s), w)
+    np.maximum.at(regs, idx, (zeros + 1).astype(np.uint8))
+    return regs
+
+
+def hll_merge(*sketches) -> np.ndarray:
+    """Register-wise maximum of sketches (bytes or uint8 arrays of one size)."""
+    arrays = [np.frombuffer(s, dtype=np.uint8) if isinstance(s, (bytes, bytearray, memoryview))
+              else np.asarray(s, dtype=np.uint8) for s in sketches]
+    if not arrays:
+        return np.zeros(1 << layout.HLL_PRECISION, dtype=np.uint8)
+    if len({a.size for a in arrays}) != 1:
+        raise ValueError("HyperLogLog sketches of different precisions cannot be merged")
+    return np.maximum.reduce(arrays) if len(arrays) > 1 else arrays[0].copy()
+
+
+def hll_estimate(registers) -> int:
+    """The HyperLogLog estimate (Flajolet et al.) with its standard corrections: linear
+    counting while the raw estimate is at most 2.5 m and some register is still zero; the
+    large-range correction for a 64-bit hash (``-2^64 ln(1 - E / 2^64)`` above 2^64 / 30)."""
+    regs = (np.frombuffer(registers, dtype=np.uint8)
+            if isinstance(registers, (bytes, bytearray, memoryview))
+            else np.asarray(registers, dtype=np.uint8))
+    m = regs.size
+    if m < 16 or m & (m - 1):
+        raise ValueError(f"a HyperLogLog has a power of two (>= 16) registers, not {m}")
+    alpha = {16: 0.673, 32: 0.697, 64: 0.709}.get(m, 0.7213 / (1 + 1.079 / m))
+    estimate = alpha * m * m / float(np.sum(np.ldexp(1.0, -regs.astype(np.int64))))
+    if estimate <= 2.5 * m:
+        zeros = int(np.count_nonzero(regs == 0))
+        if zeros:
+            estimate = m * math.log(m / zeros)
+    elif estimate > 2.0 ** 64 / 30:
+        estimate = -(2.0 ** 64) * math.log1p(-estimate / 2.0 ** 64)
+    return int(round(estimate))
+
+
+# --- partition sets -------------------------------------------------------------------------------
+def _local(path: str) -> str:
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    if path.startswith("file:"):
+        return path[len("file:"):]
+    return path
+
+
+@dataclass
+class PartitionSet:
+    """One statistics set directory, read lazily (only the files and columns asked for)."""
+    path: str
+    partition: str | None = None
+    _stats: pa.Table | None = field(default=None, repr=False)
+    _sketches: dict | None = field(default=None, repr=False)
+    _freq_groups: dict | None = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, item) -> "PartitionSet":
+        if isinstance(item, PartitionSet):
+            return item
+        path = _local(os.fspath(item))
+        return cls(path, os.path.basename(os.path.dirname(path.rstrip("/"))))
+
+    def file(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    @property
+    def statistics(self) -> pa.Table:
+        if self._stats is None:
+            self._stats = pq.read_table(self.file(layout.STATISTICS))
+        return self._stats
+
+    def rows(self) -> dict[str, dict]:
+        return {r["column"]: r for r in self.statistics.to_pylist()}
+
+    @property
+    def sketches(self) -> dict[str, bytes]:
+        if self._sketches is None:
+            path = self.file(layout.SKETCHES)
+            self._sketches = ({} if not os.path.exists(path) else
+                              {r["column"]: r["hll"] for r in pq.read_table(path).to_pylist()})
+        return self._sketches
+
+    def histogram(self, column: str):
+        """(lower, upper, count) numpy arrays of a column's bins (padding dropped), or None."""
+        path = self.file(layout.HISTOGRAMS)
+        if not os.path.exists(path) or column not in pq.read_schema(path).names:
+            return None
+        col = pq.read_table(path, columns=[column]).column(0).combine_chunks()
+        col = col.filter(col.is_valid())
+        if len(col) == 0:
+            return None
+        return (np.asarray(col.field("lower"), dtype=np.float64),
+                np.asarray(col.field("upper"), dtype=np.float64),
+                np.asarray(col.field("count").fill_null(0), dtype=np.int64))
+
+    def _groups(self) -> dict[str, list[int]]:
+        """Row groups of frequencies.parquet by column (a row group per column, per layout)."""
+        if self._freq_groups is None:
+            groups: dict[str, list[int]] = {}
+            path = self.file(layout.FREQUENCIES)
+            if os.path.exists(path):
+                pf = pq.ParquetFile(path)
+                for i in range(pf.metadata.num_row_groups):
+                    st = pf.metadata.row_group(i).column(0).statistics
+                    if st is not None and st.has_min_max and st.min == st.max:
+                        groups.setdefault(st.min, []).append(i)
+                    else:  # no usable statistics: read the column names of the group
+                        names = pf.read_row_group(i, columns=["column"]).column(0)
+                        for name in pc.unique(names).to_pylist():
+                            groups.setdefault(name, []).append(i)
+            self._freq_groups = groups
+        return self._freq_groups
+
+    def distinct_values(self, column: str) -> int:
+        """Rows of a column in frequencies.parquet (its exact distinct count)."""
+        groups = self._groups().get(column, [])
+        if not groups:
+            return 0
+        meta = pq.ParquetFile(self.file(layout.FREQUENCIES)).metadata
+        if all(self._pure(meta, i) for i in groups):
+            return sum(meta.row_group(i).num_rows for i in groups)
+        return len(self.frequencies(column))
+
+    @staticmethod
+    def _pure(meta, i) -> bool:
+        st = meta.row_group(i).column(0).statistics
+        return st is not None and st.has_min_max and st.min == st.max
+
+    def frequencies(self, column: str) -> pa.Table:
+        """(value, frequency) of one column, in the file's order."""
+        groups = self._groups().get(column, [])
+        schema = pa.schema([("value", pa.string()), ("frequency", pa.int64())])
+        if not groups:
+            return schema.empty_table()
+        pf = pq.ParquetFile(self.file(layout.FREQUENCIES))
+        t = pf.read_row_groups(groups, columns=["column", "value", "frequency"])
+        t = t.filter(pc.equal(t["column"], column))
+        return pa.table({"value": t["value"], "frequency": t["frequency"]}, schema=schema)
+
+
+def open_sets(sets) -> list[PartitionSet]:
+    return [PartitionSet.of(s) for s in sets]
+
+
+# --- histograms -----------------------------------------------------------------------------------
+def grid_edges(lo: float, hi: float, bins: int) -> np.ndarray:
+    """Edges of ``bins`` equal-width bins over [lo, hi] (one bin when lo == hi)."""
+    if hi <= lo:
+        return np.array([lo, hi], dtype=np.float64)
+    edges = lo + (hi - lo) * np.arange(bins + 1, dtype=np.float64) / bins
+    edges[-1] = hi
+    return edges
+
+
+def rebin(histograms, lo: float, hi: float, bins: int) -> np.ndarray:
+    """Merge histograms ((lower, upper, count) arrays each) onto ``bins`` equal-width bins
+    over [lo, hi] (the last one closed), as int64 counts summing exactly to the input total.
+
+    Assumes values are uniform within each source bin: its count is split between the grid bins
+    it overlaps in proportion to the overlap (a zero-width bin goes whole to the grid bin holding
+    its value). Counts are rounded from the cumulative distribution, so each grid bin is within
+    1 of the proportional split and the total is exact.
+    """
+    lows = np.concatenate([h[0] for h in histograms]) if histograms else np.zeros(0)
+    ups = np.concatenate([h[1] for h in histograms]) if histograms else np.zeros(0)
+    counts = np.concatenate([h[2] for h in histograms]).astype(np.float64) if histograms \
+        else np.zeros(0)
+    keep = counts > 0
+    lows, ups, counts = lows[keep], ups[keep], counts[keep]
+    edges = grid_edges(lo, hi, bins)
+    nbins = len(edges) - 1
+    total = int(counts.sum())
+    if nbins == 1:
+        return np.array([total], dtype=np.int64)
+    width = (hi - lo) / nbins
+    point = ups <= lows
+    # zero-width bins: a jump of their count at their value
+    jumps = np.zeros(nbins, dtype=np.float64)
+    if point.any():
+        idx = np.clip(np.floor((lows[point] - lo) / width), 0, nbins - 1).astype(np.int64)
+        np.add.at(jumps, idx, counts[point])
+    # the others: a piecewise-linear cumulative distribution, evaluated at the grid's edges
+    lw, up, c = lows[~point], ups[~point], counts[~point]
+    spread = np.zeros(nbins, dtype=np.float64)
+    if c.size:
+        slope = c / (up - lw)
+        xs = np.concatenate([lw, up])
+        ds = np.concatenate([slope, -slope])
+        order = np.argsort(xs, kind="stable")
+        xs, ds = xs[order], ds[order]
+        run = np.cumsum(ds)  # slope right of each breakpoint
+        cdf = np.concatenate([[0.0], np.cumsum(run[:-1] * np.diff(xs))])
+        at = np.interp(edges, xs, cdf, left=0.0, right=float(c.sum()))
+        spread = np.diff(at)
+    cumulative = np.concatenate([[0.0], np.cumsum(spread + jumps)])
+    cumulative = np.rint(cumulative * (total / cumulative[-1]) if cumulative[-1] else cumulative)
+    cumulative[-1] = total
+    return np.maximum(np.diff(cumulative), 0).astype(np.int64)
+
+
+def histogram_percentiles(edges: np.ndarray, counts: np.ndarray, percents) -> list[float | None]:
+    """Percentiles of a histogram, interpolating linearly within the bin holding each rank."""
+    total = int(counts.sum())
+    if total == 0:
+        return [None for _ in percents]
+    cum = np.concatenate([[0], np.cumsum(counts)])
+    out = []
+    for p in percents:
+        target = p / 100.0 * total
+        j = int(np.searchsorted(cum, target, side="left"))
+        j = min(max(j, 1), len(counts))
+        while j < len(counts) and counts[j - 1] == 0:
+            j += 1
+        inside = counts[j - 1]
+        frac = 0.0 if inside == 0 else min(max((target - cum[j - 1]) / inside, 0.0), 1.0)
+        out.append(float(edges[j - 1] + frac * (edges[j] - edges[j - 1])))
+    return out
+
+
+def reduce_histograms(sets, bins: int = layout.DEFAULT_BINS, columns=None) -> dict:
+    """{column: (edges, counts)} re-binned over the global min/max of each numeric column."""
+    sets = open_sets(sets)
+    if not sets:
+        return {}
+    rows = [s.rows() for s in sets]
+    out = {}
+    for name, first in rows[0].items():
+        if columns is not None and name not in columns:
+            continue
+        if not layout.is_numeric(first["type"] or ""):
+            continue
+        lo = [r[name]["min_value"] for r in rows if r[name]["min_value"] is not None]
+        hi = [r[name]["max_value"] for r in rows if r[name]["max_value"] is not None]
+        if not lo or not hi:
+            continue
+        hists = [h for h in (s.histogram(name) for s in sets) if h is not None]
+        if not hists:
+            continue
+        g_lo, g_hi = min(lo), max(hi)
+        out[name] = (grid_edges(g_lo, g_hi, bins), rebin(hists, g_lo, g_hi, bins))
+    return out
+
+
+def histograms_table(histograms: dict, columns_order) -> pa.Table:
+    """histograms.parquet of re-binned histograms (struct column per numeric column)."""
+    names = [c for c in columns_order if c in histograms]
+    if not names:
+        return pa.table({})
+    nrows = max(len(histograms[c][1]) for c in names)
+    arrays = []
+    for c in names:
+        edges, counts = histograms[c]
+        items = [{"lower": float(edges[i]), "upper": float(edges[i + 1]),
+                  "count": int(counts[i])} for i in range(len(counts))]
+        items += [None] * (nrows - len(items))
+        arrays.append(pa.array(items, type=layout.BIN))
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+# --- the reduction --------------------------------------------------------------------------------
+def _combine_moments(parts):
+    """Chan's parallel combination of (n, mean, M2) triples -> (n, mean, M2)."""
+    n, mean, m2 = 0, 0.0, 0.0
+    for nb, mb, m2b in parts:
+        if not nb:
+            continue
+        if n == 0:
+            n, mean, m2 = nb, mb, m2b
+            continue
+        total = n + nb
+        delta = mb - mean
+        mean = mean + delta * nb / total
+        m2 = m2 + m2b + delta * delta * n * nb / total
+        n = total
+    return n, mean, m2
+
+
+def _sum(values):
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def _extreme(rows, name, pick):
+    """min (pick=min) or max of text/number over partitions: (text, number)."""
+    key_num, key_txt = ("min_value", "min") if pick is min else ("max_value", "max")
+    numbered = [(r[key_num], r[key_txt]) for r in rows if r[key_num] is not None]
+    if numbered:
+        number, text = pick(numbered, key=lambda t: t[0])
+        return text, number
+    texts = [r[key_txt] for r in rows if r[key_txt] is not None]
+    return (pick(texts) if texts else None), None
+
+
+def reduce_statistics(sets, bins: int = layout.DEFAULT_BINS, frequencies=None,
+                      histograms: dict | None = None) -> pa.Table:
+    """Table-level statistics.parquet (STATISTICS_SCHEMA) from partition statistics sets
+    (directories or :class:`PartitionSet`). ``frequencies``: a
+    :class:`stats.frequencies.FrequencyResult` giving exact distinct counts of its columns;
+    ``histograms``: :func:`reduce_histograms`' result, when already computed."""
+    sets = open_sets(sets)
+    if not sets:
+        return layout.STATISTICS_SCHEMA.empty_table()
+    rows = [s.rows() for s in sets]
+    order = [r for r in sets[0].statistics.column("column").to_pylist()]
+    for s, r in zip(sets, rows):
+        if list(r) != order:
+            raise ValueError(f"statistics set {s.path} has other columns than {sets[0].path}: "
+                             "sets of one table must share its schema")
+    if histograms is None:
+        histograms = reduce_histograms(sets, bins)
+    exact = frequencies.distinct_counts() if frequencies is not None else {}
+    single = len(sets) == 1
+    out = []
+    for name in order:
+        parts = [r[name] for r in rows]
+        ctype = parts[0]["type"]
+        count = _sum(p["count"] for p in parts) or 0
+        nulls = _sum(p["null_count"] for p in parts) or 0
+        nonnull = count - nulls
+        row = {"column": name, "type": ctype, "count": count, "null_count": nulls}
+        # distinct
+        if name in exact:
+            row["distinct_count"], row["distinct_exact"] = exact[name], True
+        elif nonnull == 0:
+            row["distinct_count"], row["distinct_exact"] = 0, True
+        elif single:
+            row["distinct_count"] = parts[0]["distinct_count"]
+            row["distinct_exact"] = parts[0]["distinct_exact"]
+        else:
+            sketches = [s.sketches.get(name) for s in sets]
+            partial = [s for s, p in zip(sketches, parts) if (p["count"] or 0) > (p["null_count"] or 0)]
+            if partial and all(s is not None for s in partial):
+                estimate = hll_estimate(hll_merge(*partial))
+                floor = max((p["distinct_count"] or 0) for p in parts if p["distinct_exact"])\
+                    if any(p["distinct_exact"] for p in parts) else 1
+                row["distinct_count"] = int(min(max(estimate, floor, 1), nonnull))
+            else:
+                row["distinct_count"] = None
+            row["distinct_exact"] = False
+        # extremes
+        row["min"], row["min_value"] = _extreme(parts, name, min)
+        row["max"], row["max_value"] = _extreme(parts, name, max)
+        # moments
+        moments = [((p["count"] or 0) - (p["null_count"] or 0), p["mean"],
+                    ((p["stddev"] or 0.0) ** 2) * ((p["count"] or 0) - (p["null_count"] or 0)))
+                   for p in parts if p["mean"] is not None]
+        if moments:
+            n, mean, m2 = _combine_moments(moments)
+            row["mean"] = mean if n else None
+            row["stddev"] = math.sqrt(max(m2, 0.0) / n) if n else None
+        else:
+            row["mean"] = row["stddev"] = None
+        row["sum"] = _sum(p["sum"] for p in parts)
+        lengths = [(p["avg_length"], (p["count"] or 0) - (p["null_count"] or 0)) for p in parts
+                   if p["avg_length"] is not None]
+        weight = sum(w for _, w in lengths)
+        row["avg_length"] = (sum(a * w for a, w in lengths) / weight) if weight else (
+            lengths[0][0] if lengths else None)
+        maxes = [p["max_length"] for p in parts if p["max_length"] is not None]
+        row["max_length"] = max(maxes) if maxes else None
+        row["true_count"] = _sum(p["true_count"] for p in parts)
+        row["false_count"] = _sum(p["false_count"] for p in parts)
+        # percentiles
+        names = [layout.percentile_name(p) for p in layout.PERCENTILES]
+        if single:
+            row["percentiles_exact"] = parts[0]["percentiles_exact"]
+            for pn in names:
+                row[pn] = parts[0][pn]
+        elif name in histograms:
+            edges, counts = histograms[name]
+            for pn, v in zip(names, histogram_percentiles(edges, counts, layout.PERCENTILES)):
+                row[pn] = v
+            row["percentiles_exact"] = False
+        else:
+            row["percentiles_exact"] = None
+            for pn in names:
+                row[pn] = None
+        out.append(row)
+    return pa.Table.from_pylist(out, schema=layout.STATISTICS_SCHEMA)
