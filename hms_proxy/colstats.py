@@ -14,6 +14,7 @@ from hms_proxy.family import Family, lower, now
 from hms_proxy.tables import COLUMN_STATS_ACCURATE
 from kvmodel import catalog as keys
 from kvmodel import codec
+from stats import serving
 
 
 def _missing_table(db, tbl):
@@ -121,7 +122,10 @@ class ColumnStatsCalls(Family):
             if cat.raw(keys.table_key(db, tbl)) is None:
                 raise _missing_table(db, tbl)
             data = cat.raw(keys.table_colstats_key(db, tbl, col))
-        return None if data is None else codec.decode(self.t.ColumnStatistics, data)
+            if data is None:  # none written by a client: a computed statistics set's
+                return serving.column_statistics(self.env, self.t, cat, cat.table(db, tbl),
+                                                 None, [col])
+        return codec.decode(self.t.ColumnStatistics, data)
 
     def get_partition_column_statistics(self, ctx, db_name, tbl_name, part_name, col_name):
         db, tbl, col = lower(db_name), lower(tbl_name), lower(col_name)
@@ -131,6 +135,8 @@ class ColumnStatsCalls(Family):
                 raise _missing_table(db, tbl)
             name = self._partition_name(cat, table, part_name)
             data = None if name is None else cat.raw(keys.part_colstats_prefix(db, tbl, name) + col)
+            if data is None and name is not None:  # a computed statistics set's
+                return serving.column_statistics(self.env, self.t, cat, table, name, [col])
         return None if data is None else codec.decode(self.t.ColumnStatistics, data)
 
     def get_table_statistics_req(self, ctx, request):
@@ -140,8 +146,13 @@ class ColumnStatsCalls(Family):
             if cat.raw(keys.table_key(db, tbl)) is None:
                 raise _missing_table(db, tbl)
             found = cat.view.get_many([keys.table_colstats_key(db, tbl, c) for c in wanted])
-        objs = [codec.decode(self.t.ColumnStatistics, d).statsObj[0] for d in found if d]
-        return self.t.TableStatsResult(tableStats=objs)
+            objs = {c: codec.decode(self.t.ColumnStatistics, d).statsObj[0]
+                    for c, d in zip(wanted, found) if d}
+            missing = [c for c in wanted if c not in objs]
+            if missing:  # columns no client wrote: a computed statistics set's
+                objs.update(serving.served_objects(self.env, self.t, cat, cat.table(db, tbl),
+                                                   None, missing)[0])
+        return self.t.TableStatsResult(tableStats=[objs[c] for c in wanted if c in objs])
 
     def _partition_stats(self, cat, table, part_names, colnames):
         """[(position, canonical name, {column: ColumnStatisticsObj})] for the requested
@@ -155,6 +166,11 @@ class ColumnStatsCalls(Family):
             found = cat.view.get_many([prefix + c for c in colnames])
             objs = {c: codec.decode(self.t.ColumnStatistics, d).statsObj[0]
                     for c, d in zip(colnames, found) if d}
+            missing = [c for c in colnames if c not in objs]
+            if missing:  # columns no client wrote: a computed statistics set's
+                objs.update(serving.served_objects(self.env, self.t, cat, table, name,
+                                                   missing)[0])
+                objs = {c: objs[c] for c in colnames if c in objs}
             out.append((pos, name, objs))
         return out
 

@@ -1,0 +1,264 @@
+"""Column statistics served to planners from computed statistics sets.
+
+The HMS statistics calls (``get_table_column_statistics``, ``get_partition_column_statistics``,
+``get_table_statistics_req``, ``get_partitions_statistics_req``, ``get_aggr_stats_for``) answer
+a column from the set the catalog points at (:mod:`stats.layout`) when no client wrote
+statistics for it:
+
+* **client-written statistics win.** A column with statistics written through
+  ``update_*_column_statistics`` / ``set_aggr_stats_for`` is answered from them exactly as
+  before; a computed set only fills the columns that have none (per column, per partition).
+  Deleting client statistics makes the computed ones visible again.
+* **where:** table level from the pointer ``db/<db>/table/<tbl>/stats/_`` (an unpartitioned
+  table's set), partition level from ``.../stats/<partition name>``.
+* **what:** the row of ``statistics.parquet`` for the column, as the ColumnStatisticsData kind
+  HMS uses for the column's Hive type: Long (tinyint, smallint, int, bigint; timestamp in
+  seconds since the epoch, the kind HMS 2.3 gives timestamps), Double (float, double), Decimal,
+  Date, String (string, varchar, char), Boolean, Binary; other types are not served. The fields
+  are those HMS fills: numNulls, numDVs, low/high values, maxColLen/avgColLen,
+  numTrues/numFalses. The descriptor's ``lastAnalyzed`` is the pointer's ``computed`` time.
+* **staleness:** a pointer marked ``"stale": true`` (a merge that could not tell which side's
+  statistics are right) is never served. A set whose schema fingerprint differs from the
+  table's current columns is stale (:func:`is_stale`) but still serves the columns that kept
+  their name and type (the set records each column's type); columns that are gone or changed
+  type are not served.
+
+Sets are immutable, so their rows are cached by set path and column in the server's LRU cache;
+a lookup reads only the requested columns' rows and only the fields served.
+"""
+from __future__ import annotations
+
+import datetime
+import logging
+import math
+
+from stats import layout
+
+log = logging.getLogger(__name__)
+
+# The statistics.parquet columns the HMS calls need (a projection: nothing else is read).
+SERVED_FIELDS = ("column", "type", "null_count", "distinct_count", "min", "max", "min_value",
+                 "max_value", "avg_length", "max_length", "true_count", "false_count")
+_ABSENT = ("absent",)  # cached: the set has no row for this column
+_ROW_WEIGHT = 400
+_EPOCH = datetime.date(1970, 1, 1)
+
+
+# --- pointers ---------------------------------------------------------------------------------
+def is_stale(pointer: dict | None, table) -> bool:
+    """Whether a pointer's set no longer describes the table as it is: marked stale by a merge,
+    or computed for other columns (names/types/order: its schema fingerprint differs from that
+    of ``table``'s current columns)."""
+    if not pointer:
+        return True
+    if pointer.get("stale"):
+        return True
+    return pointer.get("schema") != layout.schema_fingerprint(_columns(table))
+
+
+def _columns(table):
+    return list((table.sd.cols if table is not None and table.sd is not None else None) or [])
+
+
+def read_pointer(reader, db: str, tbl: str, partition: str | None) -> dict | None:
+    """The pointer of a partition's set (``partition`` None: the table's ``_`` set), or None
+    when there is none or it is not a pointer."""
+    raw = reader.raw(layout.pointer_key(db, tbl, partition))
+    if raw is None:
+        return None
+    try:
+        pointer = layout.read_pointer(raw)
+    except ValueError:
+        return None
+    return pointer if isinstance(pointer, dict) and pointer.get("set") else None
+
+
+# --- reading a set -----------------------------------------------------------------------------
+def _open(set_path: str, name: str):
+    """(filesystem or None, path) of one file of a set."""
+    from hms_proxy.warehouse import local_path
+
+    full = set_path.rstrip("/") + "/" + name
+    local = local_path(full)
+    if local is not None:
+        return None, local
+    from pyarrow import fs
+
+    filesystem, path = fs.FileSystem.from_uri(full)
+    return filesystem, path
+
+
+def read_rows(set_path: str, columns: list[str], cache=None) -> dict[str, dict]:
+    """``{column: statistics row}`` for those of ``columns`` the set has: a projection of
+    :data:`SERVED_FIELDS`, filtered to the requested rows; rows are cached by set path."""
+    out: dict[str, dict] = {}
+    missing = []
+    for col in dict.fromkeys(columns):
+        hit = cache.get(("stats-set-row", set_path, col)) if cache is not None else None
+        if hit is None:
+            missing.append(col)
+        elif hit is not _ABSENT:
+            out[col] = hit
+    if not missing:
+        return out
+    import pyarrow.parquet as pq
+
+    filesystem, path = _open(set_path, layout.STATISTICS)
+    table = pq.read_table(path, columns=list(SERVED_FIELDS), filesystem=filesystem,
+                          filters=[("column", "in", missing)])
+    found = {}
+    for row in table.to_pylist():
+        name = (row.get("column") or "").lower()
+        if name in missing and name not in found:
+            found[name] = row
+    for col in missing:
+        row = found.get(col)
+        if row is not None:
+            out[col] = row
+        if cache is not None:
+            cache.put(("stats-set-row", set_path, col), _ABSENT if row is None else row,
+                      _ROW_WEIGHT)
+    return out
+
+
+# --- statistics rows as HMS structs -------------------------------------------------------------
+def _norm_type(hive_type: str | None) -> str:
+    return "".join((hive_type or "").lower().split())
+
+
+def _int(text, number):
+    if text is not None:
+        try:
+            return int(str(text).strip())
+        except ValueError:
+            pass
+    if number is None or not math.isfinite(number):
+        return None
+    return int(number)
+
+
+def _float(number):
+    return None if number is None or math.isnan(number) else float(number)
+
+
+def _date_days(text, number):
+    if text is not None:
+        try:
+            return (datetime.date.fromisoformat(str(text).strip()[:10]) - _EPOCH).days
+        except ValueError:
+            pass
+    return _int(None, number)
+
+
+def _timestamp_seconds(number):
+    return None if number is None or not math.isfinite(number) else int(number // 1_000_000)
+
+
+def _decimal(text, number, t):
+    from decimal import Decimal, InvalidOperation
+
+    from hms_proxy.aggregate import _decimal_struct
+
+    for value in (text, None if number is None or not math.isfinite(number) else repr(number)):
+        if value is None:
+            continue
+        try:
+            Decimal(str(value).strip())
+        except InvalidOperation:
+            continue
+        return _decimal_struct(str(value).strip(), t)
+    return None
+
+
+def to_stats_data(hive_type: str, row: dict, t):
+    """The ColumnStatisticsData HMS would hold for a column of ``hive_type`` with the
+    statistics of ``row`` (a statistics.parquet row); None for types HMS keeps none for."""
+    kind = layout.base_type(hive_type or "")
+    nulls = row.get("null_count") or 0
+    ndv = row.get("distinct_count") or 0
+    lo, hi = row.get("min"), row.get("max")
+    lo_n, hi_n = row.get("min_value"), row.get("max_value")
+    data = t.ColumnStatisticsData()
+    if kind in ("tinyint", "smallint", "int", "bigint"):
+        data.longStats = t.LongColumnStatsData(lowValue=_int(lo, lo_n), highValue=_int(hi, hi_n),
+                                               numNulls=nulls, numDVs=ndv)
+    elif kind == "timestamp":
+        data.longStats = t.LongColumnStatsData(lowValue=_timestamp_seconds(lo_n),
+                                               highValue=_timestamp_seconds(hi_n),
+                                               numNulls=nulls, numDVs=ndv)
+    elif kind in ("float", "double"):
+        data.doubleStats = t.DoubleColumnStatsData(lowValue=_float(lo_n), highValue=_float(hi_n),
+                                                   numNulls=nulls, numDVs=ndv)
+    elif kind == "decimal":
+        data.decimalStats = t.DecimalColumnStatsData(lowValue=_decimal(lo, lo_n, t),
+                                                     highValue=_decimal(hi, hi_n, t),
+                                                     numNulls=nulls, numDVs=ndv)
+    elif kind == "date":
+        lo_d, hi_d = _date_days(lo, lo_n), _date_days(hi, hi_n)
+        data.dateStats = t.DateColumnStatsData(
+            lowValue=None if lo_d is None else t.Date(lo_d),
+            highValue=None if hi_d is None else t.Date(hi_d), numNulls=nulls, numDVs=ndv)
+    elif kind in ("string", "varchar", "char"):
+        data.stringStats = t.StringColumnStatsData(
+            maxColLen=row.get("max_length") or 0, avgColLen=_float(row.get("avg_length")) or 0.0,
+            numNulls=nulls, numDVs=ndv)
+    elif kind == "boolean":
+        data.booleanStats = t.BooleanColumnStatsData(numTrues=row.get("true_count") or 0,
+                                                     numFalses=row.get("false_count") or 0,
+                                                     numNulls=nulls)
+    elif kind == "binary":
+        data.binaryStats = t.BinaryColumnStatsData(
+            maxColLen=row.get("max_length") or 0, avgColLen=_float(row.get("avg_length")) or 0.0,
+            numNulls=nulls)
+    else:
+        return None
+    return data
+
+
+def served_objects(env, t, reader, table, partition: str | None,
+                   columns: list[str]) -> tuple[dict, int | None]:
+    """``({column: ColumnStatisticsObj}, lastAnalyzed)`` computed statistics of ``columns``
+    (lower-case names) of one partition (``partition`` None: the table level, the ``_`` set),
+    for the columns the set may serve. Never raises for a missing or unreadable set (it
+    serves nothing then, and logs why)."""
+    pointer = read_pointer(reader, table.dbName, table.tableName, partition)
+    if pointer is None or pointer.get("stale"):
+        return {}, None
+    types = {c.name.lower(): c.type for c in _columns(table)}
+    wanted = [c for c in dict.fromkeys(columns) if c in types]
+    if not wanted:
+        return {}, None
+    fresh = not is_stale(pointer, table)
+    try:
+        rows = read_rows(pointer["set"], wanted, getattr(env, "cache", None))
+    except Exception as exc:  # a set that is gone or unreadable: nothing to serve
+        log.warning("statistics set %s of %s.%s (%s) not readable: %s", pointer.get("set"),
+                    table.dbName, table.tableName, partition or layout.UNPARTITIONED, exc)
+        return {}, None
+    out = {}
+    for col in wanted:
+        row = rows.get(col)
+        if row is None:
+            continue
+        if not fresh and _norm_type(row.get("type")) != _norm_type(types[col]):
+            continue  # the column changed type since the set was computed
+        data = to_stats_data(types[col], row, t)
+        if data is not None:
+            out[col] = t.ColumnStatisticsObj(colName=col, colType=types[col], statsData=data)
+    try:
+        stamp = int(pointer.get("computed")) if pointer.get("computed") is not None else None
+    except (TypeError, ValueError):
+        stamp = None
+    return out, stamp
+
+
+def column_statistics(env, t, reader, table, partition: str | None, columns: list[str]):
+    """A ColumnStatistics (descriptor and objects, in ``columns`` order) of the computed
+    statistics of one partition or of the table; None when there are none."""
+    objs, stamp = served_objects(env, t, reader, table, partition, columns)
+    if not objs:
+        return None
+    desc = t.ColumnStatisticsDesc(isTblLevel=partition is None, dbName=table.dbName,
+                                  tableName=table.tableName, partName=partition,
+                                  lastAnalyzed=stamp)
+    return t.ColumnStatistics(statsDesc=desc, statsObj=[objs[c] for c in columns if c in objs])
