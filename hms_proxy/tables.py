@@ -4,7 +4,7 @@ from __future__ import annotations
 import copy
 import json
 
-from hms_proxy import errors, names, warehouse
+from hms_proxy import acid_validation, errors, names, warehouse
 from hms_proxy.family import (DDL_TIME, Family, check_identifier_length, column_problem, lower,
                               match_names, now)
 from hms_proxy.gen.hive_metastore import ttypes
@@ -130,10 +130,13 @@ DUPLICATE_COLUMN = ('Add request failed : INSERT INTO COLUMNS_V2 (CD_ID,COMMENT,
                     'TYPE_NAME,INTEGER_IDX) VALUES (?,?,?,?,?) ')
 
 
-def check_columns(table) -> None:
+def check_duplicate_columns(table) -> None:
     cols = [lower(c.name) for c in (table.sd.cols if table.sd else None) or []]
     if len(set(cols)) != len(cols):
         raise errors.MetaError(DUPLICATE_COLUMN)  # the backing database's unique key, in HMS
+
+
+def check_columns(table) -> None:
     problem = column_problem(table.sd.cols if table.sd else [])
     if problem:
         raise errors.InvalidObject(f"Invalid column {problem}")
@@ -179,8 +182,8 @@ class TableCalls(Family):
     def create_table_with_environment_context(self, ctx, tbl, environment_context, also=None):
         if tbl is None or not names.validate_name(tbl.tableName or ""):
             raise errors.InvalidObject(f"{getattr(tbl, 'tableName', None)} is not a valid object name")
-        check_identifier_length(tbl.tableName, "TBL_NAME")
         check_columns(tbl)
+        acid_validation.check_create(tbl)  # HMS's pre-event listener: before the lookups
         table = normalize_table(tbl, self.t)
         db_name, name = table.dbName, table.tableName
         made_dir = False
@@ -190,6 +193,8 @@ class TableCalls(Family):
                 raise errors.InvalidObject(db_name)
             if cat.raw(keys.table_key(db_name, name)) is not None:
                 raise errors.AlreadyExists(f"Table {tbl.tableName} already exists")
+            check_identifier_length(tbl.tableName, "TBL_NAME")  # what HMS's database refuses
+            check_duplicate_columns(tbl)
             if not is_view(table):
                 if not table.sd.location:
                     table.sd.location = self.env.warehouse.default_table_location(
@@ -314,17 +319,18 @@ class TableCalls(Family):
     def _alter_table(self, ctx, dbname, tbl_name, new_tbl, env_context, cascade):
         if new_tbl is None:
             raise errors.InvalidOperation("New table is invalid: null")
-        if not names.validate_name(new_tbl.tableName or ""):
-            raise errors.InvalidOperation(f"{new_tbl.tableName} is not a valid object name")
-        problem = column_problem(new_tbl.sd.cols if new_tbl.sd else [])
-        if problem:
-            raise errors.InvalidOperation(f"Invalid column {problem}")
         db, name = lower(dbname), lower(tbl_name)
         moves: tuple[str, str] | None = None
         with self.writing(ctx) as cat:
             old = cat.table(db, name)
             if old is None:
                 raise errors.InvalidOperation(f"{db}.{name} table not found")
+            acid_validation.check_alter(old, new_tbl)  # HMS's pre-event listener
+            if not names.validate_name(new_tbl.tableName or ""):
+                raise errors.InvalidOperation(f"{new_tbl.tableName} is not a valid object name")
+            problem = column_problem(new_tbl.sd.cols if new_tbl.sd else [])
+            if problem:
+                raise errors.InvalidOperation(f"Invalid column {problem}")
             new = normalize_table(new_tbl, self.t)
             new.dbName = new.dbName or db
             self._check_partition_keys(old, new)
