@@ -18,6 +18,8 @@ Per key changed by the source (``b`` base, ``s`` source, ``d`` destination value
   decided for the whole subtree at once: with a strategy, every key of the subtree takes the
   winning side's value (source-wins restores a table the destination dropped, with its
   partitions; dest-wins keeps it dropped).
+* statistics-set pointers (``.../stats/<partition>``) never conflict: see
+  :func:`merge_stats_pointer`.
 """
 from __future__ import annotations
 
@@ -275,7 +277,7 @@ def three_way(store: VersionedStore, base: str, source: str, dest: str,
     # Drops against changes: parent key -> the side that dropped it.
     parents: dict[str, str] = {}
     for k in keys:  # the destination dropped an entity the source changed, or a parent of it
-        if src[k].right is None:
+        if src[k].right is None or is_stats_pointer(k):  # pointers never conflict
             continue
         for a in ancestors(k) + [k]:
             if base_of(a) is not None and dst_of(a) is None and src_of(a) is not None:
@@ -283,12 +285,17 @@ def three_way(store: VersionedStore, base: str, source: str, dest: str,
                 break
     removed = [k for k in keys if src[k].right is None and dvals[k] is not None]
     for k in removed:  # the source dropped an entity the destination modified...
-        if dvals[k] != src[k].left:
+        if dvals[k] != src[k].left and not is_stats_pointer(k):
             parents.setdefault(k, "source")
     prefixes = {p for k in removed for p in dependents(k)}
+    orphans: dict[str, bytes] = {}  # pointers the dest added under what the source dropped
     for p in _coalesce(prefixes):  # ... or changed something under
         for e in store.diff(base, dest, p):
             if e.right is None:
+                continue
+            if is_stats_pointer(e.key):
+                if e.key not in src:
+                    orphans[e.key] = e.right
                 continue
             for a in ancestors(e.key):
                 if a in src and src[a].right is None and dvals[a] is not None:
@@ -304,11 +311,26 @@ def three_way(store: VersionedStore, base: str, source: str, dest: str,
                                        src_of(a), dst_of(a), prefer, writes, dest_values,
                                        conflicts))
 
+    for k, d in orphans.items():  # their table is gone unless a conflict over it keeps it
+        if not any(_in_scope(k, o, dependents(o)) for o in outer):
+            writes[k], dest_values[k] = None, d
+
     for k in keys:
         if k in owned:
             continue
         b, s, d = src[k].left, src[k].right, dvals[k]
         if d == s:
+            continue
+        if is_stats_pointer(k):
+            tbl = ancestors(k)[1]
+            if base_of(tbl) is not None and None in (src_of(tbl), dst_of(tbl)):
+                want = None  # a side dropped the table: the pointer goes with it
+            elif d == b:
+                want = s
+            else:
+                want = merge_stats_pointer(store, base, source, dest, k, s, d)
+            if want != d:
+                writes[k], dest_values[k] = want, d
             continue
         if d == b:
             writes[k], dest_values[k] = s, d
@@ -376,6 +398,73 @@ def _subtree_conflict(store, base, dest, parent, dropper, src, keys, b, s, d, pr
             if want != now:
                 writes[k], dest_values[k] = want, now
     return list(ss)
+
+
+# --- statistics-set pointers (stats/layout.py) -----------------------------------------------
+# ``db/<db>/table/<tbl>/stats/<partition or _>``: JSON naming an immutable statistics set.
+# They never conflict: when both sides changed one since the merge base, the side whose data
+# moved (the partition's -- the table's for ``_`` -- location or numFiles/totalSize/numRows
+# changed on that side) wins; otherwise the result is the later-computed pointer marked
+# ``"stale": true`` (kept, so its files are not expired, but never served). A pointer goes
+# with its table when a side dropped the table.
+_DATA_PARAMS = ("numFiles", "totalSize", "numRows")
+
+
+def is_stats_pointer(key: str) -> bool:
+    if "/stats/" not in key:
+        return False
+    kind, path = parse_key(key)
+    return kind == "table_item" and path[2].startswith("stats/")
+
+
+def _data_state(kind: str, value: bytes | None):
+    """What says that a partition's (or table's) data moved: its location and file stats."""
+    entity = decode(kind, value)
+    if entity is None:
+        return None
+    params = entity.parameters or {}
+    return (entity.sd.location if entity.sd is not None else None,
+            tuple(params.get(p) for p in _DATA_PARAMS))
+
+
+def _marked_stale(s: bytes | None, d: bytes | None) -> bytes | None:
+    import json
+
+    pointers = []
+    for value in (s, d):
+        try:
+            pointer = json.loads(value) if value is not None else None
+        except ValueError:
+            pointer = None
+        if isinstance(pointer, dict):
+            pointers.append(pointer)
+    if not pointers:
+        return s if s is not None else d
+    try:
+        chosen = max(pointers, key=lambda p: float(p.get("computed") or 0))
+    except (TypeError, ValueError):
+        chosen = pointers[0]
+    chosen = dict(chosen, stale=True)
+    return json.dumps(chosen, sort_keys=True, separators=(",", ":")).encode()
+
+
+def merge_stats_pointer(store: VersionedStore, base: str, source: str, dest: str, key: str,
+                        s: bytes | None, d: bytes | None) -> bytes | None:
+    """The merged value of a pointer both sides changed since ``base`` (three commits)."""
+    _, (db, tbl, item) = parse_key(key)
+    part = item[len("stats/"):]
+    if part == "_":
+        kind, data_key = "table", f"db/{db}/table/{tbl}"
+    else:
+        kind, data_key = "partition", f"db/{db}/table/{tbl}/part/{part}"
+    states = []
+    for ref in (base, source, dest):
+        with store.read(ref) as view:
+            states.append(_data_state(kind, view.get(data_key)))
+    source_moved, dest_moved = states[1] != states[0], states[2] != states[0]
+    if source_moved != dest_moved:
+        return s if source_moved else d
+    return _marked_stale(s, d)
 
 
 # --- merge and revert -----------------------------------------------------------------------------
