@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from stats import layout
 from stats.reduce import PartitionSet, open_sets
@@ -117,8 +118,9 @@ def _ordered_rows(column: str, value_freqs) -> pa.Table:
 class _Consolidator:
     def __init__(self, client, sets: list[PartitionSet], *, limit: int, pipeline: int,
                  chunk: int, bloom_bits: int | None, bloom_hashes: int | None,
-                 fp_rate: float):
+                 fp_rate: float, workdir: str | None = None):
         self.r = client
+        self.workdir = workdir
         self.sets = sets
         self.limit = limit
         self.pipeline = max(1, pipeline)
@@ -217,36 +219,63 @@ class _Consolidator:
 
     # --- scenario 3: batches by value range --------------------------------------------------
     def batched(self, name: str, report: ColumnReport) -> pa.Table:
-        parts = [s.frequencies(name) for s in self.sets]
-        entries = pa.concat_tables(parts) if parts else None
-        total = len(entries)
+        total = report.partition_distinct
         b = math.ceil(total / self.limit)
         report.batches = b
-        # the partitions' entries in value order (binary order: the layout's); stable, so the
-        # entries of one value keep their partition order
-        entries = entries.take(pc.sort_indices(entries, sort_keys=[("value", "ascending")]))
         hashes = [self.key(name, "batch", i) for i in range(b)]
-        values = entries["value"]
-        for i in range(b):
-            part = entries.slice(i * self.limit, self.limit)
-            self._hincrby(hashes[i], part["value"].to_pylist(), part["frequency"].to_pylist())
+        spans = []  # batches whose first value continues the previous batch's last
+        with tempfile.TemporaryDirectory(dir=self.workdir, prefix="hms-stats-runs-") as tmp:
+            position, prev, pipe, pending = 0, None, self.r.pipeline(transaction=False), 0
+            for value, _, count in heapq.merge(*self._sorted_runs(name, tmp)):
+                batch = position // self.limit
+                if position and position % self.limit == 0 and value == prev:
+                    spans.append((batch, value))
+                pipe.hincrby(hashes[batch], value, count)
+                pending += 1
+                if pending >= self.pipeline:
+                    pipe.execute()
+                    pipe, pending = self.r.pipeline(transaction=False), 0
+                position, prev = position + 1, value
+            if pending:
+                pipe.execute()
+        assert position == total, (position, total)
         # consolidate values whose entries straddle a cut into the first batch holding them
-        owner = 0
-        for i in range(1, b):
-            first = values[i * self.limit].as_py()
-            if first == values[i * self.limit - 1].as_py():
-                count = int(self.r.hget(hashes[i], first))
-                self.r.hincrby(hashes[owner], first, count)
-                self.r.hdel(hashes[i], first)
-                report.spanning += 1
-                if int(self.r.hlen(hashes[i])) == 0:
-                    continue  # the value fills this whole batch: keep the same owner
-            owner = i
+        owner = {}  # batch -> (batch the value spanning into it went to, that value)
+        for batch, value in spans:
+            first, carried = owner.get(batch - 1, (batch - 1, None))
+            if carried != value:  # the value began in the previous batch
+                first = batch - 1
+            count = int(self.r.hget(hashes[batch], value))
+            self.r.hincrby(hashes[first], value, count)
+            self.r.hdel(hashes[batch], value)
+            owner[batch] = (first, value)  # it may fill this batch and go on into the next
+            report.spanning += 1
         sizes = [int(self.r.hlen(h)) for h in hashes]
         assert all(size <= self.limit for size in sizes), (sizes, self.limit)
         report.distinct = sum(sizes)
         streams = [self._read_sorted(self._to_sorted_set(h)) for h in hashes]
         return self._collect(name, streams)
+
+    def _sorted_runs(self, name: str, tmp: str):
+        """Each partition's (value, frequency) entries sorted by value, spilled to a parquet
+        file and read back in chunks: the k-way merge holds a chunk per partition, not the
+        column's whole distribution. Entries compare by value (code points: the UTF-8 byte
+        order), then partition."""
+        paths = []
+        for i, s in enumerate(self.sets):
+            t = s.frequencies(name)
+            if len(t):
+                path = os.path.join(tmp, f"{i}.parquet")
+                pq.write_table(t.sort_by([("value", "ascending")]), path,
+                               row_group_size=self.chunk)
+                paths.append((i, path))
+
+        def run(i, path):
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=self.chunk):
+                for value, count in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                    yield value, i, count
+
+        return [run(i, path) for i, path in paths]
 
     # --- Redis helpers ---------------------------------------------------------------------
     def _hincrby(self, key: str, values, counts):
@@ -338,13 +367,15 @@ def table_frequencies(sets, *, redis=None, redis_url: str | None = None, columns
     if redis is None:
         with redis_client(redis_url, workdir) as client:
             return _run(client, sets, rows, names, limit, pipeline, chunk, bloom_bits,
-                        bloom_hashes, fp_rate)
+                        bloom_hashes, fp_rate, workdir)
     return _run(redis, sets, rows, names, limit, pipeline, chunk, bloom_bits, bloom_hashes,
-                fp_rate)
+                fp_rate, workdir)
 
 
-def _run(client, sets, rows, names, limit, pipeline, chunk, bloom_bits, bloom_hashes, fp_rate):
+def _run(client, sets, rows, names, limit, pipeline, chunk, bloom_bits, bloom_hashes, fp_rate,
+         workdir=None):
     work = _Consolidator(client, sets, limit=limit, pipeline=pipeline, chunk=chunk,
+                         workdir=workdir,
                          bloom_bits=bloom_bits, bloom_hashes=bloom_hashes, fp_rate=fp_rate)
     tables, reports = [], {}
     try:

@@ -145,6 +145,15 @@ def test_scenario_3_value_spanning_several_batches(tmp_path, redis):
     assert report.scenario == 3 and report.batches == 5 and report.spanning >= 2
     assert rows_of(result, "s") == [("m", 15)] + [(f"u{i}", 1) for i in range(5)]
     assert report.distinct == 6
+    # "a" and "b" in three partitions each, two entries per hash: a a | a b | b b
+    parts = [pa.table({"s": pa.array(["a", "b", "b"], pa.string())}) for _ in range(3)]
+    sets = [write_partition_set(tmp_path / "u", f"p={i}", t, schema=[("s", "string")])
+            for i, t in enumerate(parts)]
+    result = F.table_frequencies(sets, redis=redis, limit=2)
+    report = result.reports["s"]
+    assert (report.scenario, report.batches, report.spanning) == (3, 3, 2)
+    assert rows_of(result, "s") == [("b", 6), ("a", 3)]
+    assert no_keys_left(redis)
 
 
 def test_embedded_redis_when_no_url(dataset):
