@@ -1,0 +1,243 @@
+"""``hms-proxy stats expire``: delete the statistics sets that nothing refers to any more.
+
+A statistics set (:mod:`stats.layout`) is an immutable directory
+``<table location>/_stats/<partition>/<set id>/`` named by a catalog pointer. Recomputing a
+partition points the catalog at a new set; the old one stays as long as some version of the
+catalog may still be read. A set is *referenced* when a pointer to it is
+
+* in any commit reachable from a branch or a tag (the whole history, not only the heads: a
+  tag or ``main~3`` still serves the statistics it was committed with), or
+* staged (uncommitted) on a branch.
+
+``expire`` lists the ``_stats/`` directory of every table location that any of those commits,
+or any staged change, holds (plus the ``_stats/`` directories the pointers themselves name),
+and deletes every set directory in them that is not referenced -- also the hidden temporary
+directories (``.<id>.tmp``) a compute job that died left behind. Only local (``file:``)
+locations are handled; others are reported as skipped. Set directories modified less than
+``--min-age`` seconds ago (default an hour) are kept: a compute job writes its sets before it
+records their pointers. Partition directories left empty are removed too.
+
+Finding the pointers costs one diff per commit (a commit's pointers are its first parent's
+plus what its diff changed), so a long history of small commits is cheap.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+
+from hms_proxy.warehouse import local_path
+from kvmodel import codec
+from kvmodel.contract import prefix_end
+from kvmodel.entities import parse_key
+from kvmodel.merge import is_stats_pointer
+from stats import layout
+
+DEFAULT_MIN_AGE = 3600
+DEFAULT_STORE = "./metastore"
+
+
+@dataclass
+class ExpireResult:
+    deleted: list[str] = field(default_factory=list)    # set directories (deleted, or to be)
+    kept: list[str] = field(default_factory=list)       # referenced set directories
+    young: list[str] = field(default_factory=list)      # unreferenced, but too recent
+    skipped: list[str] = field(default_factory=list)    # _stats roots that are not local
+
+
+def _norm(location: str | None) -> str | None:
+    path = local_path(location) if location else None
+    return os.path.normpath(os.path.abspath(path)) if path else None
+
+
+class _References:
+    """What the catalog's versions refer to: set paths and ``_stats`` roots."""
+
+    def __init__(self):
+        self.sets: set[str] = set()
+        self.roots: set[str] = set()       # local ``<table location>/_stats`` directories
+        self.remote: set[str] = set()      # other schemes
+
+    def _root(self, location: str):
+        local = _norm(location)
+        if local is None:
+            self.remote.add(location.rstrip("/") + "/" + layout.STATS_DIR)
+        else:
+            self.roots.add(os.path.join(local, layout.STATS_DIR))
+
+    def see(self, key: str, value: bytes | None):
+        if value is None:
+            return
+        if is_stats_pointer(key):
+            try:
+                pointer = layout.read_pointer(value)
+            except ValueError:
+                return
+            path = pointer.get("set") if isinstance(pointer, dict) else None
+            if not isinstance(path, str) or not path:
+                return
+            local = _norm(path)
+            if local is not None:
+                self.sets.add(local)
+            marker = "/" + layout.STATS_DIR + "/"
+            if marker in path:
+                self._root(path.split(marker, 1)[0])
+            return
+        if key.count("/") != 3 or parse_key(key)[0] != "table":
+            return
+        from hms_proxy.gen.hive_metastore import ttypes
+
+        try:
+            table = codec.decode(ttypes.Table, value)
+        except Exception:  # not a table after all: nothing to learn
+            return
+        if table.sd is not None and table.sd.location:
+            self._root(table.sd.location)
+
+
+def references(store) -> _References:
+    """Every set referenced by a commit reachable from a branch or tag, or staged."""
+    refs = _References()
+    branches = store.list_branches()
+    todo = [b.head for b in branches] + [t.commit for t in store.list_tags()]
+    seen: set[str] = set()
+    while todo:
+        commit_id = todo.pop()
+        if commit_id in seen:
+            continue
+        seen.add(commit_id)
+        commit = store.get_commit(commit_id)
+        if commit.parents:
+            for entry in store.diff(commit.parents[0], commit.id, "db/"):
+                refs.see(entry.key, entry.right)
+            todo.extend(commit.parents)
+        else:
+            with store.read(commit.id) as view:
+                for key, value in view.scan("db/", prefix_end("db/")):
+                    refs.see(key, value)
+    for branch in branches:
+        for entry in store.staged(branch.name):
+            refs.see(entry.key, entry.right)
+    return refs
+
+
+def _set_dirs(root: str):
+    """Set directories (and dead temporaries) under a ``_stats`` directory: below partition
+    directories (``k=v``, or ``_``), any directory that is not one."""
+    for dirpath, dirnames, _ in os.walk(root):
+        keep_walking = []
+        for name in sorted(dirnames):
+            full = os.path.join(dirpath, name)
+            is_partition = "=" in name or (dirpath == root and name == layout.UNPARTITIONED)
+            if is_partition and not name.startswith("."):
+                keep_walking.append(name)
+            else:
+                yield full
+        dirnames[:] = keep_walking
+
+
+def _newest(path: str) -> float:
+    newest = os.stat(path).st_mtime
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in dirnames + filenames:
+            try:
+                newest = max(newest, os.stat(os.path.join(dirpath, name)).st_mtime)
+            except OSError:
+                pass
+    return newest
+
+
+def _remove_empty_parents(path: str, root: str):
+    parent = os.path.dirname(path)
+    while parent.startswith(root + os.sep) and parent != root:
+        try:
+            os.rmdir(parent)
+        except OSError:
+            return
+        parent = os.path.dirname(parent)
+
+
+def expire(store, *, dry_run: bool = False, min_age: float = DEFAULT_MIN_AGE,
+           out=None) -> ExpireResult:
+    """Delete (``dry_run``: only list) the unreferenced statistics sets; each is printed to
+    ``out`` (a callable taking a line) as it goes."""
+    refs = references(store)
+    result = ExpireResult(skipped=sorted(refs.remote))
+    now = time.time()
+    for root in sorted(refs.roots):
+        if not os.path.isdir(root):
+            continue
+        for path in list(_set_dirs(root)):
+            norm = os.path.normpath(path)
+            if norm in refs.sets:
+                result.kept.append(norm)
+                continue
+            try:
+                if now - _newest(norm) < min_age:
+                    result.young.append(norm)
+                    continue
+            except OSError:
+                continue
+            result.deleted.append(norm)
+            if dry_run:
+                if out:
+                    out(f"would delete {norm}")
+                continue
+            shutil.rmtree(norm, ignore_errors=True)
+            _remove_empty_parents(norm, root)
+            if out:
+                out(f"deleted {norm}")
+    return result
+
+
+# --- the command ---------------------------------------------------------------------------------
+def register(subparsers) -> None:
+    """Add ``expire`` to the ``stats`` sub-command group."""
+    p = subparsers.add_parser(
+        "expire", help="delete statistics sets no commit refers to",
+        description="Delete the statistics set directories under every table location's "
+                    "_stats/ that no commit reachable from a branch or tag, and no staged "
+                    "change, points to (local file: locations). Prints each set it deletes "
+                    "(or, with --dry-run, would delete).")
+    p.add_argument("--store", default=os.environ.get("HMS_STORE", DEFAULT_STORE),
+                   help="store path (default ./metastore, env HMS_STORE)")
+    p.add_argument("--dry-run", action="store_true", help="list what would be deleted only")
+    p.add_argument("--min-age", type=float, default=DEFAULT_MIN_AGE, metavar="SECONDS",
+                   help="keep unreferenced sets modified less than SECONDS ago: a compute job "
+                        f"may not have recorded their pointers yet (default {DEFAULT_MIN_AGE})")
+    p.add_argument("--json", action="store_true", help="machine-readable JSON output")
+    p.set_defaults(func=cmd_expire)
+
+
+def cmd_expire(args) -> int:
+    from kvmodel.errors import StoreError
+    from kvmodel.store import open_store
+
+    if not os.path.exists(args.store) and "://" not in str(args.store):
+        print(f"hms-proxy: error: no store at {args.store}", file=sys.stderr)
+        return 2
+    try:
+        store = open_store(args.store)
+    except (StoreError, OSError, ValueError) as exc:
+        print(f"hms-proxy: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        result = expire(store, dry_run=args.dry_run, min_age=args.min_age,
+                        out=None if args.json else print)
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps({"dry_run": args.dry_run, "deleted": result.deleted,
+                          "kept": result.kept, "young": result.young,
+                          "skipped": result.skipped}, indent=2))
+        return 0
+    for root in result.skipped:
+        print(f"skipped {root} (not a local location)")
+    verb = "to delete" if args.dry_run else "deleted"
+    print(f"{len(result.deleted)} set(s) {verb}, {len(result.kept)} referenced kept"
+          + (f", {len(result.young)} newer than {args.min_age:g}s kept" if result.young else ""))
+    return 0
