@@ -404,7 +404,8 @@ def _subtree_conflict(store, base, dest, parent, dropper, src, keys, b, s, d, pr
 # ``db/<db>/table/<tbl>/stats/<partition or _>``: JSON naming an immutable statistics set.
 # They never conflict: when both sides changed one since the merge base, the side whose data
 # moved (the partition's -- the table's for ``_`` -- location or numFiles/totalSize/numRows
-# changed on that side) wins; otherwise the result is the later-computed pointer marked
+# changed on that side; for a partitioned table's reduced ``_table_`` set, any partition's)
+# wins; otherwise the result is the later-computed pointer marked
 # ``"stale": true`` (kept, so its files are not expired, but never served). A pointer goes
 # with its table when a side dropped the table.
 _DATA_PARAMS = ("numFiles", "totalSize", "numRows")
@@ -425,6 +426,11 @@ def _data_state(kind: str, value: bytes | None):
     params = entity.parameters or {}
     return (entity.sd.location if entity.sd is not None else None,
             tuple(params.get(p) for p in _DATA_PARAMS))
+
+
+def _partitions_moved(store: VersionedStore, base: str, side: str, tbl_key: str) -> bool:
+    return any(_data_state("partition", e.left) != _data_state("partition", e.right)
+               for e in store.diff(base, side, tbl_key + "/part/"))
 
 
 def _marked_stale(s: bytes | None, d: bytes | None) -> bytes | None:
@@ -453,15 +459,19 @@ def merge_stats_pointer(store: VersionedStore, base: str, source: str, dest: str
     """The merged value of a pointer both sides changed since ``base`` (three commits)."""
     _, (db, tbl, item) = parse_key(key)
     part = item[len("stats/"):]
-    if part == "_":
-        kind, data_key = "table", f"db/{db}/table/{tbl}"
+    tbl_key = f"db/{db}/table/{tbl}"
+    if part.startswith("_"):  # "_": an unpartitioned table; "_table_": reduced from partitions
+        kind, data_key = "table", tbl_key
     else:
-        kind, data_key = "partition", f"db/{db}/table/{tbl}/part/{part}"
+        kind, data_key = "partition", f"{tbl_key}/part/{part}"
     states = []
     for ref in (base, source, dest):
         with store.read(ref) as view:
             states.append(_data_state(kind, view.get(data_key)))
     source_moved, dest_moved = states[1] != states[0], states[2] != states[0]
+    if part.startswith("_") and part != "_":  # any partition's data moving moves the table's
+        source_moved = source_moved or _partitions_moved(store, base, source, tbl_key)
+        dest_moved = dest_moved or _partitions_moved(store, base, dest, tbl_key)
     if source_moved != dest_moved:
         return s if source_moved else d
     return _marked_stale(s, d)

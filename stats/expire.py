@@ -127,12 +127,13 @@ def references(store) -> _References:
 
 def _set_dirs(root: str):
     """Set directories (and dead temporaries) under a ``_stats`` directory: below partition
-    directories (``k=v``, or ``_``), any directory that is not one."""
+    directories (``k=v``; at the top also ``_``, ``_table_``: any name starting with ``_``),
+    any directory that is not one."""
     for dirpath, dirnames, _ in os.walk(root):
         keep_walking = []
         for name in sorted(dirnames):
             full = os.path.join(dirpath, name)
-            is_partition = "=" in name or (dirpath == root and name == layout.UNPARTITIONED)
+            is_partition = "=" in name or (dirpath == root and name.startswith("_"))
             if is_partition and not name.startswith("."):
                 keep_walking.append(name)
             else:

@@ -10,7 +10,8 @@ statistics for it:
   before; a computed set only fills the columns that have none (per column, per partition).
   Deleting client statistics makes the computed ones visible again.
 * **where:** table level from the pointer ``db/<db>/table/<tbl>/stats/_`` (an unpartitioned
-  table's set), partition level from ``.../stats/<partition name>``.
+  table's set; for a partitioned table, ``.../stats/_table_``, the set reduced from its
+  partitions' by :mod:`stats.reduce`), partition level from ``.../stats/<partition name>``.
 * **what:** the row of ``statistics.parquet`` for the column, as the ColumnStatisticsData kind
   HMS uses for the column's Hive type: Long (tinyint, smallint, int, bigint; timestamp in
   seconds since the epoch, the kind HMS 2.3 gives timestamps), Double (float, double), Decimal,
@@ -42,6 +43,7 @@ SERVED_FIELDS = ("column", "type", "null_count", "distinct_count", "min", "max",
 _ABSENT = ("absent",)  # cached: the set has no row for this column
 _ROW_WEIGHT = 400
 _EPOCH = datetime.date(1970, 1, 1)
+TABLE_LEVEL = getattr(layout, "TABLE_LEVEL", "_table_")
 
 
 # --- pointers ---------------------------------------------------------------------------------
@@ -222,6 +224,9 @@ def served_objects(env, t, reader, table, partition: str | None,
     for the columns the set may serve. Never raises for a missing or unreadable set (it
     serves nothing then, and logs why)."""
     pointer = read_pointer(reader, table.dbName, table.tableName, partition)
+    if pointer is None and partition is None and table.partitionKeys:
+        # a partitioned table's own set, reduced from its partitions' (stats.reduce)
+        pointer = read_pointer(reader, table.dbName, table.tableName, TABLE_LEVEL)
     if pointer is None or pointer.get("stale"):
         return {}, None
     types = {c.name.lower(): c.type for c in _columns(table)}

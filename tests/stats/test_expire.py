@@ -54,12 +54,15 @@ def setup(tmp_path):
     sets["flat_never"] = make_set(flat_loc, None)
     sets["young"] = make_set(loc, "ds=1", age=0)
     sets["nested"] = make_set(loc, "ds=2/hr=3")
+    sets["reduced"] = make_set(loc, "_table_")
+    sets["reduced_old"] = make_set(loc, "_table_")
     p1 = layout.pointer_key("shop", "orders", "ds=1")
     write(store, "main", {p1: ptr(sets["old"]),
                           layout.pointer_key("shop", "flat", None): ptr(sets["flat"])})
     write(store, "main", {p1: ptr(sets["tagged"])})
     store.create_tag("v1", "main")
-    write(store, "main", {p1: ptr(sets["head"])})
+    write(store, "main", {p1: ptr(sets["head"]),
+                          layout.pointer_key("shop", "orders", "_table_"): ptr(sets["reduced"])})
     store.create_branch("dev", "main")
     write(store, "dev", {p1: ptr(sets["dev"])})
     store.create_branch("gone", "main")
@@ -78,7 +81,7 @@ def setup(tmp_path):
     store.close()
 
 
-UNREFERENCED = {"gone_branch", "never", "flat_never", "nested", "dead_tmp"}
+UNREFERENCED = {"gone_branch", "never", "flat_never", "nested", "dead_tmp", "reduced_old"}
 
 
 def test_dry_run_lists_and_deletes_nothing(setup):
@@ -99,7 +102,8 @@ def test_expire_deletes_what_no_commit_or_staged_pointer_refers_to(setup):
     for name, path in sets.items():
         assert os.path.isdir(local(path)) == (name not in UNREFERENCED), name
     assert sorted(result.kept) == sorted(local(sets[n]) for n in
-                                         ("old", "head", "tagged", "dev", "staged", "flat"))
+                                         ("old", "head", "tagged", "dev", "staged", "flat",
+                                          "reduced"))
     assert not os.path.exists(f"{tmp_path}/wh/orders/_stats/ds=2")  # emptied: removed
     assert expire.expire(store).deleted == []  # nothing left to do
 
@@ -108,13 +112,14 @@ def test_the_history_of_a_dropped_table_still_counts(setup):
     store, sets, _ = setup
     write(store, "main", {TBL: None, TBL + "/part/ds=1": None,
                           layout.pointer_key("shop", "orders", "ds=1"): None,
-                          layout.pointer_key("shop", "orders", "ds=9"): None})
+                          layout.pointer_key("shop", "orders", "ds=9"): None,
+                          layout.pointer_key("shop", "orders", "_table_"): None})
     result = expire.expire(store, min_age=0)
     # the staged pointer went with the commit that dropped the table: its set is not in any
     # commit; the young one is old enough with --min-age 0
     assert sorted(result.deleted) == sorted(local(sets[n]) for n in
                                             UNREFERENCED | {"staged", "young"})
-    assert os.path.isdir(local(sets["old"])) and os.path.isdir(local(sets["head"]))
+    assert all(os.path.isdir(local(sets[n])) for n in ("old", "head", "reduced"))
 
 
 def test_command(setup, capsys):
@@ -125,7 +130,7 @@ def test_command(setup, capsys):
     args = parser.parse_args(["expire", "--store", str(tmp_path / "store"), "--dry-run"])
     assert args.func(args) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[-1] == f"{len(UNREFERENCED)} set(s) to delete, 6 referenced kept, " \
+    assert out[-1] == f"{len(UNREFERENCED)} set(s) to delete, 7 referenced kept, " \
                       "1 newer than 3600s kept"
     assert len(out) == len(UNREFERENCED) + 1
     args = parser.parse_args(["expire", "--store", str(tmp_path / "store"), "--json",

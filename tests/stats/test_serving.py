@@ -368,3 +368,29 @@ def test_types_mapping():
     empty = stat_row("s", "string", null_count=5, distinct_count=0)  # all nulls
     data = serving.to_stats_data("varchar(3)", empty, T)
     assert data.stringStats == T.StringColumnStatsData(0, 0.0, 5, 0)
+
+
+def test_partitioned_table_level_from_the_reduced_set(proxy):
+    """A partitioned table's table-level statistics: its ``_table_`` set (stats.reduce)."""
+    store = _store_of(proxy)
+    db = "s3sv_reduced"
+    try:
+        with connect(proxy) as client:
+            try:
+                client.drop_database(db, True, True)
+            except TException:
+                pass
+            client.create_database(database(db))
+            client.create_table(table(db, "t", cols("id bigint"), partition_keys=cols("ds string")))
+            t = client.get_table(db, "t")
+            rows = [stat_row("id", "bigint", null_count=0, distinct_count=9, min="1", max="9")]
+            stamp = put_pointer(store, t, serving.TABLE_LEVEL,
+                                write_set(t.sd.location, serving.TABLE_LEVEL, rows))
+            got = client.get_table_column_statistics(db, "t", "id")
+            assert got.statsDesc == T.ColumnStatisticsDesc(True, db, "t", None, stamp)
+            assert got.statsObj[0].statsData.longStats == T.LongColumnStatsData(1, 9, 0, 9)
+            res = client.get_table_statistics_req(T.TableStatsRequest(db, "t", ["id"]))
+            assert res.tableStats == got.statsObj
+            client.drop_database(db, True, True)
+    finally:
+        store.close()

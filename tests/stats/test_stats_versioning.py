@@ -189,3 +189,16 @@ def test_revert_never_conflicts_on_pointers(shop):
     revert_commit(shop, "main", second)  # both changed since: no data moved, marked stale
     merged = read(shop, "main")
     assert merged["stale"] is True and merged["set"].endswith("/third")
+
+
+def test_reduced_table_set_follows_the_partitions_data(shop):
+    """A partitioned table's ``_table_`` set (reduced from its partitions' sets): the side on
+    which any partition's data moved wins."""
+    key = layout.pointer_key("shop", "orders", "_table_")
+    write(shop, "main", {key: pointer("base")})
+    shop.delete_branch("dev")
+    shop.create_branch("dev", "main")
+    write(shop, "dev", {key: pointer("dev", computed=50), pkey("2"): moved("2", numRows="9")})
+    write(shop, "main", {key: pointer("main", computed=900)})
+    merge_refs(shop, "dev", "main")
+    assert read(shop, "main", key)["set"].endswith("/dev")
