@@ -21,6 +21,7 @@ import pyarrow as pa
 
 STATS_DIR = "_stats"
 UNPARTITIONED = "_"  # the partition name of an unpartitioned table's statistics set
+TABLE_LEVEL = "_table_"  # the partition name of a table's set reduced from its partitions' sets
 STATISTICS = "statistics.parquet"
 FREQUENCIES = "frequencies.parquet"
 HISTOGRAMS = "histograms.parquet"

@@ -548,3 +548,59 @@ def reduce_statistics(sets, bins: int = layout.DEFAULT_BINS, frequencies=None,
                 row[pn] = None
         out.append(row)
     return pa.Table.from_pylist(out, schema=layout.STATISTICS_SCHEMA)
+
+
+# --- the table-level set ------------------------------------------------------------------------
+def reduce_sketches(sets) -> pa.Table:
+    """sketches.parquet of the table: each column's partition sketches merged."""
+    sets = open_sets(sets)
+    if not sets:
+        return layout.SKETCHES_SCHEMA.empty_table()
+    out = []
+    for name in sets[0].statistics.column("column").to_pylist():
+        found = [s.sketches[name] for s in sets if name in s.sketches]
+        if found:
+            out.append({"column": name, "hll": hll_merge(*found).tobytes()})
+    return pa.Table.from_pylist(out, schema=layout.SKETCHES_SCHEMA)
+
+
+def write_table_set(table_location: str, sets, *, bins: int = layout.DEFAULT_BINS,
+                    redis=None, redis_url: str | None = None, distributions: bool = False,
+                    set_id: str | None = None, **frequency_options) -> str:
+    """Reduce partition sets into the table's own set, written like a partition's under
+    ``<table location>/_stats/_table_/<set id>/`` (never changed afterwards); returns its path.
+
+    frequencies.parquet holds a row group per column; its schema metadata lists, as JSON, the
+    ``partitions`` (set paths, in the order of the optional per-partition distributions, which
+    ``distributions=True`` adds as :data:`stats.frequencies.DENSE` /
+    :data:`stats.frequencies.SPARSE` columns) and the ``duplicates_only`` columns (scenario 1:
+    only values occurring more than once are listed, every other value occurs once).
+    ``frequency_options``: passed to :func:`stats.frequencies.table_frequencies`."""
+    import json
+
+    from stats import frequencies as freq
+
+    sets = open_sets(sets)
+    result = freq.table_frequencies(sets, redis=redis, redis_url=redis_url, **frequency_options)
+    histograms = reduce_histograms(sets, bins)
+    statistics = reduce_statistics(sets, bins, frequencies=result, histograms=histograms)
+    order = statistics.column("column").to_pylist()
+    path = layout.set_dir(table_location, layout.TABLE_LEVEL, set_id or layout.new_set_id())
+    local = _local(path)
+    os.makedirs(local)
+    pq.write_table(statistics, os.path.join(local, layout.STATISTICS))
+    table = result.table
+    if distributions:
+        table = freq.partition_distributions(sets, table)
+    meta = {b"partitions": json.dumps([s.path for s in sets]).encode(),
+            b"duplicates_only": json.dumps(result.duplicates_only()).encode()}
+    schema = table.schema.with_metadata(meta)
+    with pq.ParquetWriter(os.path.join(local, layout.FREQUENCIES), schema) as writer:
+        for name in order:
+            if name in result.reports:
+                part = table.filter(pc.equal(table["column"], name))
+                writer.write_table(part.replace_schema_metadata(meta),
+                                   row_group_size=max(len(part), 1))
+    pq.write_table(histograms_table(histograms, order), os.path.join(local, layout.HISTOGRAMS))
+    pq.write_table(reduce_sketches(sets), os.path.join(local, layout.SKETCHES))
+    return path

