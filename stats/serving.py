@@ -267,3 +267,43 @@ def column_statistics(env, t, reader, table, partition: str | None, columns: lis
                                   tableName=table.tableName, partName=partition,
                                   lastAnalyzed=stamp)
     return t.ColumnStatistics(statsDesc=desc, statsObj=[objs[c] for c in columns if c in objs])
+
+
+# --- a renamed table keeps its pointers ----------------------------------------------------------
+def _relocated(value: bytes, old_location: str | None, new_location: str | None) -> bytes:
+    """A pointer whose set lay under the table's old location, pointed at the new one (a
+    managed table's rename moves its directory, ``_stats`` included)."""
+    import json
+
+    if not old_location or not new_location or old_location == new_location:
+        return value
+    try:
+        pointer = json.loads(value)
+    except ValueError:
+        return value
+    old_root, new_root = old_location.rstrip("/"), new_location.rstrip("/")
+    path = pointer.get("set") if isinstance(pointer, dict) else None
+    if not isinstance(path, str) or not path.startswith(old_root + "/"):
+        return value
+    pointer["set"] = new_root + path[len(old_root):]
+    return json.dumps(pointer, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _rename_pointers(cat, old, new) -> None:
+    """tables.RENAME_HOOKS: the pointers follow the table to its new name (and location)."""
+    old_root = layout.pointer_key(old.dbName, old.tableName, "x")[:-1]
+    new_root = layout.pointer_key(new.dbName, new.tableName, "x")[:-1]
+    old_loc = old.sd.location if old.sd is not None else None
+    new_loc = new.sd.location if new.sd is not None else None
+    for key, value in list(cat.view.scan_prefix(old_root)):
+        cat.view.put(new_root + key[len(old_root):], _relocated(value, old_loc, new_loc))
+
+
+def _register() -> None:
+    from hms_proxy import tables
+
+    if _rename_pointers not in tables.RENAME_HOOKS:
+        tables.RENAME_HOOKS.append(_rename_pointers)
+
+
+_register()

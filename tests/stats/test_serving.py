@@ -394,3 +394,34 @@ def test_partitioned_table_level_from_the_reduced_set(proxy):
             client.drop_database(db, True, True)
     finally:
         store.close()
+
+
+def test_a_renamed_table_keeps_its_statistics(proxy):
+    """Pointers follow a rename; a managed table's directory moves, its sets with it."""
+    store = _store_of(proxy)
+    db = "s3sv_rename"
+    try:
+        with connect(proxy) as client:
+            try:
+                client.drop_database(db, True, True)
+            except TException:
+                pass
+            client.create_database(database(db))
+            client.create_table(table(db, "t", cols("id bigint")))
+            t = client.get_table(db, "t")
+            rows = [stat_row("id", "bigint", null_count=0, distinct_count=2, min="1", max="2")]
+            put_pointer(store, t, None, write_set(t.sd.location, None, rows))
+            t.tableName = "renamed"
+            client.alter_table(db, "t", t)
+            moved = client.get_table(db, "renamed")
+            assert moved.sd.location != t.sd.location
+            with store.read("main") as view:
+                pointer = layout.read_pointer(view.get(layout.pointer_key(db, "renamed", None)))
+                assert view.get(layout.pointer_key(db, "t", None)) is None
+            assert pointer["set"].startswith(moved.sd.location + "/_stats/_/")
+            assert os.path.isdir(local_path(pointer["set"]))
+            res = client.get_table_statistics_req(T.TableStatsRequest(db, "renamed", ["id"]))
+            assert res.tableStats[0].statsData.longStats == T.LongColumnStatsData(1, 2, 0, 2)
+            client.drop_database(db, True, True)
+    finally:
+        store.close()
