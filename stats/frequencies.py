@@ -145,6 +145,10 @@ class _Consolidator:
     def column(self, name: str, rows: list[dict]) -> tuple[pa.Table, ColumnReport]:
         values = sum((r["count"] or 0) - (r["null_count"] or 0) for r in rows)
         distinct = [s.distinct_values(name) for s in self.sets]
+        for s, r, d in zip(self.sets, rows, distinct):
+            if d == 0 and (r["count"] or 0) > (r["null_count"] or 0):
+                raise ValueError(f"statistics set {s.path} lists no frequencies of column "
+                                 f"{name!r}, which has values: recompute it")
         total = sum(distinct)
         report = ColumnReport(name, 0, len(self.sets), values, total, 0, 0)
         all_distinct = all(r["distinct_exact"] and r["distinct_count"] is not None

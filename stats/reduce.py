@@ -207,6 +207,10 @@ def hll_estimate(registers) -> int:
 
 
 # --- partition sets -------------------------------------------------------------------------------
+def _read(path: str, columns=None) -> pa.Table:
+    return pq.ParquetFile(path).read(columns=columns, use_threads=False)
+
+
 def _local(path: str) -> str:
     if path.startswith("file://"):
         return path[len("file://"):]
@@ -223,6 +227,8 @@ class PartitionSet:
     _stats: pa.Table | None = field(default=None, repr=False)
     _sketches: dict | None = field(default=None, repr=False)
     _freq_groups: dict | None = field(default=None, repr=False)
+    _rows: dict | None = field(default=None, repr=False)
+    _hists: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, item) -> "PartitionSet":
@@ -237,26 +243,44 @@ class PartitionSet:
     @property
     def statistics(self) -> pa.Table:
         if self._stats is None:
-            self._stats = pq.read_table(self.file(layout.STATISTICS))
+            self._stats = _read(self.file(layout.STATISTICS))
         return self._stats
 
     def rows(self) -> dict[str, dict]:
-        return {r["column"]: r for r in self.statistics.to_pylist()}
+        if self._rows is None:
+            self._rows = {r["column"]: r for r in self.statistics.to_pylist()}
+        return self._rows
 
     @property
     def sketches(self) -> dict[str, bytes]:
         if self._sketches is None:
             path = self.file(layout.SKETCHES)
             self._sketches = ({} if not os.path.exists(path) else
-                              {r["column"]: r["hll"] for r in pq.read_table(path).to_pylist()})
+                              {r["column"]: r["hll"] for r in _read(path).to_pylist()})
         return self._sketches
+
+    def load_histograms(self, columns) -> None:
+        """Read these columns' histograms in one go (only those columns of the file)."""
+        wanted = [c for c in columns if c not in self._hists]
+        if not wanted:
+            return
+        path = self.file(layout.HISTOGRAMS)
+        if not os.path.exists(path):
+            self._hists.update(dict.fromkeys(wanted))
+            return
+        pf = pq.ParquetFile(path)
+        present = [c for c in wanted if c in pf.schema_arrow.names]
+        table = pf.read(columns=present, use_threads=False) if present else None
+        for c in wanted:
+            self._hists[c] = table.column(c) if c in present else None
 
     def histogram(self, column: str):
         """(lower, upper, count) numpy arrays of a column's bins (padding dropped), or None."""
-        path = self.file(layout.HISTOGRAMS)
-        if not os.path.exists(path) or column not in pq.read_schema(path).names:
+        self.load_histograms([column])
+        col = self._hists[column]
+        if col is None:
             return None
-        col = pq.read_table(path, columns=[column]).column(0).combine_chunks()
+        col = col.combine_chunks()
         col = col.filter(col.is_valid())
         if len(col) == 0:
             return None
@@ -394,6 +418,10 @@ def reduce_histograms(sets, bins: int = layout.DEFAULT_BINS, columns=None) -> di
     if not sets:
         return {}
     rows = [s.rows() for s in sets]
+    numeric = [n for n, r in rows[0].items() if layout.is_numeric(r["type"] or "")
+               and (columns is None or n in columns)]
+    for s in sets:
+        s.load_histograms(numeric)
     out = {}
     for name, first in rows[0].items():
         if columns is not None and name not in columns:
@@ -463,11 +491,12 @@ def _extreme(rows, name, pick):
 
 
 def reduce_statistics(sets, bins: int = layout.DEFAULT_BINS, frequencies=None,
-                      histograms: dict | None = None) -> pa.Table:
+                      histograms: dict | None = None, columns=None) -> pa.Table:
     """Table-level statistics.parquet (STATISTICS_SCHEMA) from partition statistics sets
     (directories or :class:`PartitionSet`). ``frequencies``: a
     :class:`stats.frequencies.FrequencyResult` giving exact distinct counts of its columns;
-    ``histograms``: :func:`reduce_histograms`' result, when already computed."""
+    ``histograms``: :func:`reduce_histograms`' result, when already computed; ``columns``:
+    only these columns (table order kept; only their histograms are read)."""
     sets = open_sets(sets)
     if not sets:
         return layout.STATISTICS_SCHEMA.empty_table()
@@ -478,11 +507,13 @@ def reduce_statistics(sets, bins: int = layout.DEFAULT_BINS, frequencies=None,
             raise ValueError(f"statistics set {s.path} has other columns than {sets[0].path}: "
                              "sets of one table must share its schema")
     if histograms is None:
-        histograms = reduce_histograms(sets, bins)
+        histograms = reduce_histograms(sets, bins, columns)
     exact = frequencies.distinct_counts() if frequencies is not None else {}
     single = len(sets) == 1
     out = []
     for name in order:
+        if columns is not None and name not in columns:
+            continue
         parts = [r[name] for r in rows]
         ctype = parts[0]["type"]
         count = _sum(p["count"] for p in parts) or 0

@@ -210,3 +210,14 @@ def test_table_set_written_like_a_partition_set(dataset, redis, tmp_path):
     assert reduce.hll_estimate(table_set.sketches["k"]) == pytest.approx(
         pc.count_distinct(union.column("k")).as_py(), rel=0.03)
     assert no_keys_left(redis)
+
+
+def test_a_set_without_the_column_frequencies_is_refused(tmp_path, redis):
+    t = pa.table({"s": pa.array(["a", "b", "b"], pa.string())})
+    path = write_partition_set(tmp_path / "t", "p=1", t, schema=[("s", "string")])
+    import pyarrow.parquet as pq
+
+    pq.write_table(layout.FREQUENCIES_SCHEMA.empty_table(), os.path.join(path, layout.FREQUENCIES))
+    with pytest.raises(ValueError, match="no frequencies of column 's'"):
+        F.table_frequencies([path], redis=redis)
+    assert no_keys_left(redis)

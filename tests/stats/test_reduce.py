@@ -134,7 +134,7 @@ def make_partitions(seed=7, sizes=(20_000, 35_000, 40_000, 25_000), overlap=5_00
             "flag": pa.array(with_nulls(rng, list(rng.random(n) < 0.3 + 0.1 * p), 0.1),
                              pa.bool_()),
             "d": pa.array(with_nulls(rng, [epoch + datetime.timedelta(days=int(v))
-                                           for v in rng.integers(18000 + 30 * p, 18400, n)],
+                                           for v in rng.integers(18000 + 30 * (p % 10), 18400, n)],
                                      0.03), pa.date32()),
             "z": pa.array(z, pa.float64()),
         }))
