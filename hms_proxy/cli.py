@@ -93,6 +93,16 @@ def build_parser() -> argparse.ArgumentParser:
     bench.register(sub)
     importer.register(sub)
     refs_cli.register(sub)
+
+    # stats: partition statistics (issue 5); each action registers itself in this group
+    from stats import compute as stats_compute
+
+    stats_group = sub.add_parser("stats", help="partition statistics: compute, ...",
+                                 description="Partition statistics kept as versioned parquet "
+                                             "sets beside the data (see README 'Statistics').")
+    stats_actions = stats_group.add_subparsers(dest="stats_command", required=True,
+                                               metavar="ACTION")
+    stats_compute.register(stats_actions)
     return parser
 
 

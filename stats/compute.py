@@ -1,0 +1,969 @@
+"""``hms-proxy stats compute``: a PySpark job writing one statistics set per partition.
+
+The job reads the table through Spark with *our* server as its metastore (Hive support,
+``hive.metastore.uris``): the server given by ``--metastore``, else one started for the job over
+``--store`` on a free port. The ref is chosen with a qualified database name (``db@ref``, see
+the README), so any server over the store reaches any ref. For each selected partition
+(``--partitions`` takes the filter language of ``get_partitions_by_filter``; an unpartitioned
+table is the one partition ``_``) it runs, over that partition's rows only:
+
+1. **the summary pass**, one aggregation computing every summary statistic of every column at
+   once: rows, non-null count, min/max (text: ``CAST(min(c) AS STRING)``; numbers: min/max of
+   the numeric value, see below), mean, population standard deviation, sum, average and
+   maximum length, true/false counts, the percentiles (``approx_percentile`` with accuracy
+   10,000 by default; ``--exact-quantiles``: Spark's exact ``percentile``, linear interpolation
+   between the two closest ranks as ``numpy.percentile(method="linear")``), and the
+   user-defined SQL statistics;
+2. **exact distinct counts** of the columns that have no frequencies (double, decimal,
+   timestamp...), one ``count(DISTINCT ...)`` aggregation, only when the partition is *cheap*:
+   at most ``--exact-distinct-limit`` rows (default 1,000,000). Larger partitions take the
+   sketch's estimate (``distinct_exact`` false). Discrete columns always get the exact count,
+   the number of their frequencies;
+3. **the distribution pass**, one aggregation over the rows exploded into (kind, column, key)
+   entries: the frequency of every value of each discrete column (``groupBy`` value, count),
+   the HyperLogLog registers of every column (``xxhash64(value)``, seed 42; register = top 12
+   bits, rank = leading zeros of the other 52 + 1, aggregated per register with ``max``), and
+   the histogram bin counts of every numeric column (equal-width over [min, max] from the
+   summary; bin index exactly as ``numpy.histogram`` assigns it, edges as ``numpy.linspace``);
+4. **Python statistics** (``register_statistic(name, fn)``), on the driver: the partition's
+   column collected as Arrow (so they see the whole column, bounded by the driver's memory).
+
+Numeric values (``min_value``, ``max_value``, mean, stddev, percentiles, histograms) are
+doubles: the number itself for tinyint ... decimal, days since the epoch for dates,
+microseconds since the epoch for timestamps. ``sum`` is given for numbers only (null for dates
+and timestamps). Average/maximum length: characters for string/varchar/char, bytes for binary.
+Complex columns (array, map, struct) get counts (and, but for maps, sketches and distinct
+counts) only. Timestamps are read and written in UTC (``spark.sql.session.timeZone``).
+
+Each set's four files (:mod:`stats.layout`) are written with pyarrow into a hidden temporary
+directory that is then renamed to ``<table location>/_stats/<partition>/<set id>/`` (local
+``file:`` locations; any other scheme goes through the Spark session's Hadoop file system).
+The pointers (:func:`stats.layout.make_pointer`: the set, the ref's commit and the schema
+fingerprint at compute time, rows, a data fingerprint) are then recorded on the branch:
+
+* when the branch has no uncommitted change to the table (nor to its database), as **one
+  commit holding only the pointers** (``commit_snapshot`` on the head: other uncommitted work
+  on the branch stays uncommitted), message ``stats compute DB.TABLE (N partitions)``, after
+  the branch's pre-commit hooks;
+* otherwise in **one write transaction, uncommitted**, beside the table's own uncommitted
+  changes, to be committed with them (a commit without the table would point at statistics of
+  a table it does not hold).
+
+A tag or commit cannot hold new pointers (``--ref`` must be a branch); neither can a protected
+branch (compute on a branch and merge it, as for any write).
+"""
+from __future__ import annotations
+
+import argparse
+import getpass
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import Callable
+from urllib.parse import unquote, urlparse
+
+
+
+class _Lazy:
+    """A module imported on first use: ``hms-proxy`` builds its parser (this module's
+    :func:`register`) for every command, and pyarrow (the ``stats`` extra) may be absent."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr):
+        import importlib
+
+        return getattr(importlib.import_module(self._name), attr)
+
+
+pa = _Lazy("pyarrow")
+pq = _Lazy("pyarrow.parquet")
+layout = _Lazy("stats.layout")
+
+DEFAULT_BINS = 1000  # stats.layout.DEFAULT_BINS (the tests check they agree)
+DEFAULT_EXACT_DISTINCT_LIMIT = 1_000_000  # rows: "cheap" for exact count(DISTINCT)
+DEFAULT_ACCURACY = 10_000  # approx_percentile's accuracy (rank error <= rows / accuracy)
+FREQUENCY_COLLECT_LIMIT = 2_000_000  # frequencies collected at once; above, column by column
+STRING_TYPES = ("string", "varchar", "char")
+COMPLEX_PREFIXES = ("array", "map", "struct", "uniontype")
+_KIND_FREQ, _KIND_HLL, _KIND_HIST = 0, 1, 2
+
+
+class ComputeError(Exception):
+    """A failure reported as ``hms-proxy: error: ...`` (``status``: the exit status)."""
+
+    def __init__(self, message: str, status: int = 2):
+        super().__init__(message)
+        self.status = status
+
+
+# --- user-defined statistics -------------------------------------------------------------------
+@dataclass(frozen=True)
+class Statistic:
+    name: str
+    sql: str | None = None  # a SQL aggregate template: {col} the column, {value} its number
+    fn: Callable | None = None  # fn(pyarrow array of the column) -> float
+    types: tuple[str, ...] | None = None  # Hive base types; None: the numeric ones
+
+    def applies(self, hive_type: str) -> bool:
+        return layout.base_type(hive_type) in (self.types or layout.NUMERIC_TYPES)
+
+
+_STATISTICS: dict[str, Statistic] = {}
+
+
+def register_statistic(name: str, stat, *, types=None) -> Statistic:
+    """Register a user-defined statistic, computed for every column of ``types`` (Hive base
+    types; default: the numeric ones, dates and timestamps included) into a float64 column
+    ``udf_<name>`` of statistics.parquet (null for other columns).
+
+    ``stat`` is either a SQL aggregate expression template, where ``{col}`` stands for the
+    column and ``{value}`` for its numeric value (days for dates, microseconds for timestamps),
+    e.g. ``"kurtosis({col})"``; or a Python function receiving the partition's column as a
+    pyarrow array (nulls included) and returning a float."""
+    if not name or not name.replace("_", "a").isalnum() or not name.isascii():
+        raise ValueError(f"a statistic name is letters, digits and '_', not {name!r}")
+    if isinstance(stat, str):
+        entry = Statistic(name, sql=stat)
+    elif callable(stat):
+        entry = Statistic(name, fn=stat)
+    else:
+        raise TypeError("a statistic is a SQL expression template or a function")
+    if types is not None:
+        entry = Statistic(entry.name, entry.sql, entry.fn,
+                          tuple(layout.base_type(t) for t in types))
+    _STATISTICS[name] = entry
+    return entry
+
+
+def unregister_statistic(name: str) -> None:
+    _STATISTICS.pop(name, None)
+
+
+def registered_statistics() -> list[Statistic]:
+    return list(_STATISTICS.values())
+
+
+# --- HyperLogLog -------------------------------------------------------------------------------
+def hll_merge(*sketches: bytes) -> bytes:
+    """Register-wise maximum of sketches of one precision."""
+    if not sketches:
+        return bytes(1 << layout.HLL_PRECISION)
+    if len({len(s) for s in sketches}) != 1:
+        raise ValueError("HyperLogLog sketches of different precisions cannot be merged")
+    return bytes(max(regs) for regs in zip(*sketches))
+
+
+def hll_estimate(registers: bytes) -> int:
+    """The HyperLogLog estimate (Flajolet et al.) with linear counting while the raw estimate
+    is at most 2.5 m and a register is still zero (64-bit hashes: no large-range correction
+    is needed below 2^64 / 30)."""
+    m = len(registers)
+    alpha = 0.7213 / (1 + 1.079 / m)
+    estimate = alpha * m * m / math.fsum(2.0 ** -r for r in registers)
+    if estimate <= 2.5 * m:
+        zeros = registers.count(0)
+        if zeros:
+            estimate = m * math.log(m / zeros)
+    return int(round(estimate))
+
+
+# --- the table ---------------------------------------------------------------------------------
+@dataclass
+class Partition:
+    name: str  # Hive's escaped name, or "_" for an unpartitioned table
+    values: list[str]
+    location: str
+
+
+@dataclass
+class TableInfo:
+    db: str
+    tbl: str
+    ref: str
+    spark_name: str  # how Spark names it: `db@ref`.`tbl`
+    columns: list[tuple[str, str]]  # data columns (name, Hive type), table order
+    partition_keys: list[tuple[str, str]]
+    location: str
+    partitions: list[Partition] = field(default_factory=list)
+
+    @property
+    def display(self) -> str:
+        return f"{self.db}.{self.tbl}"
+
+
+def _qualified(db: str, ref: str) -> str:
+    return f"{db}@{ref}"
+
+
+def describe_table(client, db: str, tbl: str, ref: str, partition_filter: str | None) -> TableInfo:
+    """The table and its selected partitions, from the metastore (``db@ref`` names)."""
+    from hms_proxy.gen.hive_metastore import ttypes
+    from hms_proxy.names import make_part_name
+
+    qdb = _qualified(db, ref)
+    try:
+        table = client.get_table(qdb, tbl)
+    except ttypes.NoSuchObjectException:
+        raise ComputeError(f"table {db}.{tbl} does not exist at ref {ref}", 1) from None
+    except ttypes.MetaException as exc:
+        raise ComputeError(f"{db}.{tbl} at ref {ref}: {exc.message}", 1) from None
+    if (table.tableType or "").upper() == "VIRTUAL_VIEW":
+        raise ComputeError(f"{db}.{tbl} is a view: statistics are computed for tables", 2)
+    sd = table.sd
+    if sd is None or not sd.location:
+        raise ComputeError(f"{db}.{tbl} has no location", 2)
+    info = TableInfo(db, tbl, ref, f"`{qdb}`.`{tbl}`",
+                     [(c.name, c.type) for c in sd.cols or []],
+                     [(k.name, k.type) for k in table.partitionKeys or []], sd.location)
+    if not info.partition_keys:
+        if partition_filter:
+            raise ComputeError(f"{db}.{tbl} is not partitioned: --partitions does not apply", 2)
+        info.partitions = [Partition(layout.UNPARTITIONED, [], sd.location)]
+        return info
+    try:
+        if partition_filter:
+            parts = client.get_partitions_by_filter(qdb, tbl, partition_filter, -1)
+        else:
+            parts = client.get_partitions(qdb, tbl, -1)
+    except ttypes.MetaException as exc:
+        raise ComputeError(f"--partitions {partition_filter!r}: {exc.message}", 2) from None
+    except ttypes.NoSuchObjectException as exc:
+        raise ComputeError(f"{db}.{tbl}: {exc.message}", 1) from None
+    keys = [k for k, _ in info.partition_keys]
+    for p in parts:
+        name = make_part_name(keys, p.values)
+        location = p.sd.location if p.sd is not None and p.sd.location else \
+            f"{sd.location.rstrip('/')}/{name}"
+        info.partitions.append(Partition(name, list(p.values), location))
+    info.partitions.sort(key=lambda p: p.name)
+    return info
+
+
+# --- column expressions ------------------------------------------------------------------------
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _is_complex(hive_type: str) -> bool:
+    return hive_type.strip().lower().startswith(COMPLEX_PREFIXES)
+
+
+def value_sql(name: str, hive_type: str) -> str | None:
+    """The SQL of a column's numeric value (a double), or None when it has none."""
+    base = layout.base_type(hive_type)
+    if base == "date":
+        return f"CAST(unix_date({_q(name)}) AS DOUBLE)"
+    if base == "timestamp":
+        return f"CAST(unix_micros({_q(name)}) AS DOUBLE)"
+    if base in layout.NUMERIC_TYPES:
+        return f"CAST({_q(name)} AS DOUBLE)"
+    return None
+
+
+@dataclass
+class Options:
+    bins: int = DEFAULT_BINS
+    exact_quantiles: bool = False
+    exact_distinct_limit: int = DEFAULT_EXACT_DISTINCT_LIMIT
+    accuracy: int = DEFAULT_ACCURACY
+
+
+def _summary_exprs(columns, options: Options, stats: list[Statistic]):
+    """(aliased Spark columns, how to read each row back)."""
+    from pyspark.sql import functions as F
+
+    exprs = [F.count(F.lit(1)).alias("rows")]
+    fractions = ", ".join(f"{p / 100!r}" for p in layout.PERCENTILES)
+    for i, (name, htype) in enumerate(columns):
+        c, base = F.col(_q(name)), layout.base_type(htype)
+        exprs.append(F.count(c).alias(f"nn_{i}"))
+        if _is_complex(htype):
+            continue
+        exprs.append(F.min(c).cast("string").alias(f"min_{i}"))
+        exprs.append(F.max(c).cast("string").alias(f"max_{i}"))
+        vsql = value_sql(name, htype)
+        if vsql is not None:
+            v = F.expr(vsql)
+            exprs += [F.min(v).alias(f"minv_{i}"), F.max(v).alias(f"maxv_{i}"),
+                      F.stddev_pop(v).alias(f"sd_{i}")]
+            if base in ("date", "timestamp"):
+                exprs.append(F.avg(v).alias(f"mean_{i}"))
+            else:  # exact for integers and decimals, then a double
+                exprs.append(F.avg(c).cast("double").alias(f"mean_{i}"))
+                exprs.append(F.sum(c).cast("double").alias(f"sum_{i}"))
+            if options.exact_quantiles:
+                pct = f"percentile({vsql}, array({fractions}))"
+            else:
+                pct = f"approx_percentile({vsql}, array({fractions}), {options.accuracy})"
+            exprs.append(F.expr(pct).alias(f"pct_{i}"))
+        if base in STRING_TYPES:
+            exprs += [F.avg(F.length(c)).alias(f"avglen_{i}"),
+                      F.max(F.length(c)).alias(f"maxlen_{i}")]
+        elif base == "binary":
+            exprs += [F.avg(F.octet_length(c)).alias(f"avglen_{i}"),
+                      F.max(F.octet_length(c)).alias(f"maxlen_{i}")]
+        elif base == "boolean":
+            exprs += [F.count_if(c).alias(f"true_{i}"), F.count_if(~c).alias(f"false_{i}")]
+        for stat in stats:
+            if stat.sql is not None and stat.applies(htype):
+                text = stat.sql.format(col=_q(name), value=vsql or _q(name))
+                exprs.append(F.expr(text).cast("double").alias(f"udf_{stat.name}_{i}"))
+    return exprs
+
+
+def _hll_entry(name: str, htype: str, i: int):
+    """The (kind, column, key, rank) entry of a non-null value's HyperLogLog register."""
+    from pyspark.sql import functions as F
+
+    p = layout.HLL_PRECISION
+    h = F.xxhash64(F.col(_q(name)))
+    rest = F.shiftleft(h, p)
+    rank = F.least(F.lit(64) - F.length(F.bin(rest)), F.lit(64 - p)) + 1
+    return F.when(F.col(_q(name)).isNotNull(), F.struct(
+        F.lit(_KIND_HLL).alias("kind"), F.lit(i).alias("col"),
+        F.lit(None).cast("string").alias("skey"),
+        F.shiftrightunsigned(h, 64 - p).cast("int").alias("nkey"),
+        rank.cast("int").alias("rank")))
+
+
+def _freq_entry(name: str, i: int):
+    from pyspark.sql import functions as F
+
+    c = F.col(_q(name))
+    return F.when(c.isNotNull(), F.struct(
+        F.lit(_KIND_FREQ).alias("kind"), F.lit(i).alias("col"), c.cast("string").alias("skey"),
+        F.lit(None).cast("int").alias("nkey"), F.lit(None).cast("int").alias("rank")))
+
+
+def hist_edges(lo: float, hi: float, bins: int) -> list[float]:
+    """numpy.linspace(lo, hi, bins + 1): ``i * step + lo``, the last edge ``hi`` exactly."""
+    step = (hi - lo) / bins
+    return [i * step + lo for i in range(bins)] + [hi]
+
+
+def _hist_entry(name: str, htype: str, i: int, lo: float, hi: float, bins: int):
+    """The bin of a non-null value as numpy.histogram assigns it: ``(v - lo) * (bins / (hi -
+    lo))`` truncated, the maximum in the last bin, then corrected by one against the edges."""
+    from pyspark.sql import functions as F
+
+    v = F.expr(value_sql(name, htype))
+    if hi == lo:
+        index = F.lit(0)
+    else:
+        norm = bins / (hi - lo)
+        step = (hi - lo) / bins
+        raw = F.floor((v - F.lit(lo)) * F.lit(norm)).cast("int")
+        raw = F.when(raw >= bins, F.lit(bins - 1)).otherwise(raw)
+
+        def edge(k):
+            return F.when(k >= bins, F.lit(hi)).otherwise(k.cast("double") * F.lit(step) + F.lit(lo))
+
+        dec = F.when(v < edge(raw), raw - 1).otherwise(raw)
+        index = F.when((v >= edge(dec + 1)) & (dec != bins - 1), dec + 1).otherwise(dec)
+    return F.when(v.isNotNull(), F.struct(
+        F.lit(_KIND_HIST).alias("kind"), F.lit(i).alias("col"),
+        F.lit(None).cast("string").alias("skey"), index.cast("int").alias("nkey"),
+        F.lit(None).cast("int").alias("rank")))
+
+
+# --- one partition -----------------------------------------------------------------------------
+@dataclass
+class PartitionResult:
+    partition: Partition
+    rows: int
+    statistics: pa.Table
+    frequencies: list[pa.Table]  # one per discrete column with values, table order
+    histograms: pa.Table
+    sketches: pa.Table
+
+
+def partition_frame(spark, info: TableInfo, part: Partition):
+    """The rows of one partition, read through the metastore (Spark prunes to it)."""
+    from pyspark.sql import functions as F
+
+    df = spark.table(info.spark_name)
+    for (key, ktype), value in zip(info.partition_keys, part.values):
+        col = F.col(_q(key))
+        if value == "__HIVE_DEFAULT_PARTITION__":
+            df = df.where(col.isNull())
+        else:
+            df = df.where(col == F.lit(value).cast(df.schema[key].dataType))
+    return df.select(*[_q(name) for name, _ in info.columns])
+
+
+def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
+                      stats: list[Statistic] | None = None) -> PartitionResult:
+    from pyspark.sql import functions as F
+    from pyspark import StorageLevel
+
+    stats = registered_statistics() if stats is None else stats
+    columns = info.columns
+    df = partition_frame(spark, info, part)
+    summary = df.agg(*_summary_exprs(columns, options, stats)).collect()[0].asDict()
+    rows = summary["rows"]
+
+    # exact distinct counts where no frequencies give them and the partition is cheap
+    distinct: dict[int, int] = {}
+    nofreq = [i for i, (n, t) in enumerate(columns)
+              if not layout.is_discrete(t) and not t.lower().startswith("map")]
+    if rows <= options.exact_distinct_limit and nofreq and rows:
+        got = df.agg(*[F.count_distinct(F.col(_q(columns[i][0]))).alias(f"d_{i}")
+                       for i in nofreq]).collect()[0].asDict()
+        distinct = {i: got[f"d_{i}"] for i in nofreq}
+
+    # the distribution pass: frequencies, sketches, histogram bins
+    entries, ranges = [], {}
+    for i, (name, htype) in enumerate(columns):
+        if layout.is_discrete(htype):
+            entries.append(_freq_entry(name, i))
+        if not htype.lower().startswith("map"):
+            entries.append(_hll_entry(name, htype, i))
+        if layout.is_numeric(htype) and summary.get(f"minv_{i}") is not None:
+            lo, hi = summary[f"minv_{i}"], summary[f"maxv_{i}"]
+            ranges[i] = (lo, hi)
+            entries.append(_hist_entry(name, htype, i, lo, hi, options.bins))
+    freq_tables: list[pa.Table] = []
+    registers: dict[int, bytearray] = {}
+    bins: dict[int, dict[int, int]] = {}
+    if entries and rows:
+        exploded = df.select(F.inline(F.filter(F.array(*entries), lambda e: e.isNotNull())))
+        grouped = (exploded.groupBy("kind", "col", "skey", "nkey")
+                   .agg(F.count(F.lit(1)).alias("n"), F.max("rank").alias("rank"))
+                   .persist(StorageLevel.MEMORY_AND_DISK))
+        try:
+            small = grouped.where(F.col("kind") != _KIND_FREQ).select(
+                "kind", "col", "nkey", "n", "rank").collect()
+            for kind, i, nkey, n, rank in small:
+                if kind == _KIND_HLL:
+                    registers.setdefault(i, bytearray(1 << layout.HLL_PRECISION))[nkey] = rank
+                else:
+                    bins.setdefault(i, {})[nkey] = n
+            freq_tables = _frequencies(grouped, columns)
+        finally:
+            grouped.unpersist()
+    for t in freq_tables:
+        distinct[t.column("col")[0].as_py()] = t.num_rows
+
+    # Python statistics, on the driver
+    py_values: dict[tuple[str, int], float | None] = {}
+    py_stats = [s for s in stats if s.fn is not None]
+    wanted = [i for i, (_, t) in enumerate(columns) if any(s.applies(t) for s in py_stats)]
+    if wanted:
+        data = df.select(*[_q(columns[i][0]) for i in wanted]).toArrow()
+        for pos, i in enumerate(wanted):
+            arr = data.column(pos).combine_chunks()
+            for s in py_stats:
+                if s.applies(columns[i][1]):
+                    result = s.fn(arr)
+                    py_values[(s.name, i)] = None if result is None else float(result)
+
+    statistics = _statistics_table(columns, summary, distinct, registers, stats, py_values,
+                                   options)
+    histograms = _histograms_table(columns, ranges, bins, options.bins)
+    sketches = pa.Table.from_pylist(
+        [{"column": name, "hll": bytes(registers.get(i, bytes(1 << layout.HLL_PRECISION)))}
+         for i, (name, htype) in enumerate(columns) if not htype.lower().startswith("map")],
+        schema=layout.SKETCHES_SCHEMA)
+    return PartitionResult(part, rows, statistics, freq_tables, histograms, sketches)
+
+
+def _frequencies(grouped, columns) -> list[pa.Table]:
+    """Per discrete column with values, its frequencies by decreasing count, then value."""
+    from pyspark.sql import functions as F
+
+    freq = grouped.where(F.col("kind") == _KIND_FREQ).select(
+        F.col("col"), F.col("skey").alias("value"), F.col("n").alias("frequency"))
+    total = freq.count()
+    if total == 0:
+        return []
+    if total <= FREQUENCY_COLLECT_LIMIT:
+        pieces = [freq.toArrow()]
+    else:  # one column at a time: the driver holds one column's frequencies
+        pieces = [freq.where(F.col("col") == i).toArrow()
+                  for i, (_, t) in enumerate(columns) if layout.is_discrete(t)]
+    out = []
+    for piece in pieces:
+        if piece.num_rows == 0:
+            continue
+        piece = piece.sort_by([("col", "ascending"), ("frequency", "descending"),
+                               ("value", "ascending")])
+        cols = piece.column("col").to_pylist()
+        start = 0
+        for end in range(1, len(cols) + 1):
+            if end == len(cols) or cols[end] != cols[start]:
+                out.append(piece.slice(start, end - start))
+                start = end
+    out.sort(key=lambda t: t.column("col")[0].as_py())
+    return out
+
+
+def _statistics_table(columns, summary, distinct, registers, stats, py_values, options):
+    rows = summary["rows"]
+    records = []
+    for i, (name, htype) in enumerate(columns):
+        base = layout.base_type(htype)
+        nn = summary[f"nn_{i}"]
+        rec = {"column": name, "type": htype, "count": rows, "null_count": rows - nn}
+        if i in distinct:
+            rec["distinct_count"], rec["distinct_exact"] = distinct[i], True
+        elif i in registers or (nn == 0 and not htype.lower().startswith("map")):
+            regs = bytes(registers.get(i, bytes(1 << layout.HLL_PRECISION)))
+            rec["distinct_count"], rec["distinct_exact"] = hll_estimate(regs), nn == 0
+        for key, field_ in (("min", "min"), ("max", "max"), ("minv", "min_value"),
+                            ("maxv", "max_value"), ("mean", "mean"), ("sd", "stddev"),
+                            ("sum", "sum"), ("avglen", "avg_length"), ("maxlen", "max_length"),
+                            ("true", "true_count"), ("false", "false_count")):
+            if f"{key}_{i}" in summary:
+                rec[field_] = summary[f"{key}_{i}"]
+        if base == "boolean":
+            rec.setdefault("true_count", 0)
+        pct = summary.get(f"pct_{i}")
+        if f"pct_{i}" in summary:
+            rec["percentiles_exact"] = options.exact_quantiles
+            for p, v in zip(layout.PERCENTILES, pct or [None] * len(layout.PERCENTILES)):
+                rec[layout.percentile_name(p)] = None if v is None else float(v)
+        for stat in stats:
+            if stat.sql is not None and f"udf_{stat.name}_{i}" in summary:
+                rec[f"udf_{stat.name}"] = summary[f"udf_{stat.name}_{i}"]
+            elif stat.fn is not None and (stat.name, i) in py_values:
+                rec[f"udf_{stat.name}"] = py_values[(stat.name, i)]
+        records.append(rec)
+    schema = layout.STATISTICS_SCHEMA
+    for stat in stats:
+        schema = schema.append(pa.field(f"udf_{stat.name}", pa.float64()))
+    return pa.Table.from_pylist(records, schema=schema)
+
+
+def _histograms_table(columns, ranges, bins, nbins) -> pa.Table:
+    """A struct column per numeric column, a row per bin (padded with nulls)."""
+    numeric = [(i, name) for i, (name, htype) in enumerate(columns) if layout.is_numeric(htype)]
+    per_column = {}
+    for i, name in numeric:
+        if i not in ranges:
+            per_column[name] = []
+            continue
+        lo, hi = ranges[i]
+        counts = bins.get(i, {})
+        if hi == lo:
+            per_column[name] = [{"lower": lo, "upper": hi, "count": counts.get(0, 0)}]
+        else:
+            edges = hist_edges(lo, hi, nbins)
+            per_column[name] = [{"lower": edges[k], "upper": edges[k + 1],
+                                 "count": counts.get(k, 0)} for k in range(nbins)]
+    height = max((len(v) for v in per_column.values()), default=0)
+    arrays = [pa.array(v + [None] * (height - len(v)), type=layout.BIN)
+              for v in per_column.values()]
+    return pa.Table.from_arrays(arrays, schema=pa.schema(
+        [pa.field(name, layout.BIN) for name in per_column]))
+
+
+# --- writing -----------------------------------------------------------------------------------
+def _local_dir(location: str) -> str | None:
+    parsed = urlparse(location)
+    if parsed.scheme == "file":
+        return unquote(parsed.path)
+    if not parsed.scheme or len(parsed.scheme) == 1:  # a plain path (or a Windows drive)
+        return location
+    return None
+
+
+def _write_files(result: PartitionResult, directory: str) -> None:
+    os.makedirs(directory, exist_ok=True)
+    pq.write_table(result.statistics, os.path.join(directory, layout.STATISTICS))
+    with pq.ParquetWriter(os.path.join(directory, layout.FREQUENCIES),
+                          layout.FREQUENCIES_SCHEMA) as writer:
+        for t in result.frequencies:  # a row group per column
+            names = pa.array([_name_of(result, t)] * t.num_rows, pa.string())
+            writer.write_table(pa.Table.from_arrays(
+                [names, t.column("value").cast(pa.string()), t.column("frequency").cast(pa.int64())],
+                schema=layout.FREQUENCIES_SCHEMA), row_group_size=max(t.num_rows, 1))
+    pq.write_table(result.histograms, os.path.join(directory, layout.HISTOGRAMS))
+    pq.write_table(result.sketches, os.path.join(directory, layout.SKETCHES))
+
+
+def _name_of(result: PartitionResult, t: pa.Table) -> str:
+    return result.statistics.column("column")[t.column("col")[0].as_py()].as_py()
+
+
+def write_set(spark, info: TableInfo, result: PartitionResult) -> str:
+    """Write the set into a fresh immutable directory; returns its path (as a location)."""
+    set_id = layout.new_set_id()
+    target = layout.set_dir(info.location, result.partition.name, set_id)
+    local = _local_dir(target)
+    if local is not None:
+        parent = os.path.dirname(local)
+        tmp = os.path.join(parent, f".{set_id}.tmp")
+        try:
+            _write_files(result, tmp)
+            os.rename(tmp, local)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return target
+    # another scheme: through the session's Hadoop file system
+    with tempfile.TemporaryDirectory(prefix="hms-stats-") as tmp:
+        _write_files(result, tmp)
+        try:
+            jvm = spark._jvm
+            conf = spark._jsc.hadoopConfiguration()
+            dest = jvm.org.apache.hadoop.fs.Path(target)
+            staging = jvm.org.apache.hadoop.fs.Path(
+                f"{target.rsplit('/', 1)[0]}/.{set_id}.tmp")
+            fs = dest.getFileSystem(conf)
+            fs.mkdirs(staging)
+            for name in layout.FILES:
+                fs.copyFromLocalFile(False, True, jvm.org.apache.hadoop.fs.Path(
+                    "file://" + os.path.join(tmp, name)), staging)
+            if not fs.rename(staging, dest):
+                raise ComputeError(f"cannot rename {staging} to {target}")
+        except ComputeError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - Py4J errors carry the Java message
+            raise ComputeError(f"cannot write statistics to {target} through Hadoop: "
+                               f"{str(exc).splitlines()[0]}") from None
+    return target
+
+
+def data_fingerprint(spark, location: str) -> str:
+    """``<location>|files=N|bytes=B|mtime=T`` over the partition's data files (hidden names,
+    ``_`` or ``.`` first, skipped: ``_stats`` is not data)."""
+    files = size = mtime = 0
+    local = _local_dir(location)
+    if local is not None:
+        for dirpath, dirnames, filenames in os.walk(local):
+            dirnames[:] = [d for d in dirnames if not d.startswith(("_", "."))]
+            for f in filenames:
+                if f.startswith(("_", ".")):
+                    continue
+                try:
+                    st = os.stat(os.path.join(dirpath, f))
+                except OSError:
+                    continue
+                files, size = files + 1, size + st.st_size
+                mtime = max(mtime, int(st.st_mtime * 1000))
+    elif spark is not None:
+        try:
+            jpath = spark._jvm.org.apache.hadoop.fs.Path(location)
+            fs = jpath.getFileSystem(spark._jsc.hadoopConfiguration())
+            for st in fs.listStatus(jpath):
+                name = st.getPath().getName()
+                if st.isFile() and not name.startswith(("_", ".")):
+                    files, size = files + 1, size + st.getLen()
+                    mtime = max(mtime, st.getModificationTime())
+        except Exception:  # noqa: BLE001 - a missing directory: no data
+            pass
+    return f"{location}|files={files}|bytes={size}|mtime={mtime}"
+
+
+# --- the pointers ------------------------------------------------------------------------------
+def check_branch(store, ref: str) -> tuple[str, str]:
+    """(branch, commit) for a ref that can hold pointers, else ComputeError."""
+    from kvmodel.errors import StoreError
+
+    try:
+        resolved = store.resolve(ref)
+    except StoreError as exc:
+        raise ComputeError(f"--ref {ref}: {exc}", 1) from None
+    if resolved.branch is None:
+        raise ComputeError(f"--ref {ref} is not a branch: statistics pointers are recorded on a "
+                           "branch (compute on a branch, then tag it)")
+    branch = store.get_branch(resolved.branch)
+    if branch is not None and branch.protected:
+        raise ComputeError(f"branch {ref} is protected: compute on a branch and merge it "
+                           f"(hms-proxy branch create NAME --from {ref}; "
+                           f"hms-proxy merge NAME {ref})")
+    return resolved.branch, resolved.commit
+
+
+def record_pointers(store, store_path, branch: str, db: str, tbl: str,
+                    pointers: list[tuple[str, bytes]], message: str, author: str = ""):
+    """Record the pointers on ``branch``: as a commit of their own when the table has no
+    uncommitted change there, else staged beside its changes. Returns the commit or None."""
+    from kvmodel.catalog import db_key, table_key
+    from kvmodel.errors import HeadMoved
+
+    for _ in range(5):
+        head = store.resolve(branch).commit
+        table_prefix = table_key(db, tbl) + "/"
+        dirty = any(True for _ in store.diff(head, branch, table_prefix)) or any(
+            e.key in (db_key(db), table_key(db, tbl)) for e in store.diff(head, branch, db_key(db)))
+        if dirty:
+            with store.write(branch) as txn:
+                txn.put_many(pointers)
+            return None
+        meta = {"source": "stats compute", "table": f"{db}.{tbl}"}
+        _run_hooks(store, store_path, branch, head, pointers, message, author, meta)
+        try:
+            return store.commit_snapshot(branch, [head], iter(pointers), message, author=author,
+                                         metadata=meta, expected_head=head)
+        except HeadMoved:
+            continue
+    raise ComputeError(f"branch {branch} kept moving: pointers not recorded")
+
+
+def _run_hooks(store, store_path, branch, head, changes, message, author, meta) -> None:
+    """The branch's pre-commit hooks on the pointers' commit (HookVeto stops it)."""
+    from kvmodel.entities import entity_change
+    from kvmodel.hooks import HookEvent, _protected, load_hooks
+    from kvmodel.versioning import DiffReport
+
+    hooks = load_hooks(store_path)
+    protected = _protected(store, branch)
+    if not hooks.applies("pre-commit", protected):
+        return
+    after = dict(changes)
+    report = DiffReport(head, branch, [entity_change(k, store.get(head, k), v)
+                                       for k, v in sorted(changes)])
+
+    def values(key):
+        return store.get(head, key), after.get(key, store.get(head, key))
+
+    hooks.run(HookEvent("pre-commit", branch, None, report, protected, store, head, message,
+                        author, dict(meta), None, values))
+
+
+# --- the job -----------------------------------------------------------------------------------
+@dataclass
+class ComputeResult:
+    table: str
+    ref: str
+    commit: str  # the ref's commit the statistics were computed at
+    sets: dict[str, str]  # partition name -> set directory
+    rows: dict[str, int]
+    recorded: object = None  # the pointers' commit, None when staged
+
+
+def build_session(uri: str, master: str = "local[2]", conf: dict | None = None,
+                  workdir: str | None = None):
+    """A Spark session with Hive support over the metastore at ``uri``."""
+    from pyspark.sql import SparkSession
+
+    workdir = workdir or tempfile.mkdtemp(prefix="hms-stats-spark-")
+    builder = (SparkSession.builder.master(master).appName("hms-proxy stats compute")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.hadoop.hive.metastore.uris", uri)
+               .config("spark.sql.warehouse.dir", os.path.join(workdir, "warehouse"))
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={workdir}"))
+    if master.startswith("local"):
+        builder = builder.config("spark.sql.shuffle.partitions", "4")
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.enableHiveSupport().getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def compute(spark, uri: str, store, db: str, tbl: str, *, ref: str = "main",
+            partition_filter: str | None = None, options: Options | None = None,
+            store_path: str | None = None, progress: Callable[[int, int], None] | None = None,
+            author: str = "") -> ComputeResult:
+    """Compute and record the statistics of a table's selected partitions (see the module
+    docstring). ``spark``: a session whose metastore is ``uri``; ``store``: the store that
+    server serves (where the pointers go)."""
+    from hms_proxy.importer import ImportFailed, open_client
+
+    options = options or Options()
+    db, tbl = db.lower(), tbl.lower()
+    branch, commit = check_branch(store, ref)
+    try:
+        with open_client(uri) as client:
+            info = describe_table(client, db, tbl, ref, partition_filter)
+    except ImportFailed as exc:
+        raise ComputeError(str(exc).replace("upstream metastore", "metastore")) from None
+    if not info.partitions:
+        raise ComputeError(f"no partition of {info.display} at ref {ref} matches "
+                           f"{partition_filter!r}", 1)
+    fingerprint = layout.schema_fingerprint(info.columns)
+    result = ComputeResult(info.display, ref, commit, {}, {})
+    pointers = []
+    total = len(info.partitions)
+    if progress:
+        progress(0, total)
+    for done, part in enumerate(info.partitions, 1):
+        pres = compute_partition(spark, info, part, options)
+        path = write_set(spark, info, pres)
+        result.sets[part.name], result.rows[part.name] = path, pres.rows
+        pointers.append((layout.pointer_key(db, tbl, part.name),
+                         layout.make_pointer(path, commit, fingerprint, pres.rows,
+                                             data_fingerprint(spark, part.location))))
+        if progress:
+            progress(done, total)
+    n = len(pointers)
+    message = f"stats compute {info.display} ({n} partition{'' if n == 1 else 's'})"
+    result.recorded = record_pointers(store, store_path, branch, db, tbl, pointers, message,
+                                      author)
+    return result
+
+
+# --- the command -------------------------------------------------------------------------------
+def register(subparsers) -> None:
+    """Add ``stats compute`` to a ``stats`` sub-command group."""
+    p = subparsers.add_parser(
+        "compute", help="compute partition statistics with Spark",
+        description="Compute the statistics of a table's partitions with a PySpark job that "
+                    "reads the table through this metastore, write one statistics set "
+                    "(statistics, frequencies, histograms, sketches as parquet) per partition "
+                    "under <table location>/_stats/, and record pointers to them on the "
+                    "branch: one commit of their own ('stats compute DB.TABLE (N partitions)'), "
+                    "or, when the table has uncommitted changes on the branch, uncommitted "
+                    "beside them. Exit status: 0 done, 1 no such table, ref or matching "
+                    "partition, 2 another error.")
+    p.add_argument("table", metavar="DB.TABLE")
+    p.add_argument("--ref", default="main", help="branch to compute at and record on "
+                                                 "(default main)")
+    p.add_argument("--partitions", default=None, metavar="FILTER",
+                   help="only the partitions matching this filter, in get_partitions_by_filter's "
+                        "language (e.g. \"ds >= '2024-01-01' and country = 'fr'\")")
+    p.add_argument("--bins", type=int, default=DEFAULT_BINS,
+                   help=f"equal-width histogram bins (default {DEFAULT_BINS})")
+    p.add_argument("--exact-quantiles", action="store_true",
+                   help="exact percentiles (Spark's percentile; default approx_percentile with "
+                        f"accuracy {DEFAULT_ACCURACY})")
+    p.add_argument("--exact-distinct-limit", type=int, default=DEFAULT_EXACT_DISTINCT_LIMIT,
+                   metavar="ROWS",
+                   help="count distinct values exactly in partitions of at most ROWS rows "
+                        f"(default {DEFAULT_EXACT_DISTINCT_LIMIT:,}); larger ones use the "
+                        "HyperLogLog sketch (discrete columns are always exact)")
+    p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE", default=[],
+                   help="a Spark configuration value (repeatable)")
+    p.add_argument("--store", default=os.environ.get("HMS_STORE", "./metastore"),
+                   help="store path (default ./metastore, env HMS_STORE): where the pointers "
+                        "are recorded")
+    p.add_argument("--metastore", default=None, metavar="thrift://HOST:PORT",
+                   help="a running hms-proxy server over --store for Spark to use (default: "
+                        "one is started for the job)")
+    p.add_argument("--author", default=None, help="author of the pointers' commit "
+                                                  "(default $USER)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(func=cmd_compute)
+
+
+class Progress:
+    """``stats compute [#####.....] 3/10 partitions`` on stderr (a line per step when stderr
+    is not a terminal)."""
+
+    WIDTH = 30
+
+    def __init__(self, label: str, stream=None):
+        self.label, self.stream = label, stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.started = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> None:
+        filled = self.WIDTH * done // max(total, 1)
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        text = (f"{self.label} [{bar}] {done}/{total} partitions "
+                f"{time.monotonic() - self.started:.0f}s")
+        if self.tty:
+            self.stream.write("\r" + text + ("\n" if done == total else ""))
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def _conf(pairs) -> dict:
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ComputeError(f"--conf takes KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
+@contextmanager
+def _metastore(args, workdir: str):
+    if args.metastore:
+        yield args.metastore
+        return
+    from hms_proxy.metastores import start_proxy
+
+    try:
+        proc = start_proxy(os.path.join(workdir, "server"), store=args.store,
+                           warehouse=os.path.join(workdir, "warehouse"))
+    except (RuntimeError, TimeoutError) as exc:
+        raise ComputeError(f"cannot start a metastore over {args.store}: "
+                           f"{str(exc).splitlines()[0]}") from None
+    try:
+        yield proc.uri
+    finally:
+        proc.stop()
+
+
+def cmd_compute(args) -> int:
+    try:
+        return _compute(args)
+    except ComputeError as exc:
+        print(f"hms-proxy: error: {exc}", file=sys.stderr)
+        return exc.status
+    except Exception as exc:  # noqa: BLE001 - StoreError, HookVeto, Spark's errors
+        from kvmodel.errors import StoreError
+
+        if not isinstance(exc, (StoreError, OSError, ValueError)) and \
+                not type(exc).__module__.startswith(("pyspark", "py4j")):
+            raise
+        message = (getattr(exc, "_message", None) or str(exc) or type(exc).__name__)
+        print(f"hms-proxy: error: {message.strip().splitlines()[0]}", file=sys.stderr)
+        return 1 if type(exc).__name__ == "HookVeto" else 2
+
+
+def _compute(args) -> int:
+    from kvmodel.store import open_store
+
+    db, sep, tbl = args.table.partition(".")
+    if not sep or not db or not tbl or "." in tbl:
+        raise ComputeError(f"expected DB.TABLE, got {args.table!r}")
+    if not 1 <= args.bins <= 1_000_000:
+        raise ComputeError("--bins must be between 1 and 1000000")
+    conf = _conf(args.conf)
+    local = args.store if "://" not in args.store else None
+    if local is not None and not os.path.exists(os.path.join(local, "store.db")):
+        raise ComputeError(f"no store at {args.store} (hms-proxy serve creates one; pick "
+                           "another with --store or HMS_STORE)")
+    options = Options(bins=args.bins, exact_quantiles=args.exact_quantiles,
+                      exact_distinct_limit=args.exact_distinct_limit)
+    author = args.author or os.environ.get("USER") or getpass.getuser()
+    with ExitStack() as stack:
+        store = open_store(args.store)
+        stack.callback(store.close)
+        check_branch(store, args.ref)  # before starting anything
+        workdir = tempfile.mkdtemp(prefix="hms-stats-")
+        stack.callback(shutil.rmtree, workdir, True)
+        uri = stack.enter_context(_metastore(args, workdir))
+        # the table must exist before a JVM is started for it
+        from hms_proxy.importer import ImportFailed, open_client
+        try:
+            with open_client(uri) as client:
+                describe_table(client, db.lower(), tbl.lower(), args.ref, args.partitions)
+        except ImportFailed as exc:
+            raise ComputeError(str(exc).replace("upstream metastore", "metastore")) from None
+        spark = build_session(uri, args.master, conf, workdir)
+        stack.callback(spark.stop)
+        progress = None if args.no_progress else Progress(f"stats compute {db}.{tbl}")
+        result = compute(spark, uri, store, db, tbl, ref=args.ref,
+                         partition_filter=args.partitions, options=options,
+                         store_path=local, progress=progress, author=author)
+    n = len(result.sets)
+    what = f"{n} partition{'' if n == 1 else 's'}"
+    if result.recorded is not None:
+        print(f"[{args.ref} {result.recorded.id[:12]}] stats compute {result.table} ({what}, "
+              f"{sum(result.rows.values())} rows)")
+    else:
+        print(f"stats of {result.table} ({what}, {sum(result.rows.values())} rows) recorded "
+              f"uncommitted on {args.ref}, beside the table's uncommitted changes")
+    return 0
+
+
+__all__ = ["register_statistic", "unregister_statistic", "registered_statistics", "compute",
+           "compute_partition", "build_session", "hll_estimate", "hll_merge", "Options",
+           "ComputeError", "data_fingerprint", "hist_edges"]
