@@ -465,3 +465,34 @@ def partitions_of(row: dict, partitions: list[str]) -> dict[str, int]:
     if row.get(DENSE) is not None:
         return {partitions[i]: c for i, c in enumerate(row[DENSE]) if c}
     return {partitions[i]: c for i, c in (row.get(SPARSE) or [])}
+
+
+def partitions_holding(table_set: str, column: str, value: str) -> dict[str, int]:
+    """{partition name: count} of the partitions holding ``value`` (Hive's text form) in
+    ``column``, from a table-level set written with ``distributions=True``: one row group of its
+    frequencies.parquet. A value a duplicates-only column (scenario 1) does not list occurs at
+    most once: the partitions' own frequency files are searched for it."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    path = os.path.join(PartitionSet.of(table_set).path, layout.FREQUENCIES)
+    pf = pq.ParquetFile(path)
+    meta = pf.schema_arrow.metadata or {}
+    partitions = json.loads(meta.get(b"partitions", b"[]"))
+    if DENSE not in pf.schema_arrow.names:
+        raise ValueError(f"{table_set} was written without per-partition distributions")
+    groups = PartitionSet.of(table_set)._groups().get(column, [])
+    if groups:
+        t = pf.read_row_groups(groups, columns=["column", "value", DENSE, SPARSE])
+        t = t.filter(pc.and_(pc.equal(t["column"], column), pc.equal(t["value"], value)))
+        if len(t):
+            return partitions_of(t.to_pylist()[0], partitions)
+    if column in json.loads(meta.get(b"duplicates_only", b"[]")):
+        sets = json.loads(meta.get(b"partition_sets", b"[]"))
+        for name, set_path in zip(partitions, sets):
+            f = PartitionSet.of(set_path).frequencies(column)
+            hit = f.filter(pc.equal(f["value"], value))
+            if len(hit):
+                return {name: int(hit["frequency"][0].as_py())}
+    return {}

@@ -602,7 +602,8 @@ def write_table_set(table_location: str, sets, *, bins: int = layout.DEFAULT_BIN
     ``<table location>/_stats/_table_/<set id>/`` (never changed afterwards); returns its path.
 
     frequencies.parquet holds a row group per column; its schema metadata lists, as JSON, the
-    ``partitions`` (set paths, in the order of the optional per-partition distributions, which
+    ``partitions`` (names) and ``partition_sets`` (paths), in the order of the optional
+    per-partition distributions (:func:`stats.frequencies.partitions_holding`), which
     ``distributions=True`` adds as :data:`stats.frequencies.DENSE` /
     :data:`stats.frequencies.SPARSE` columns) and the ``duplicates_only`` columns (scenario 1:
     only values occurring more than once are listed, every other value occurs once).
@@ -623,7 +624,8 @@ def write_table_set(table_location: str, sets, *, bins: int = layout.DEFAULT_BIN
     table = result.table
     if distributions:
         table = freq.partition_distributions(sets, table)
-    meta = {b"partitions": json.dumps([s.path for s in sets]).encode(),
+    meta = {b"partitions": json.dumps([s.partition for s in sets]).encode(),
+            b"partition_sets": json.dumps([s.path for s in sets]).encode(),
             b"duplicates_only": json.dumps(result.duplicates_only()).encode()}
     schema = table.schema.with_metadata(meta)
     with pq.ParquetWriter(os.path.join(local, layout.FREQUENCIES), schema) as writer:

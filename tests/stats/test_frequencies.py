@@ -189,7 +189,7 @@ def test_table_set_written_like_a_partition_set(dataset, redis, tmp_path):
     meta = freq.schema.metadata
     assert json.loads(meta[b"duplicates_only"]) == ["id"]
     names = json.loads(meta[b"partitions"])
-    assert names == sets
+    assert names == ["p=0", "p=1", "p=2"] and json.loads(meta[b"partition_sets"]) == sets
     assert pq.ParquetFile(os.path.join(path, layout.FREQUENCIES)).metadata.num_row_groups == 5
     # per-partition distributions, against each partition's own frequency file
     own = [{(r["column"], r["value"]): r["frequency"] for r in t.to_pylist()} for t in parts]
@@ -203,6 +203,14 @@ def test_table_set_written_like_a_partition_set(dataset, redis, tmp_path):
         kinds.add("dense" if row[F.DENSE] is not None else "sparse")
         assert (row[F.DENSE] is None) != (row[F.SPARSE] is None)
     assert kinds == {"dense", "sparse"}
+    # which partitions hold a value: listed ones, an unlisted (unique) id, an absent value
+    first = freq.to_pylist()[0]
+    assert F.partitions_holding(path, first["column"], first["value"]) == F.partitions_of(
+        first, names)
+    assert F.partitions_holding(path, "id", "19000") == {"p=2": 1}
+    assert F.partitions_holding(path, "id", "19999") == {}
+    assert F.partitions_holding(path, "id", "5800") == {"p=0": 1, "p=1": 1}
+    assert F.partitions_holding(path, "k", "no such value") == {}
     # histograms and merged sketches
     hist = pq.read_table(os.path.join(path, layout.HISTOGRAMS))
     assert hist.column_names == ["id", "k", "x", "d", "z"] and len(hist) == 20
