@@ -48,6 +48,8 @@ PROPERTIES_FIXED = ("TBLPROPERTIES with 'transactional_properties' cannot be alt
 NPE_TYPE = ('java.lang.NullPointerException: Cannot invoke "String.equals(Object)" because the '
             'return value of "org.apache.hadoop.hive.metastore.api.Table.getTableType()" is null')
 NPE_FORMAT = "java.lang.NullPointerException"
+NPE_SD = ('java.lang.NullPointerException: Cannot invoke "org.apache.hadoop.hive.metastore.api.'
+          'StorageDescriptor.getBucketColsSize()" because "sd" is null')
 
 ACID_INPUT_FORMATS = frozenset({"org.apache.hadoop.hive.ql.io.AcidInputFormat",
                                 "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat"})
@@ -249,7 +251,9 @@ def _jstr(value) -> str:
 # --- the checks -------------------------------------------------------------------------------
 def _conforms_to_acid(tbl) -> bool:
     sd = tbl.sd
-    if sd is None or not sd.bucketCols:
+    if sd is None:
+        raise errors.MetaError(NPE_SD)
+    if not sd.bucketCols:
         return False
     if sd.inputFormat is None or sd.outputFormat is None:
         raise errors.MetaError(NPE_FORMAT)  # Class.forName(null)

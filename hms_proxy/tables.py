@@ -5,8 +5,7 @@ import copy
 import json
 
 from hms_proxy import acid_validation, errors, names, warehouse
-from hms_proxy.family import (DDL_TIME, Family, check_identifier_length, column_problem, lower,
-                              match_names, now)
+from hms_proxy.family import DDL_TIME, Family, column_problem, lower, match_names, now
 from hms_proxy.gen.hive_metastore import ttypes
 from hms_proxy.processor import Raw
 from kvmodel import catalog as keys
@@ -126,8 +125,19 @@ def managed_data_locations(cat, table) -> list[str]:
 
 TABLE_TYPES = ("MANAGED_TABLE", "EXTERNAL_TABLE", "VIRTUAL_VIEW", "INDEX_TABLE",
                "MATERIALIZED_VIEW")
+MAX_TABLE_NAME = 256
+NO_SD = ('java.lang.NullPointerException: Cannot invoke "org.apache.hadoop.hive.metastore.api.'
+         'StorageDescriptor.getCols()" because the return value of "org.apache.hadoop.hive.'
+         'metastore.api.Table.getSd()" is null')
 DUPLICATE_COLUMN = ('Add request failed : INSERT INTO COLUMNS_V2 (CD_ID,COMMENT,"COLUMN_NAME",'
                     'TYPE_NAME,INTEGER_IDX) VALUES (?,?,?,?,?) ')
+
+
+def check_table_name_length(name: str) -> None:
+    """TBLS.TBL_NAME is a VARCHAR(256) in HMS 2.3's schema; the error is Derby's."""
+    if len(name) > MAX_TABLE_NAME:
+        raise errors.MetaError(f'Attempt to store value "{lower(name)}" in column "TBL_NAME" that '
+                               f"has maximum length of {MAX_TABLE_NAME}. Please correct your data!")
 
 
 def check_duplicate_columns(table) -> None:
@@ -182,6 +192,8 @@ class TableCalls(Family):
     def create_table_with_environment_context(self, ctx, tbl, environment_context, also=None):
         if tbl is None or not names.validate_name(tbl.tableName or ""):
             raise errors.InvalidObject(f"{getattr(tbl, 'tableName', None)} is not a valid object name")
+        if tbl.sd is None:  # HMS reads its columns first
+            raise errors.MetaError(NO_SD)
         check_columns(tbl)
         acid_validation.check_create(tbl)  # HMS's pre-event listener: before the lookups
         table = normalize_table(tbl, self.t)
@@ -193,7 +205,7 @@ class TableCalls(Family):
                 raise errors.InvalidObject(db_name)
             if cat.raw(keys.table_key(db_name, name)) is not None:
                 raise errors.AlreadyExists(f"Table {tbl.tableName} already exists")
-            check_identifier_length(tbl.tableName, "TBL_NAME")  # what HMS's database refuses
+            check_table_name_length(tbl.tableName)  # what HMS's database refuses
             check_duplicate_columns(tbl)
             if not is_view(table):
                 if not table.sd.location:

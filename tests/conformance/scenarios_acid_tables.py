@@ -127,6 +127,12 @@ def acid_create_format_and_bucketing(c, rec):
     t = acid_table(db, "null_output", tx)
     t.sd.outputFormat = None
     rec.call("create_table", t, msg=True, label="output format null")
+    t = acid_table(db, "null_sd", tx)
+    t.sd = None
+    rec.call("create_table", t, msg=True, label="storage descriptor null")
+    t = table(db, "null_sd_plain")
+    t.sd = None
+    rec.call("create_table", t, msg=True, label="storage descriptor null, not transactional")
     # a view: its storage is not bucketed
     v = table(db, "a_view", parameters=dict(tx), table_type="VIRTUAL_VIEW",
               viewOriginalText="select 1", viewExpandedText="select 1")
@@ -215,6 +221,21 @@ def acid_create_check_order(c, rec):
     rec.call("create_table_with_constraints",
              acid_table(db, "con3", {"Transactional": "false"}), [], [], msg=True)
     rec.call("get_table", db, "con3", transform=params)
+    long_name = "t" * 200
+    rec.call("create_table", table(PREFIX + "nosuchdb", long_name), msg=True,
+             label="missing database, name too long")
+    rec.call("create_table", table(db, long_name, parameters=tx), msg=True,
+             label="name too long, bad acid table")
+    rec.call("create_table", table(db, long_name), msg=True, label="name of 200")
+    for n in (256, 257):
+        rec.call("create_table", table(db, "t" * n, location=rec.scratch("long")), msg=True,
+                 label=f"name of {n}")
+    rec.call("drop_table", db, long_name, True, label="drop_table name of 200")
+    rec.call("drop_table", db, "t" * 256, False, label="drop_table name of 256")
+    rec.call("create_table", table(PREFIX + "nosuchdb", "dup", cols("a int", "A string")),
+             msg=True, label="missing database, duplicate column")
+    rec.call("create_table", table(db, "plain", cols("a int", "A string")), msg=True,
+             label="existing table, duplicate column")
     rec.call("get_all_tables", db, unordered=True)
     drop_all(rec, db)
 
@@ -246,6 +267,15 @@ def acid_create_key_variants(c, rec):
     rec.call("create_table", table(db, "unicode_val", parameters={"transactional": "fal\u017fe"}),
              msg=True, label="long s in the value")
     rec.call("get_table", db, "unicode_val", transform=params)
+    props = [("p1", {"transactional": "true", "transactional_properties": "default",
+                     "TRANSACTIONAL_PROPERTIES": "bogus"}),
+             ("p2", {"transactional": "true", "TRANSACTIONAL_PROPERTIES": "bogus",
+                     "transactional_properties": "default"}),
+             ("p3", {"transactional": "true", "Transactional_Properties": "LEGACY",
+                     "transactional_properties": "default", "a": "b"})]
+    for name, p in props:
+        rec.call("create_table", acid_table(db, name, p), msg=True, label=f"create_table {name}")
+        rec.call("get_table", db, name, transform=params, label=f"get_table {name}")
     rec.call("get_all_tables", db, unordered=True)
     drop_all(rec, db)
 
@@ -326,6 +356,11 @@ def acid_alter_rules(c, rec):
     nosd.sd.inputFormat = None
     rec.call("alter_table", db, "orc", nosd, msg=True, label="orc transactional, input null")
     rec.call("get_table", db, "orc", transform=shape)
+    rec.call("alter_table", db, "orc", altered(base, parameters=dict(tx), sd=None), msg=True,
+             label="orc transactional, sd null")
+    rec.call("alter_table", db, "orc", altered(base, parameters=dict(tx), dbName=None,
+                                               tableType="EXTERNAL_TABLE"),
+             msg=True, label="external, db name null")
     drop_all(rec, db)
 
 
@@ -401,6 +436,11 @@ def acid_transactional_properties(c, rec):
     alter("plain", plain, {"transactional_properties": "bogus"}, "plain, bad properties")
     alter("plain", plain, {"TRANSACTIONAL_PROPERTIES": "Legacy"}, "plain, Legacy properties")
     alter("plain", plain, {"other": "1"}, "plain, properties dropped")
+    alter("plain", plain, {"transactional_properties": "default",
+                           "TRANSACTIONAL_PROPERTIES": "bogus"}, "plain, two spellings")
+    alter("plain", plain, {"TRANSACTIONAL_PROPERTIES": "bogus",
+                           "transactional_properties": "Legacy"}, "plain, two spellings again")
+    alter("plain", plain, {"other": "1"}, "plain, properties dropped again")
     # becoming transactional: checked, lower-cased
     alter("plain", plain, {"transactional": "true", "transactional_properties": "nope"},
           "plain -> acid, bad properties")
