@@ -140,3 +140,15 @@ def test_command(setup, capsys):
     assert len(report["deleted"]) == len(UNREFERENCED) + 1 and not report["dry_run"]
     args = parser.parse_args(["expire", "--store", str(tmp_path / "nothing")])
     assert args.func(args) == 2
+
+
+def test_hms_proxy_stats_expire(setup, capsys):
+    from hms_proxy.cli import main
+
+    store, sets, tmp_path = setup
+    store.close()
+    assert main(["stats", "expire", "--store", str(tmp_path / "store"), "--min-age", "0"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == f"{len(UNREFERENCED) + 1} set(s) deleted, 7 referenced kept"
+    assert sorted(out[:-1]) == sorted(f"deleted {local(sets[n])}"
+                                      for n in UNREFERENCED | {"young"})
