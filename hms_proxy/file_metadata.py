@@ -7,7 +7,9 @@ is what a stock metastore runs, ``isFileMetadataSupported()`` is false: the read
 ``cache_file_metadata`` answers ``isSupported=false``, and ``clear_file_metadata`` fails with
 the UnsupportedOperationException of ``ObjectStore.putFileMetadata`` (an internal error). Nothing
 is stored. Like HMS's Thrift layer, a request missing a required field is refused with
-TApplicationException PROTOCOL_ERROR, and a null request ends the connection.
+TApplicationException PROTOCOL_ERROR (and the connection ends, see hms_proxy/processor.py); a
+null request is answered like any other, HMS not reading it before it finds file metadata
+unsupported.
 """
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ from thrift.Thrift import TApplicationException, TType
 
 from hms_proxy import errors, javafmt
 from hms_proxy.family import Family
-from hms_proxy.processor import CloseConnection
 
 # (required fields, optional fields) of the request structs, as the HMS 2.3 IDL declares them
 _FIELDS = {
@@ -49,8 +50,8 @@ def _java_string(req, optional) -> str:
 
 
 def _check(req, method: str) -> None:
-    if req is None:  # HMS drops the connection
-        raise CloseConnection(f"{method}: null request")
+    if req is None:  # not read by HMS before it finds file metadata unsupported
+        return
     required, optional = _FIELDS[type(req).__name__]
     for name in required:
         if getattr(req, name, None) is None:
