@@ -16,6 +16,7 @@ from hms_proxy.tables import is_external, is_view, normalize_sd, update_stats_fa
 from kvmodel import catalog as keys
 from kvmodel import codec
 from kvmodel.contract import prefix_end
+from stats import layout
 
 
 def part_name(table, values) -> str:
@@ -498,6 +499,10 @@ class PartitionCalls(Family):
                 stats.statsDesc.partName = new_name
                 cat.put(keys.part_colstats_prefix(db, tbl, new_name) + col[len(old_stats):], stats)
             cat.delete_prefix(old_stats)
+            pointer = cat.raw(layout.pointer_key(db, tbl, old_name))
+            if pointer is not None:  # computed statistics describe the same data: they follow
+                cat.delete(layout.pointer_key(db, tbl, old_name))
+                cat.view.put(layout.pointer_key(db, tbl, new_name), pointer)
             from hms_proxy import privileges  # grants follow the renamed partition
             privileges.move_partition_privileges(cat, db, tbl, old_name, new_name,
                                                  part.values)
@@ -569,6 +574,7 @@ class PartitionCalls(Family):
             dropped.append(data)
             cat.delete(key)
             cat.delete_prefix(keys.part_colstats_prefix(db, tbl, name))
+            cat.delete(layout.pointer_key(db, tbl, name))  # computed statistics (stats/)
             from hms_proxy import privileges
             privileges.drop_partition_privileges(cat, db, tbl, name)
         return dropped

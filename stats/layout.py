@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import uuid
 
-import pyarrow as pa
-
 STATS_DIR = "_stats"
 UNPARTITIONED = "_"  # the partition name of an unpartitioned table's statistics set
 TABLE_LEVEL = "_table_"  # the partition name of a table's set reduced from its partitions' sets
@@ -58,54 +56,73 @@ def percentile_name(p: int) -> str:
     return f"p{p:02d}"
 
 
-# statistics.parquet: one row per table column, in table order. Values not defined for a
-# column's type are null (mean of a string column...). min/max are Hive's text form of the
-# value (what a `SELECT CAST(min(c) AS STRING)` shows); min_value/max_value and the percentiles
-# are numbers for numeric, date (days) and timestamp (microseconds) columns. User-defined
-# statistics are appended as extra float64 columns named `udf_<name>`.
-STATISTICS_SCHEMA = pa.schema([
-    ("column", pa.string()),
-    ("type", pa.string()),
-    ("count", pa.int64()),           # rows, nulls included
-    ("null_count", pa.int64()),
-    ("distinct_count", pa.int64()),
-    ("distinct_exact", pa.bool_()),  # false: estimated from the sketch
-    ("min", pa.string()),
-    ("max", pa.string()),
-    ("min_value", pa.float64()),
-    ("max_value", pa.float64()),
-    ("mean", pa.float64()),
-    ("stddev", pa.float64()),        # population standard deviation
-    ("sum", pa.float64()),
-    ("avg_length", pa.float64()),    # strings and binaries, in characters / bytes
-    ("max_length", pa.int64()),
-    ("true_count", pa.int64()),      # booleans
-    ("false_count", pa.int64()),
-    ("percentiles_exact", pa.bool_()),
-] + [(percentile_name(p), pa.float64()) for p in PERCENTILES])
+def _schemas() -> dict:
+    """The pyarrow schemas, built on first use: the server imports this module for paths and
+    pointers and must not need pyarrow for that."""
+    import pyarrow as pa
 
-# frequencies.parquet: every value of each discrete column with its number of rows (nulls are
-# not values: see null_count), ordered by column (table order), then decreasing frequency, then
-# value. Values are Hive's text form. A row group per column, so one column's top N is a
-# contiguous prefix of one row group.
-FREQUENCIES_SCHEMA = pa.schema([
-    ("column", pa.string()),
-    ("value", pa.string()),
-    ("frequency", pa.int64()),
-])
+    schemas: dict = {}
+    # statistics.parquet: one row per table column, in table order. Values not defined for a
+    # column's type are null (mean of a string column...). min/max are Hive's text form of the
+    # value (what a `SELECT CAST(min(c) AS STRING)` shows); min_value/max_value and the percentiles
+    # are numbers for numeric, date (days) and timestamp (microseconds) columns. User-defined
+    # statistics are appended as extra float64 columns named `udf_<name>`.
+    schemas['STATISTICS_SCHEMA'] = pa.schema([
+        ("column", pa.string()),
+        ("type", pa.string()),
+        ("count", pa.int64()),           # rows, nulls included
+        ("null_count", pa.int64()),
+        ("distinct_count", pa.int64()),
+        ("distinct_exact", pa.bool_()),  # false: estimated from the sketch
+        ("min", pa.string()),
+        ("max", pa.string()),
+        ("min_value", pa.float64()),
+        ("max_value", pa.float64()),
+        ("mean", pa.float64()),
+        ("stddev", pa.float64()),        # population standard deviation
+        ("sum", pa.float64()),
+        ("avg_length", pa.float64()),    # strings and binaries, in characters / bytes
+        ("max_length", pa.int64()),
+        ("true_count", pa.int64()),      # booleans
+        ("false_count", pa.int64()),
+        ("percentiles_exact", pa.bool_()),
+    ] + [(percentile_name(p), pa.float64()) for p in PERCENTILES])
 
-# histograms.parquet: one column per numeric column, named like it, of this struct; one row per
-# bin, by increasing lower bound. Bins are equal-width over [min_value, max_value], the last
-# one closed; a column with fewer bins (all values equal: one bin) is padded with nulls.
-BIN = pa.struct([("lower", pa.float64()), ("upper", pa.float64()), ("count", pa.int64())])
+    # frequencies.parquet: every value of each discrete column with its number of rows (nulls are
+    # not values: see null_count), ordered by column (table order), then decreasing frequency, then
+    # value. Values are Hive's text form. A row group per column, so one column's top N is a
+    # contiguous prefix of one row group.
+    schemas['FREQUENCIES_SCHEMA'] = pa.schema([
+        ("column", pa.string()),
+        ("value", pa.string()),
+        ("frequency", pa.int64()),
+    ])
 
-# sketches.parquet: a HyperLogLog per column (2**HLL_PRECISION one-byte registers over
-# Spark's xxhash64 of the value, seed 42: register = top HLL_PRECISION bits, rank = leading
-# zeros of the remaining bits + 1). Merging two sketches is the register-wise maximum.
-SKETCHES_SCHEMA = pa.schema([
-    ("column", pa.string()),
-    ("hll", pa.binary()),
-])
+    # histograms.parquet: one column per numeric column, named like it, of this struct; one row per
+    # bin, by increasing lower bound. Bins are equal-width over [min_value, max_value], the last
+    # one closed; a column with fewer bins (all values equal: one bin) is padded with nulls.
+    schemas['BIN'] = pa.struct([("lower", pa.float64()), ("upper", pa.float64()), ("count", pa.int64())])
+
+    # sketches.parquet: a HyperLogLog per column (2**HLL_PRECISION one-byte registers over
+    # Spark's xxhash64 of the value, seed 42: register = top HLL_PRECISION bits, rank = leading
+    # zeros of the remaining bits + 1). Merging two sketches is the register-wise maximum.
+    schemas['SKETCHES_SCHEMA'] = pa.schema([
+        ("column", pa.string()),
+        ("hll", pa.binary()),
+    ])
+    return schemas
+
+
+_SCHEMAS: dict = {}
+
+
+def __getattr__(name: str):
+    """``STATISTICS_SCHEMA``, ``FREQUENCIES_SCHEMA``, ``BIN``, ``SKETCHES_SCHEMA`` (PEP 562)."""
+    if name in ("STATISTICS_SCHEMA", "FREQUENCIES_SCHEMA", "BIN", "SKETCHES_SCHEMA"):
+        if not _SCHEMAS:
+            _SCHEMAS.update(_schemas())
+        return _SCHEMAS[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def new_set_id() -> str:

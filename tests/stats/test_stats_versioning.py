@@ -202,3 +202,24 @@ def test_reduced_table_set_follows_the_partitions_data(shop):
     write(shop, "main", {key: pointer("main", computed=900)})
     merge_refs(shop, "dev", "main")
     assert read(shop, "main", key)["set"].endswith("/dev")
+
+
+# --- partition drops and renames -------------------------------------------------------------
+def test_partition_drop_and_rename_take_the_pointer_along(shop, tmp_path):
+    """A dropped partition takes its pointer along (a partition re-created under that name
+    must not be served the old data's statistics); a renamed one keeps it (same data)."""
+    from hms_proxy.family import Env
+    from hms_proxy.partitions import PartitionCalls
+    from hms_proxy.processor import CallContext
+    from hms_proxy.warehouse import Warehouse
+
+    calls = PartitionCalls(Env(store=shop, warehouse=Warehouse(str(tmp_path / "wh"))))
+    ctx = CallContext(ref="main")
+    with shop.write("main") as txn:
+        txn.put(layout.pointer_key("shop", "orders", "ds=2"), pointer("two"))
+    renamed = partition("9")
+    calls.rename_partition(ctx, "shop", "orders", ["1"], renamed)
+    assert read(shop, "main", PART_PTR) is None
+    assert read(shop, "main", layout.pointer_key("shop", "orders", "ds=9"))["set"].endswith("/base")
+    calls.drop_partition(ctx, "shop", "orders", ["2"], False)
+    assert read(shop, "main", layout.pointer_key("shop", "orders", "ds=2")) is None
