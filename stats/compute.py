@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import logging
 import math
 import os
 import shutil
@@ -82,8 +83,10 @@ class _Lazy:
         return getattr(importlib.import_module(self._name), attr)
 
 
+log = logging.getLogger("stats.compute")
 pa = _Lazy("pyarrow")
 pq = _Lazy("pyarrow.parquet")
+pc = _Lazy("pyarrow.compute")
 layout = _Lazy("stats.layout")
 
 DEFAULT_BINS = 1000  # stats.layout.DEFAULT_BINS (the tests check they agree)
@@ -92,7 +95,7 @@ DEFAULT_ACCURACY = 10_000  # approx_percentile's accuracy (rank error <= rows / 
 FREQUENCY_COLLECT_LIMIT = 2_000_000  # frequencies collected at once; above, column by column
 STRING_TYPES = ("string", "varchar", "char")
 COMPLEX_PREFIXES = ("array", "map", "struct", "uniontype")
-_KIND_FREQ, _KIND_HLL, _KIND_HIST = 0, 1, 2
+_KIND_FREQ, _KIND_HLL, _KIND_HIST, _KIND_DISTINCT = 0, 1, 2, 3
 
 
 class ComputeError(Exception):
@@ -342,6 +345,19 @@ def _freq_entry(name: str, i: int):
         F.lit(None).cast("int").alias("nkey"), F.lit(None).cast("int").alias("rank")))
 
 
+def _distinct_entry(name: str, htype: str, i: int):
+    """A non-null value of a column without frequencies, as text (-0.0 as 0.0, as
+    count(DISTINCT) compares them), to count its distinct values."""
+    from pyspark.sql import functions as F
+
+    c = F.col(_q(name))
+    if layout.base_type(htype) in ("float", "double"):
+        c = F.when(c == 0, F.lit(0.0)).otherwise(c)
+    return F.when(F.col(_q(name)).isNotNull(), F.struct(
+        F.lit(_KIND_DISTINCT).alias("kind"), F.lit(i).alias("col"), c.cast("string").alias("skey"),
+        F.lit(None).cast("int").alias("nkey"), F.lit(None).cast("int").alias("rank")))
+
+
 def hist_edges(lo: float, hi: float, bins: int) -> list[float]:
     """numpy.linspace(lo, hi, bins + 1): ``i * step + lo``, the last edge ``hi`` exactly."""
     step = (hi - lo) / bins
@@ -406,23 +422,21 @@ def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
     stats = registered_statistics() if stats is None else stats
     columns = info.columns
     df = partition_frame(spark, info, part)
+    started = time.monotonic()
     summary = df.agg(*_summary_exprs(columns, options, stats)).collect()[0].asDict()
     rows = summary["rows"]
+    log.debug("%s %s: summary pass, %d rows, %.2fs", info.display, part.name, rows,
+              time.monotonic() - started)
 
-    # exact distinct counts where no frequencies give them and the partition is cheap
-    distinct: dict[int, int] = {}
-    nofreq = [i for i, (n, t) in enumerate(columns)
-              if not layout.is_discrete(t) and not t.lower().startswith("map")]
-    if rows <= options.exact_distinct_limit and nofreq and rows:
-        got = df.agg(*[F.count_distinct(F.col(_q(columns[i][0]))).alias(f"d_{i}")
-                       for i in nofreq]).collect()[0].asDict()
-        distinct = {i: got[f"d_{i}"] for i in nofreq}
-
-    # the distribution pass: frequencies, sketches, histogram bins
+    # the distribution pass: frequencies, sketches, histogram bins and, in a cheap partition,
+    # the exact distinct counts of the columns without frequencies
+    cheap = rows <= options.exact_distinct_limit
     entries, ranges = [], {}
     for i, (name, htype) in enumerate(columns):
         if layout.is_discrete(htype):
             entries.append(_freq_entry(name, i))
+        elif cheap and not htype.lower().startswith("map"):
+            entries.append(_distinct_entry(name, htype, i))
         if not htype.lower().startswith("map"):
             entries.append(_hll_entry(name, htype, i))
         if layout.is_numeric(htype) and summary.get(f"minv_{i}") is not None:
@@ -432,24 +446,49 @@ def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
     freq_tables: list[pa.Table] = []
     registers: dict[int, bytearray] = {}
     bins: dict[int, dict[int, int]] = {}
+    distinct: dict[int, int] = {}
+    if cheap:  # columns without values have no entries: 0 distinct
+        distinct = {i: 0 for i, (_, t) in enumerate(columns)
+                    if not layout.is_discrete(t) and not t.lower().startswith("map")}
     if entries and rows:
         exploded = df.select(F.inline(F.filter(F.array(*entries), lambda e: e.isNotNull())))
         grouped = (exploded.groupBy("kind", "col", "skey", "nkey")
-                   .agg(F.count(F.lit(1)).alias("n"), F.max("rank").alias("rank"))
-                   .persist(StorageLevel.MEMORY_AND_DISK))
-        try:
-            small = grouped.where(F.col("kind") != _KIND_FREQ).select(
-                "kind", "col", "nkey", "n", "rank").collect()
-            for kind, i, nkey, n, rank in small:
-                if kind == _KIND_HLL:
-                    registers.setdefault(i, bytearray(1 << layout.HLL_PRECISION))[nkey] = rank
-                else:
-                    bins.setdefault(i, {})[nkey] = n
-            freq_tables = _frequencies(grouped, columns)
-        finally:
-            grouped.unpersist()
+                   .agg(F.count(F.lit(1)).alias("n"), F.max("rank").alias("rank")))
+        # a second level folds each column's distinct values into their number
+        is_distinct = F.col("kind") == _KIND_DISTINCT
+        grouped = (grouped.groupBy("kind", "col",
+                                   F.when(is_distinct, None).otherwise(F.col("skey")).alias("skey"),
+                                   "nkey")
+                   .agg(F.sum("n").alias("n"), F.count(F.lit(1)).alias("groups"),
+                        F.max("rank").alias("rank")))
+        discrete = sum(1 for _, t in columns if layout.is_discrete(t))
+        if rows * discrete <= FREQUENCY_COLLECT_LIMIT:
+            everything = grouped.toArrow()
+            small = everything.filter(pc.field("kind") != _KIND_FREQ)
+            freq_tables = _frequency_tables(everything.filter(pc.field("kind") == _KIND_FREQ))
+        else:  # large: the frequencies one column at a time
+            grouped = grouped.persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                small = grouped.where(F.col("kind") != _KIND_FREQ).toArrow()
+                for i, (_, t) in enumerate(columns):
+                    if layout.is_discrete(t):
+                        freq_tables += _frequency_tables(grouped.where(
+                            (F.col("kind") == _KIND_FREQ) & (F.col("col") == i)).toArrow())
+            finally:
+                grouped.unpersist()
+        for kind, i, nkey, n, groups, rank in zip(
+                *[small.column(c).to_pylist() for c in ("kind", "col", "nkey", "n", "groups",
+                                                         "rank")]):
+            if kind == _KIND_HLL:
+                registers.setdefault(i, bytearray(1 << layout.HLL_PRECISION))[nkey] = rank
+            elif kind == _KIND_HIST:
+                bins.setdefault(i, {})[nkey] = n
+            else:
+                distinct[i] = groups
     for t in freq_tables:
         distinct[t.column("col")[0].as_py()] = t.num_rows
+    log.debug("%s %s: distribution pass, %.2fs", info.display, part.name,
+              time.monotonic() - started)
 
     # Python statistics, on the driver
     py_values: dict[tuple[str, int], float | None] = {}
@@ -464,6 +503,7 @@ def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
                     result = s.fn(arr)
                     py_values[(s.name, i)] = None if result is None else float(result)
 
+    log.debug("%s %s: computed in %.2fs", info.display, part.name, time.monotonic() - started)
     statistics = _statistics_table(columns, summary, distinct, registers, stats, py_values,
                                    options)
     histograms = _histograms_table(columns, ranges, bins, options.bins)
@@ -474,33 +514,21 @@ def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
     return PartitionResult(part, rows, statistics, freq_tables, histograms, sketches)
 
 
-def _frequencies(grouped, columns) -> list[pa.Table]:
-    """Per discrete column with values, its frequencies by decreasing count, then value."""
-    from pyspark.sql import functions as F
-
-    freq = grouped.where(F.col("kind") == _KIND_FREQ).select(
-        F.col("col"), F.col("skey").alias("value"), F.col("n").alias("frequency"))
-    total = freq.count()
-    if total == 0:
+def _frequency_tables(freq: pa.Table) -> list[pa.Table]:
+    """Per discrete column with values (table order), its frequencies by decreasing count,
+    then value: tables of ``col``, ``value``, ``frequency``."""
+    if freq.num_rows == 0:
         return []
-    if total <= FREQUENCY_COLLECT_LIMIT:
-        pieces = [freq.toArrow()]
-    else:  # one column at a time: the driver holds one column's frequencies
-        pieces = [freq.where(F.col("col") == i).toArrow()
-                  for i, (_, t) in enumerate(columns) if layout.is_discrete(t)]
-    out = []
-    for piece in pieces:
-        if piece.num_rows == 0:
-            continue
-        piece = piece.sort_by([("col", "ascending"), ("frequency", "descending"),
-                               ("value", "ascending")])
-        cols = piece.column("col").to_pylist()
-        start = 0
-        for end in range(1, len(cols) + 1):
-            if end == len(cols) or cols[end] != cols[start]:
-                out.append(piece.slice(start, end - start))
-                start = end
-    out.sort(key=lambda t: t.column("col")[0].as_py())
+    freq = pa.table({"col": freq.column("col"), "value": freq.column("skey"),
+                     "frequency": freq.column("n")})
+    freq = freq.sort_by([("col", "ascending"), ("frequency", "descending"),
+                         ("value", "ascending")])
+    cols = freq.column("col").to_pylist()
+    out, start = [], 0
+    for end in range(1, len(cols) + 1):
+        if end == len(cols) or cols[end] != cols[start]:
+            out.append(freq.slice(start, end - start))
+            start = end
     return out
 
 
