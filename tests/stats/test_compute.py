@@ -390,6 +390,30 @@ def test_cli_missing_table_and_bad_ref(env):
     assert done.returncode == 1 and "nobranch" in done.stderr, done.stderr
     done = cli("no_dot", "--store", str(env["store_path"]), timeout=60)
     assert done.returncode == 2 and "DB.TABLE" in done.stderr, done.stderr
+    env["store"].create_tag("s1tag", "main")
+    done = cli(f"{DB}.events", "--ref", "s1tag", "--store", str(env["store_path"]),
+               "--metastore", env["server"].uri, timeout=60)
+    assert done.returncode == 2 and "is not a branch" in done.stderr, done.stderr
+
+
+def test_uncommitted_table_changes_keep_the_pointers_uncommitted(env):
+    """On a branch where the table has uncommitted changes, the pointers are staged beside
+    them (a ``db@ref`` name picks the branch); the branch's head and main do not move."""
+    store, spark = env["store"], env["spark"]
+    store.create_branch("s1dev", "main")
+    head = store.resolve("s1dev").commit
+    spark.sql(f"ALTER TABLE `{DB}@s1dev`.events SET TBLPROPERTIES ('reviewed'='no')")
+    result = compute.compute(spark, env["server"].uri, store, DB, "events", ref="s1dev",
+                             partition_filter="ds = '2024-01-03'",
+                             options=compute.Options(bins=10), store_path=str(env["store_path"]))
+    assert result.recorded is None and list(result.sets) == ["ds=2024-01-03"]
+    key = layout.pointer_key(DB, "events", "ds=2024-01-03")
+    assert {e.key for e in store.staged("s1dev")} == {f"db/{DB}/table/events", key}
+    assert store.resolve("s1dev").commit == head
+    pointer = layout.read_pointer(store.get("s1dev", key))
+    assert pointer["commit"] == head and pointer["set"] == result.sets["ds=2024-01-03"]
+    assert store.get("main", key) != store.get("s1dev", key)
+    check_set(pointer["set"], exact_quantiles=False, bins=10, exact_distinct=True, udfs=False)
 
 
 def test_default_bins_match_the_layout():
