@@ -338,6 +338,27 @@ def test_sketches_merge_across_partitions(env):
     assert abs(compute.hll_estimate(merged) - distinct) <= 0.03 * distinct
 
 
+def test_sketch_registers_match_an_independent_xxhash64(env):
+    """Every register of every sketch equals what Spark's xxhash64 (seed 42), re-implemented
+    in Python by stats.reduce, gives for the partition's values."""
+    pytest.importorskip("numpy")
+    from stats import reduce as red
+
+    for path in [*env["events"].sets.values(), env["flat"].sets["_"]]:
+        data = partition_data(path)
+        sketches = {r["column"]: r["hll"] for r in
+                    pq.read_table(os.path.join(local(path), layout.SKETCHES)).to_pylist()}
+        assert list(sketches) == [c for c, _ in COLUMNS]
+        for name, htype in COLUMNS:
+            regs = red.hll_registers(red.spark_xxhash64(data.column(name), htype))
+            assert bytes(regs) == sketches[name], (path, name)
+
+
+def test_stats_directory_is_not_data(env):
+    """``_stats`` inside an unpartitioned table's directory is hidden from Spark's reads."""
+    assert env["spark"].table(f"{DB}.flat").count() == FLAT_ROWS
+
+
 def test_pointers_recorded_in_one_commit(env):
     store, setup = env["store"], env["setup"]
     result = env["events"]
