@@ -31,7 +31,9 @@ table is the one partition ``_``) it runs, over that partition's rows only:
 Numeric values (``min_value``, ``max_value``, mean, stddev, percentiles, histograms) are
 doubles: the number itself for tinyint ... decimal, days since the epoch for dates,
 microseconds since the epoch for timestamps. ``sum`` is given for numbers only (null for dates
-and timestamps). Average/maximum length: characters for string/varchar/char, bytes for binary.
+and timestamps). A float/double NaN is a value (counted, distinct, sketched) but no number: it
+is left out of min/max, mean, stddev, sum, percentiles and histograms; a column whose range is
+infinite gets no histogram. Average/maximum length: characters for string/varchar/char, bytes for binary.
 Complex columns (array, map, struct) get counts (and, but for maps, sketches and distinct
 counts) only. Timestamps are read and written in UTC (``spark.sql.session.timeZone``).
 
@@ -265,6 +267,8 @@ def value_sql(name: str, hive_type: str) -> str | None:
         return f"CAST(unix_date({_q(name)}) AS DOUBLE)"
     if base == "timestamp":
         return f"CAST(unix_micros({_q(name)}) AS DOUBLE)"
+    if base in ("float", "double"):  # NaN is a value, but no number: left out
+        return f"CAST(CASE WHEN isnan({_q(name)}) THEN NULL ELSE {_q(name)} END AS DOUBLE)"
     if base in layout.NUMERIC_TYPES:
         return f"CAST({_q(name)} AS DOUBLE)"
     return None
@@ -289,6 +293,8 @@ def _summary_exprs(columns, options: Options, stats: list[Statistic]):
         exprs.append(F.count(c).alias(f"nn_{i}"))
         if _is_complex(htype):
             continue
+        if base in ("float", "double"):  # NaN: counted, but out of min/max, mean, sum...
+            c = F.when(~F.isnan(c), c)
         exprs.append(F.min(c).cast("string").alias(f"min_{i}"))
         exprs.append(F.max(c).cast("string").alias(f"max_{i}"))
         vsql = value_sql(name, htype)
@@ -439,9 +445,9 @@ def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
             entries.append(_distinct_entry(name, htype, i))
         if not htype.lower().startswith("map"):
             entries.append(_hll_entry(name, htype, i))
-        if layout.is_numeric(htype) and summary.get(f"minv_{i}") is not None:
-            lo, hi = summary[f"minv_{i}"], summary[f"maxv_{i}"]
-            ranges[i] = (lo, hi)
+        lo, hi = summary.get(f"minv_{i}"), summary.get(f"maxv_{i}")
+        if layout.is_numeric(htype) and lo is not None and math.isfinite(hi - lo):
+            ranges[i] = (lo, hi)  # (no histogram over an infinite range)
             entries.append(_hist_entry(name, htype, i, lo, hi, options.bins))
     freq_tables: list[pa.Table] = []
     registers: dict[int, bytearray] = {}
