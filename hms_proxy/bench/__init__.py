@@ -50,12 +50,13 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_bench)
     # An optional mode: `hms-proxy bench versioning ...` parses the rest with its own options
     # (and func); plain `hms-proxy bench --target ...` is unchanged.
-    from hms_proxy.bench import importing, versioning  # light: heavy imports inside functions
+    from hms_proxy.bench import importing, stats_bench, versioning  # light: heavy imports inside
 
-    modes = p.add_subparsers(dest="bench_mode", metavar="{versioning,import}",
+    modes = p.add_subparsers(dest="bench_mode", metavar="{versioning,import,stats}",
                              title="modes (optional)")
     versioning.register(modes)
     importing.register(modes)
+    stats_bench.register(modes)
     return p
 
 
