@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     from stats import expire as stats_expire
 
     stats_expire.register(stats_actions)
+    from stats import query as stats_query
+
+    stats_query.register(stats_actions)
     return parser
 
 

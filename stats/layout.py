@@ -169,3 +169,28 @@ def read_pointer(value: bytes | None) -> dict | None:
     import json
 
     return None if value is None else json.loads(value)
+
+
+# --- writing, laid out for partial reads (stats.query) -----------------------------------------
+STATISTICS_ROW_GROUP = 1024  # rows (table columns) per row group of statistics.parquet
+FREQUENCY_PAGE_SIZE = 8 << 10  # bytes per data page of frequencies.parquet
+
+
+def write_statistics(table, path: str) -> None:
+    """Write statistics.parquet in row groups of :data:`STATISTICS_ROW_GROUP` rows: one group
+    up to 1,024 columns (smaller groups only grow the file and slow lookups: names in table
+    order give row-group statistics nothing to prune on), only the requested columns' groups
+    read for wider tables (a row's group follows from its column's position in the table)."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, path, row_group_size=STATISTICS_ROW_GROUP)
+
+
+def frequencies_writer(path: str, schema=None):
+    """A ParquetWriter for frequencies.parquet (write one table per column, as its own row
+    group): small data pages and no dictionary for ``value`` (a dictionary page would hold
+    every value and be read before the first row), so a top N reads the leading pages only."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetWriter(path, schema if schema is not None else __getattr__(
+        "FREQUENCIES_SCHEMA"), use_dictionary=["column"], data_page_size=FREQUENCY_PAGE_SIZE)
