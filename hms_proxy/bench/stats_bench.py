@@ -6,13 +6,15 @@ random hashes), points a store at them, starts ``hms-proxy serve`` over that sto
 (:func:`hms_proxy.metastores.start_proxy`) and measures:
 
 1. **lookup**: 10 columns' statistics of one partition of a ``--columns`` (1,000) column table,
-   (a) read directly from the set's ``statistics.parquet`` (:func:`stats.serving.read_rows`
-   without a cache: the parquet read each time, as a cold server does), (b)
+   (a) read directly from the set's ``statistics.parquet``: :func:`stats.serving.read_rows`
+   without a cache (the parquet read each time, as a cold server does) and, when it exists,
+   :mod:`stats.query`'s ``summary(columns, partition=...)``, (b)
    ``get_partitions_statistics_req`` for those 10 columns through the server, warm (the server
    caches a set's rows). Target: at most 10 ms.
 2. **table level**: 10 columns of a ``--table-columns`` (20) column table of ``--partitions``
    (1,000) partitions: :func:`stats.reduce.reduce_statistics` with ``columns=`` over fresh
-   (unread) sets, and through the server ``get_table_statistics_req`` (answered from the
+   (unread) sets, :mod:`stats.query`'s table-level ``summary(columns)`` reduced on the fly and
+   from the reduced ``_table_`` set, and through the server ``get_table_statistics_req`` (answered from the
    reduced ``_table_`` set) and ``get_aggr_stats_for`` over every partition. Target: at most
    100 ms.
 3. **size** of ``statistics.parquet`` of the ``--columns`` table as the compute job writes it
@@ -368,14 +370,16 @@ def run(args, work: Path) -> dict:
         rows.append(_row("lookup_direct", f"{LOOKUP} columns of 1 partition, {args.columns}-column "
                          "set: statistics.parquet read (stats.serving.read_rows, no cache)",
                          direct, TARGETS_MS["lookup"]))
-        query = _query_lookup()
-        if query is not None:
-            q = _timed(lambda: query(wide_set, lookup_wide), args.runs)
-            rows.append(_row("lookup_query", f"{LOOKUP} columns of 1 partition: stats.query",
-                             q, TARGETS_MS["lookup"]))
+        tables = _query_tables(store_path)
+        if tables is not None:
+            wide_q, narrow_q, narrow_q_reduce = tables
+            q = _timed(lambda: wide_q.summary(lookup_wide, partition="ds=2024-01-01"), args.runs)
+            rows.append(_row("lookup_query", f"{LOOKUP} columns of 1 partition, {args.columns}-"
+                             "column set: stats.query summary(columns, partition)", q,
+                             TARGETS_MS["lookup"]))
         else:
-            result["notes"].append("stats.query does not exist yet: the direct lookup is "
-                                   "stats.serving.read_rows")
+            result["notes"].append("stats.query is not available: the direct lookup is "
+                                   "stats.serving.read_rows only")
         with open_client(server.uri) as client:
             req = t.PartitionsStatsRequest(DB, WIDE, lookup_wide, ["ds=2024-01-01"])
             answer = client.get_partitions_statistics_req(req)
@@ -394,6 +398,14 @@ def run(args, work: Path) -> dict:
         rows.append(_row("table_reduce", f"reduce_statistics(columns={LOOKUP}) over "
                          f"{args.partitions} partition sets (unread sets each run)", red,
                          TARGETS_MS["table"]))
+        if tables is not None:
+            q = _timed(lambda: narrow_q_reduce.summary(lookup_narrow), reps, warmup=1)
+            rows.append(_row("table_query_reduce", f"stats.query summary({LOOKUP} columns), "
+                             f"table level reduced on the fly over {args.partitions} sets", q,
+                             TARGETS_MS["table"]))
+            q = _timed(lambda: narrow_q.summary(lookup_narrow), args.runs)
+            rows.append(_row("table_query_set", f"stats.query summary({LOOKUP} columns), table "
+                             "level from the reduced _table_ set", q, TARGETS_MS["table"]))
         with open_client(server.uri) as client:
             req = t.TableStatsRequest(DB, NARROW, lookup_narrow)
             got = client.get_table_statistics_req(req)
@@ -457,24 +469,23 @@ def _row(key: str, label: str, samples: list[float], target: float | None) -> di
     return {"operation": key, "label": label, **s, "target_ms": target, "met": met}
 
 
-def _query_lookup():
-    """stats.query's lookup of a set's rows, if the module exists and offers one."""
+def _query_tables(store_path: Path):
+    """stats.query's TableStats of the wide table, of the narrow one, and of the narrow one
+    without its ``_table_`` pointer (reduced on the fly); None without stats.query."""
     try:
         from stats import query
     except ImportError:
         return None
-    for name in ("column_statistics", "read_statistics", "statistics"):
-        fn = getattr(query, name, None)
-        if callable(fn):
-            try:
-                import inspect
+    if not callable(getattr(query, "open_table", None)):
+        return None
+    import dataclasses
 
-                params = list(inspect.signature(fn).parameters)
-            except (TypeError, ValueError):
-                continue
-            if len(params) >= 2 and params[0] in ("set_path", "path") and params[1] == "columns":
-                return fn
-    return None
+    from stats import layout
+
+    wide = query.open_table(str(store_path), f"{DB}.{WIDE}")
+    narrow = query.open_table(str(store_path), f"{DB}.{NARROW}")
+    pointers = {k: v for k, v in narrow.pointers.items() if k != layout.TABLE_LEVEL}
+    return wide, narrow, dataclasses.replace(narrow, pointers=pointers)
 
 
 def _compute_unavailable() -> str | None:
