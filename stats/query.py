@@ -25,9 +25,9 @@ ref, partition, column, no statistics, a column without frequencies or histogram
 :class:`QueryError`.
 
 **What each lookup reads** (every access is logged in ``TableStats.reads`` as :class:`Read`:
-file, row groups, columns, rows decoded). Measured on a 1,000-column ``statistics.parquet``
-(168 KB, one row group) and 100,000-value frequency columns (``tests/stats/test_query.py``
-checks the row groups, columns and bytes):
+file, row groups, columns, rows decoded; ``tests/stats/test_query.py`` checks the row groups,
+columns and bytes). Times measured on this machine (2 shared CPUs) for a 1,000-column table,
+``open_table`` excluded (0.5 ms):
 
 * ``summary(columns)`` of one set: the footer, then only the row groups holding the requested
   columns' rows. The file is in table order (:mod:`stats.layout`), so while the set is fresh
@@ -41,22 +41,30 @@ checks the row groups, columns and bytes):
   statistics nothing to prune on. :func:`stats.layout.write_statistics` therefore keeps
   row groups of :data:`stats.layout.STATISTICS_ROW_GROUP` (1,024) rows: one group up to 1,024
   columns, and for wider tables only the groups of the requested columns are read.
-* ``top(column, n)`` of one set: the footer, the ``column`` chunk statistics (a row group per
-  column, per layout) to find the column's group, then ``value`` and ``frequency`` of that
+  ``summary`` of 10 columns of 1,000 through the API: 1.3 ms.
+* ``top(column, n)`` of one set: the footer, the ``column`` chunk statistics of the column's
+  row group (a group per discrete column in table order, per layout: while the set is fresh
+  the column's rank among the discrete columns names it; else every group's statistics are
+  looked at), then ``value`` and ``frequency`` of that
   group only, streamed in batches of ``n`` rows and stopped after the first (unbuffered
   column-chunk reads are replaced by a 16 KB read buffer, so only the leading pages are
   fetched). How little that is depends on the writer: a top 10 of a 100,000-value column
   (0.9 MB) reads 1.29 MB with pyarrow's defaults and unbuffered reads, 0.85 MB buffered (the
   dictionary page holds every value and comes first), 245 KB without a dictionary for
   ``value`` (1 MB pages), 98 KB with 8 KB pages too (:func:`stats.layout.frequencies_writer`;
-  64 KB of it is the footer read-ahead).
+  64 KB of it is the footer read-ahead). 2.3 ms with 1,000 row groups (one per column).
 * ``histogram(column, lo, hi)`` of one set: the footer, then the one struct column (its
   ``lower``, ``upper``, ``count`` leaves) of the row groups whose ``lower``/``upper`` statistics
   overlap [lo, hi]; bins outside the range are dropped after decoding (pyarrow has no
-  row selection within a row group).
+  row selection within a row group). 12-16 ms for 1,000 numeric columns, nearly all of it
+  parsing the footer of 3,000 leaves (10 ms for the footer alone, whatever the reader: the
+  layout's column per numeric column; pyarrow's ParquetFile would add 20 ms mapping nested
+  paths in Python, so the low-level reader is used).
 * Table level reduced on the fly: every partition set's requested rows of
-  ``statistics.parquet`` as above, the sketches of those columns (a filtered read of
-  ``sketches.parquet``), for percentiles and ``histogram`` the columns' histograms, for ``top``
+  ``statistics.parquet`` as above, the sketches of those columns (``sketches.parquet``:
+  its ``column`` column, then the row groups holding them; pyarrow's default layout is one
+  group, so the whole ``hll`` column, 4 KB per table column: smaller groups would help wide
+  tables), for percentiles and ``histogram`` the columns' histograms, for ``top``
   each set's row group of the column (whole: the sum needs every value).
 """
 from __future__ import annotations
@@ -211,6 +219,12 @@ class TableStats:
     pointers: dict  # partition name (``_``, ``_table_``, ``k=v/...``) -> pointer dict
     reads: list[Read] = field(default_factory=list)
 
+    def __post_init__(self):
+        self._columns = [(c.name.lower(), c.type) for c in serving._columns(self.table)]
+        self._types = dict(self._columns)
+        self._position = {n: i for i, (n, _) in enumerate(self._columns)}
+        self._fingerprint = layout.schema_fingerprint(self._columns)
+
     # --- naming ---------------------------------------------------------------------------------
     @property
     def qualified(self) -> str:
@@ -223,7 +237,7 @@ class TableStats:
     @property
     def columns(self) -> list[tuple[str, str]]:
         """(name, type) of the table's columns, in order."""
-        return [(c.name.lower(), c.type) for c in serving._columns(self.table)]
+        return list(self._columns)
 
     def partitions(self) -> list[str]:
         """The partitions that have a statistics set, in the catalog's order (an unpartitioned
@@ -261,7 +275,7 @@ class TableStats:
                          f"(keys: {', '.join(keys)})")
 
     def _column_list(self, columns) -> list[str]:
-        known = dict(self.columns)
+        known = self._types
         if columns is None:
             return list(known)
         if isinstance(columns, str):
@@ -276,7 +290,7 @@ class TableStats:
         return out
 
     def _type(self, column: str) -> str:
-        return dict(self.columns)[self._column_list([column])[0]]
+        return self._types[self._column_list([column])[0]]
 
     # --- which set(s) --------------------------------------------------------------------------
     def pointer(self, partition: str | None = None) -> dict | None:
@@ -317,12 +331,17 @@ class TableStats:
         at the table level reduced on the fly, also partitions without a set."""
         one, sets = self._sets(partition)
         if one is not None:
-            return serving.is_stale(self.pointer(partition), self.table)
+            return self._stale(self.pointer(partition))
         return (len(sets) < len(self.partition_names)
-                or any(serving.is_stale(self.pointers[p], self.table) for p in self.partitions()))
+                or any(self._stale(self.pointers[p]) for p in self.partitions()))
+
+    def _stale(self, pointer: dict | None) -> bool:
+        """:func:`stats.serving.is_stale`, with the table's fingerprint computed once."""
+        return not pointer or bool(pointer.get("stale")) or \
+            pointer.get("schema") != self._fingerprint
 
     def _fresh(self, set_path: str) -> bool:
-        return any(p.get("set") == set_path and not serving.is_stale(p, self.table)
+        return any(p.get("set") == set_path and not self._stale(p)
                    for p in self.pointers.values())
 
     # --- summary -------------------------------------------------------------------------------
@@ -363,7 +382,7 @@ class TableStats:
         starts = _group_starts(meta)
         groups = None
         if self._fresh(set_path):
-            position = {n: i for i, (n, _) in enumerate(self.columns)}
+            position = self._position
             groups = sorted({_group_of(starts, position[c]) for c in wanted
                              if position[c] < starts[-1]})
         table = None
@@ -395,15 +414,26 @@ class TableStats:
         return table.take(pa.array([index[c] for c in wanted], pa.int64()))
 
     def _sketches(self, set_path: str, wanted: list[str]) -> dict:
-        import pyarrow.parquet as pq
+        """{column: hll} of the wanted columns: the ``column`` column first, then only the row
+        groups holding their rows (a set without sketches: {})."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
 
         file = set_path.rstrip("/") + "/" + layout.SKETCHES
         try:
-            table = pq.read_table(_source(file), filters=[("column", "in", wanted)],
-                                  use_threads=False)
-        except (FileNotFoundError, OSError):
+            pf = _parquet(file)
+        except QueryError:
             return {}
-        self.reads.append(Read(file, None, None, table.num_rows))
+        names = pf.read(columns=["column"], use_threads=False)["column"]
+        self.reads.append(Read(file, None, ["column"], len(names)))
+        starts = _group_starts(pf.metadata)
+        lowered = pc.utf8_lower(names).to_pylist()
+        groups = sorted({_group_of(starts, i) for i, n in enumerate(lowered) if n in wanted})
+        if not groups:
+            return {}
+        table = pf.read_row_groups(groups, use_threads=False)
+        self.reads.append(Read(file, groups, None, table.num_rows))
+        table = table.filter(pc.is_in(pc.utf8_lower(table["column"]), pa.array(wanted)))
         return {r["column"]: r["hll"] for r in table.to_pylist()}
 
     # --- frequencies ---------------------------------------------------------------------------
@@ -435,9 +465,24 @@ class TableStats:
         return pa.table({"value": t["value"], "frequency": pc.cast(t["frequency"], pa.int64())},
                         schema=_freq_schema())
 
-    def _column_groups(self, pf, file: str, name: str) -> tuple[list[int], bool]:
-        """Row groups of ``name`` in frequencies.parquet, and whether they hold it alone."""
+    def _column_groups(self, pf, file: str, name: str, set_path: str) -> tuple[list[int], bool]:
+        """Row groups of ``name`` in frequencies.parquet, and whether they hold it alone. A row
+        group per discrete column in table order (per layout): while the set is fresh the
+        column's rank among the discrete columns names its group, checked against the group's
+        ``column`` statistics; otherwise, or when the check fails, every group's statistics
+        are looked at."""
         meta = pf.metadata
+
+        def only(i):
+            st = meta.row_group(i).column(0).statistics
+            return st is not None and st.has_min_max and \
+                str(st.min).lower() == name == str(st.max).lower()
+
+        if self._fresh(set_path):
+            rank = [c for c, t in self._columns if layout.is_discrete(t)].index(name)
+            for i in (rank, *range(rank - 1, -1, -1)):  # a column without values has no group
+                if i < meta.num_row_groups and only(i):
+                    return [i], True
         groups, pure = [], True
         for i in range(meta.num_row_groups):
             st = meta.row_group(i).column(0).statistics
@@ -458,7 +503,7 @@ class TableStats:
 
         file = set_path.rstrip("/") + "/" + layout.FREQUENCIES
         pf = _parquet(file, buffer_size=READ_BUFFER, pre_buffer=False)
-        groups, pure = self._column_groups(pf, file, name)
+        groups, pure = self._column_groups(pf, file, name, set_path)
         meta = pf.schema_arrow.metadata or {}
         dup = json.loads(meta.get(b"duplicates_only", b"[]") or b"[]")
         schema = _freq_schema().with_metadata(
@@ -490,7 +535,7 @@ class TableStats:
 
         file = set_path.rstrip("/") + "/" + layout.FREQUENCIES
         pf = _parquet(file)
-        groups, pure = self._column_groups(pf, file, name)
+        groups, pure = self._column_groups(pf, file, name, set_path)
         if not groups:
             return _freq_schema().empty_table()
         cols = list(FREQUENCY_FIELDS) if pure else ["column", *FREQUENCY_FIELDS]
@@ -538,21 +583,35 @@ class TableStats:
         return _in_range(t, lo, hi)
 
     def _histogram(self, set_path: str, name: str, lo, hi):
+        """The bins of one set overlapping [lo, hi]: pyarrow's low-level reader, so that only
+        the footer is parsed (ParquetFile maps every nested column of a wide file in Python),
+        then the column's three leaves of the row groups whose statistics overlap."""
         import pyarrow as pa
+        from pyarrow._parquet import ParquetReader
 
         file = set_path.rstrip("/") + "/" + layout.HISTOGRAMS
-        pf = _parquet(file)
-        fields = {f.name.lower(): f.name for f in pf.schema_arrow}
-        if name not in fields:
-            raise QueryError(f"the statistics set {set_path} has no histogram of {name}")
-        real = fields[name]
-        meta = pf.metadata
-        leaf = {meta.schema.column(j).path: j for j in range(meta.num_columns)}
+        reader = ParquetReader()
+        try:
+            reader.open(_source(file), use_memory_map=False)
+        except FileNotFoundError:
+            raise QueryError(f"statistics file {file} is missing (expired?)") from None
+        except OSError as exc:
+            raise QueryError(f"statistics file {file} is not readable: {exc}") from None
+        meta = reader.metadata
+        real = name
+        try:
+            leaves = {f: reader.column_name_idx(f"{real}.{f}") for f in ("lower", "upper", "count")}
+        except KeyError:
+            by_lower = {f.name.lower(): f.name for f in reader.schema_arrow}
+            if name not in by_lower:
+                raise QueryError(f"the statistics set {set_path} has no histogram of {name}") \
+                    from None
+            real = by_lower[name]
+            leaves = {f: reader.column_name_idx(f"{real}.{f}") for f in ("lower", "upper", "count")}
         groups = []
         for i in range(meta.num_row_groups):
             rg = meta.row_group(i)
-            low = rg.column(leaf[f"{real}.lower"]).statistics if f"{real}.lower" in leaf else None
-            up = rg.column(leaf[f"{real}.upper"]).statistics if f"{real}.upper" in leaf else None
+            low, up = rg.column(leaves["lower"]).statistics, rg.column(leaves["upper"]).statistics
             if hi is not None and low is not None and low.has_min_max and low.min > hi:
                 continue
             if lo is not None and up is not None and up.has_min_max and up.max < lo:
@@ -560,7 +619,9 @@ class TableStats:
             groups.append(i)
         if not groups:
             return _bin_schema().empty_table()
-        col = pf.read_row_groups(groups, columns=[real], use_threads=False).column(real)
+        t = reader.read_row_groups(groups, column_indices=sorted(leaves.values()),
+                                   use_threads=False)
+        col = t.column(0)
         self.reads.append(Read(file, groups, [real], len(col)))
         col = col.combine_chunks()
         col = col.filter(col.is_valid())

@@ -172,7 +172,7 @@ def test_table_level_reduced_on_the_fly(shop):
     stat_reads = [r for r in ts.reads if r.file.endswith(layout.STATISTICS)]
     assert len(stat_reads) == 2 and all(r.row_groups == [0] for r in stat_reads)
     sketch_reads = [r for r in ts.reads if r.file.endswith(layout.SKETCHES)]
-    assert [r.rows for r in sketch_reads] == [4, 4]
+    assert [(r.columns, r.rows) for r in sketch_reads] == [(["column"], 5), (None, 5)] * 2
 
 
 def test_table_level_set_when_its_pointer_exists(shop):
