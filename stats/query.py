@@ -85,7 +85,9 @@ READ_BUFFER = 16 << 10  # bytes per read when streaming a row group's pages
 class QueryError(Exception):
     """A lookup that cannot be answered: no such table, ref, partition, column or statistics."""
 
-    status = 1
+    def __init__(self, message: str, status: int = 1):
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass
@@ -115,7 +117,7 @@ def open_table(store_or_path, name: str, ref: str = "main") -> "TableStats":
 
         path = os.fspath(store_or_path)
         if "://" not in path and not os.path.exists(os.path.join(path, "store.db")):
-            raise QueryError(f"no store at {path}")
+            raise QueryError(f"no store at {path}", 2)
         store, opened = open_store(path), True
     try:
         try:
@@ -194,7 +196,8 @@ def _number(text: str, hive_type: str) -> float:
     kind = layout.base_type(hive_type)
     try:
         if kind == "date":
-            return float((datetime.date.fromisoformat(str(text)) - datetime.date(1970, 1, 1)).days)
+            day = datetime.datetime.fromisoformat(str(text)).date()
+            return float((day - datetime.date(1970, 1, 1)).days)
         if kind == "timestamp":
             moment = datetime.datetime.fromisoformat(str(text))
             if moment.tzinfo is None:
@@ -696,6 +699,9 @@ def cmd_show(args) -> int:
 
     try:
         return _show(args, sys.stdout)
+    except BrokenPipeError:  # | head
+        sys.stderr.close()
+        return 0
     except QueryError as exc:
         print(f"hms-proxy: error: {exc}", file=sys.stderr)
         return exc.status
@@ -705,17 +711,26 @@ def cmd_show(args) -> int:
         return 2
 
 
-def _range(text: str | None):
+def _range(text: str | None, hive_type: str):
+    """(lo, hi) of ``--range LO:HI``; either may be empty (None). ISO times hold colons too:
+    the split is at the colon where both sides are bounds."""
     if text is None:
         return None, None
-    lo, sep, hi = text.partition(":")
-    if not sep:
+    splits = [i for i, ch in enumerate(text) if ch == ":"]
+    if not splits:
         raise QueryError(f"--range takes LO:HI, got {text!r}")
-    if text.count(":") > 1:  # ISO times hold colons: split at the middle one
-        pieces = text.split(":")
-        mid = len(pieces) // 2
-        lo, hi = ":".join(pieces[:mid]), ":".join(pieces[mid:])
-    return (lo.strip() or None), (hi.strip() or None)
+    for i in splits:
+        lo, hi = text[:i].strip() or None, text[i + 1:].strip() or None
+        try:
+            for bound in (lo, hi):
+                if bound is not None:
+                    _number(bound, hive_type)
+        except QueryError:
+            continue
+        return lo, hi
+    raise QueryError("--range takes LO:HI (numbers" + (
+        ", ISO dates/times" if layout.base_type(hive_type) in ("date", "timestamp") else "")
+        + f"), got {text!r}")
 
 
 def _clean(value):
@@ -755,8 +770,8 @@ def _show(args, out) -> int:
                 tops[c] = ts.top(c, n, partition)
     hist = None
     if args.histogram:
-        lo, hi = _range(args.range)
         name = ts._column_list([args.histogram])[0]
+        lo, hi = _range(args.range, types[name])
         hist = (name, lo, hi, ts.histogram(name, lo, hi, partition))
     doc = {"table": ts.qualified, "ref": ts.ref, "commit": ts.commit,
            "partition": partition, "source": ts.source(partition),

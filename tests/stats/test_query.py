@@ -464,3 +464,22 @@ def test_cli_errors(shop, capsys, argv, message):
     assert code == 1 and out == ""
     assert err.startswith("hms-proxy: error: ") and message in err
     assert "Traceback" not in err
+
+
+def test_cli_range_bounds(shop, capsys):
+    code, out, err = show(capsys, shop, "shop.orders", "--partition", "ds=1", "--columns", "day",
+                          "--histogram", "day", "--range", "2020-01-05T00:00:00:", "--json")
+    assert code == 0, err
+    assert json.loads(out)["histogram"]["range"] == ["2020-01-05T00:00:00", None]
+    assert [b["upper"] for b in json.loads(out)["histogram"]["bins"]] == [18266.0, 18268.0,
+                                                                          18270.0]
+    assert query._range(":5", "double") == (None, "5")
+    assert query._range("2024-01-01 10:00:2024-01-02", "timestamp") == ("2024-01-01 10:00",
+                                                                        "2024-01-02")
+
+
+def test_cli_without_a_store(capsys, tmp_path):
+    args = cli.build_parser().parse_args(["stats", "show", "shop.orders", "--store",
+                                          str(tmp_path / "none")])
+    assert args.func(args) == 2
+    assert capsys.readouterr().err == f"hms-proxy: error: no store at {tmp_path / 'none'}\n"
