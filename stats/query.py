@@ -763,7 +763,7 @@ def _show(args, out) -> int:
     chosen = summary.column("column").to_pylist()
     types = dict(ts.columns)
     tops = {}
-    if args.top is not None or (args.plot and not args.json):
+    if args.top is not None or args.plot:
         n = args.top if args.top is not None else 10
         for c in chosen:
             if layout.is_discrete(types.get(c, "")):

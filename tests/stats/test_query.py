@@ -13,6 +13,7 @@ from collections import Counter
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -483,3 +484,28 @@ def test_cli_without_a_store(capsys, tmp_path):
                                           str(tmp_path / "none")])
     assert args.func(args) == 2
     assert capsys.readouterr().err == f"hms-proxy: error: no store at {tmp_path / 'none'}\n"
+
+
+def test_top_of_a_table_set_listing_duplicates_only(shop, capsys):
+    """A _table_ set whose frequencies of `name` went through the Bloom filter (scenario 1):
+    only the values occurring more than once are listed."""
+    store, tmp_path, _ = shop
+    whole = {c: DATA["ds=1"][c] + DATA["ds=2"][c] for c, _ in COLUMNS}
+    path = write_set(f"file:{tmp_path}/orders", layout.TABLE_LEVEL, whole)
+    file = local_path(path) + "/" + layout.FREQUENCIES
+    t = pq.read_table(file)
+    meta = {b"duplicates_only": json.dumps(["name"]).encode()}
+    with layout.frequencies_writer(file, t.schema.with_metadata(meta)) as w:
+        for c in ("id", "name", "day", "flag"):
+            part = t.filter(pc.equal(t["column"], c))
+            w.write_table(part.replace_schema_metadata(meta), row_group_size=len(part))
+    write(store, "main", {layout.pointer_key("shop", "orders", layout.TABLE_LEVEL):
+                          pointer(path)})
+    ts = query.open_table(store, "shop.orders")
+    top = ts.top("name", 10)
+    assert top.schema.metadata[b"duplicates_only"] == b"true"
+    assert ts.top("flag", 1).schema.metadata[b"duplicates_only"] == b"false"
+    code, out, err = show(capsys, shop, "shop.orders", "--columns", "name", "--top", "2")
+    assert code == 0, err
+    assert "top 2 of name (only values occurring more than once; every other value occurs " \
+           "once):" in out
