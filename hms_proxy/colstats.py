@@ -52,7 +52,7 @@ class ColumnStatsCalls(Family):
                 if part_name is None:
                     raise errors.NoSuchObject("Partition for which stats is gathered doesn't exist.")
                 prefix = keys.part_colstats_prefix(db, tbl, part_name)
-            stamp = desc.lastAnalyzed or now()
+            stamp = now()  # HMS stamps the update's time, whatever the client sent
             written = []
             for obj in stats.statsObj or []:
                 col = lower(obj.colName)

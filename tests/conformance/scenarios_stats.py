@@ -101,3 +101,41 @@ def stats_partitions(c, rec):
     rec.call("drop_partition", "cfsp_db", "pt", ["d2"], True)
     rec.call("get_partitions_statistics_req", req,
              transform=lambda r: {k: by_col(v) for k, v in r.partStats.items()}, label="after drop d2")
+
+
+@scenario
+def stats_last_analyzed_is_the_update_time(c, rec):
+    """HMS ignores the client's lastAnalyzed and stamps the time of the update (table,
+    partition and set_aggr_stats_for alike)."""
+    import time
+
+    from tests.conformance.builders import cols, database, partition, table
+    from tests.support.client import ttypes as T
+
+    db = "cfstats_la"
+    rec.call("create_database", database(db))
+    t = table(db, "p", cols("id bigint"), partition_keys=cols("ds string"))
+    rec.call("create_table", t)
+    rec.call("create_table", table(db, "u", cols("id bigint")))
+    for ds in ("1", "2"):
+        rec.call("add_partition", partition(t, [ds]))
+    obj = T.ColumnStatisticsObj("id", "bigint", T.ColumnStatisticsData(
+        longStats=T.LongColumnStatsData(1, 5, 0, 3)))
+    before = int(time.time())
+
+    def fresh(stats):
+        return stats.statsDesc.lastAnalyzed >= before if stats else None
+
+    rec.call("update_table_column_statistics",
+             T.ColumnStatistics(T.ColumnStatisticsDesc(True, db, "u", None, 12345), [obj]))
+    rec.call("get_table_column_statistics", db, "u", "id", transform=fresh,
+             label="table stats stamped now")
+    rec.call("update_partition_column_statistics",
+             T.ColumnStatistics(T.ColumnStatisticsDesc(False, db, "p", "ds=1", 12345), [obj]))
+    rec.call("get_partition_column_statistics", db, "p", "ds=1", "id", transform=fresh,
+             label="partition stats stamped now")
+    rec.call("set_aggr_stats_for", T.SetPartitionsStatsRequest(
+        [T.ColumnStatistics(T.ColumnStatisticsDesc(False, db, "p", "ds=2", 777), [obj])]))
+    rec.call("get_partition_column_statistics", db, "p", "ds=2", "id", transform=fresh,
+             label="set_aggr_stats_for stamped now")
+    rec.call("drop_database", db, True, True)

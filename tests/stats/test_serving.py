@@ -7,6 +7,7 @@ the five HMS statistics calls must answer the same on both servers.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -270,6 +271,7 @@ def _store_of(proc):
 
 @pytest.mark.oracle
 def test_served_statistics_match_the_oracle(oracle, proxy):
+    started = int(time.time())
     store = _store_of(proxy)
     try:
         with connect(proxy) as client:
@@ -290,8 +292,8 @@ def test_served_statistics_match_the_oracle(oracle, proxy):
     # HMS stamps lastAnalyzed with the time of the update; a computed set's is the time the
     # pointer says it was computed
     client_written = {(None, "s"), ("ds=d3", "name")}
-    assert our_stamps and all(stamp == (1700000000 if (part, col) in client_written
-                                        else stamps[part])
+    assert our_stamps and all((stamp >= started) if (part, col) in client_written
+                              else stamp == stamps[part]
                               for part, col, stamp in our_stamps)
     # something was served at all (not two empty answers)
     served = dict((a[1], a[2]) for a in ours if a[0] == "table col")
