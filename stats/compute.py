@@ -95,6 +95,10 @@ DEFAULT_BINS = 1000  # stats.layout.DEFAULT_BINS (the tests check they agree)
 DEFAULT_EXACT_DISTINCT_LIMIT = 1_000_000  # rows: "cheap" for exact count(DISTINCT)
 DEFAULT_ACCURACY = 10_000  # approx_percentile's accuracy (rank error <= rows / accuracy)
 FREQUENCY_COLLECT_LIMIT = 2_000_000  # frequencies collected at once; above, column by column
+# The entries of one distribution pass, by weight (a histogram's 1 + HIST_WEIGHT, the others
+# 1): a larger exploded row overflows Spark's 64 KB code generation limit and runs interpreted.
+PASS_WEIGHT = 16
+HIST_WEIGHT = 2
 STRING_TYPES = ("string", "varchar", "char")
 COMPLEX_PREFIXES = ("array", "map", "struct", "uniontype")
 _KIND_FREQ, _KIND_HLL, _KIND_HIST, _KIND_DISTINCT = 0, 1, 2, 3
@@ -327,41 +331,42 @@ def _summary_exprs(columns, options: Options, stats: list[Statistic]):
     return exprs
 
 
-def _hll_entry(name: str, htype: str, i: int):
-    """The (kind, column, key, rank) entry of a non-null value's HyperLogLog register."""
+def _register_rank(c):
+    """(register, rank) of a value's HyperLogLog update: ``xxhash64(value)`` (seed 42), the
+    top HLL_PRECISION bits, leading zeros of the other bits + 1."""
     from pyspark.sql import functions as F
 
     p = layout.HLL_PRECISION
-    h = F.xxhash64(F.col(_q(name)))
-    rest = F.shiftleft(h, p)
-    rank = F.least(F.lit(64) - F.length(F.bin(rest)), F.lit(64 - p)) + 1
+    h = F.xxhash64(c)
+    rank = F.least(F.lit(64) - F.length(F.bin(F.shiftleft(h, p))), F.lit(64 - p)) + 1
+    return F.shiftrightunsigned(h, 64 - p).cast("int"), rank.cast("int")
+
+
+def _hll_entry(name: str, htype: str, i: int):
+    """The (kind, column, register, rank) entry of a non-null value's HyperLogLog update."""
+    from pyspark.sql import functions as F
+
+    register, rank = _register_rank(F.col(_q(name)))
     return F.when(F.col(_q(name)).isNotNull(), F.struct(
         F.lit(_KIND_HLL).alias("kind"), F.lit(i).alias("col"),
-        F.lit(None).cast("string").alias("skey"),
-        F.shiftrightunsigned(h, 64 - p).cast("int").alias("nkey"),
-        rank.cast("int").alias("rank")))
+        F.lit(None).cast("string").alias("skey"), register.alias("nkey"), rank.alias("rank")))
 
 
-def _freq_entry(name: str, i: int):
+def _value_entry(name: str, htype: str, i: int, kind: int):
+    """A non-null value as text, with its HyperLogLog update (so that the sketch comes from
+    the value's group, not from every row): a frequency (``_KIND_FREQ``) or, for a column
+    without frequencies, a distinct value (``_KIND_DISTINCT``; -0.0 as 0.0, as
+    count(DISTINCT) compares them)."""
     from pyspark.sql import functions as F
 
     c = F.col(_q(name))
+    register, rank = _register_rank(c)
+    text = c
+    if kind == _KIND_DISTINCT and layout.base_type(htype) in ("float", "double"):
+        text = F.when(c == 0, F.lit(0.0)).otherwise(c)
     return F.when(c.isNotNull(), F.struct(
-        F.lit(_KIND_FREQ).alias("kind"), F.lit(i).alias("col"), c.cast("string").alias("skey"),
-        F.lit(None).cast("int").alias("nkey"), F.lit(None).cast("int").alias("rank")))
-
-
-def _distinct_entry(name: str, htype: str, i: int):
-    """A non-null value of a column without frequencies, as text (-0.0 as 0.0, as
-    count(DISTINCT) compares them), to count its distinct values."""
-    from pyspark.sql import functions as F
-
-    c = F.col(_q(name))
-    if layout.base_type(htype) in ("float", "double"):
-        c = F.when(c == 0, F.lit(0.0)).otherwise(c)
-    return F.when(F.col(_q(name)).isNotNull(), F.struct(
-        F.lit(_KIND_DISTINCT).alias("kind"), F.lit(i).alias("col"), c.cast("string").alias("skey"),
-        F.lit(None).cast("int").alias("nkey"), F.lit(None).cast("int").alias("rank")))
+        F.lit(kind).alias("kind"), F.lit(i).alias("col"), text.cast("string").alias("skey"),
+        register.alias("nkey"), rank.alias("rank")))
 
 
 def hist_edges(lo: float, hi: float, bins: int) -> list[float]:
@@ -423,7 +428,6 @@ def partition_frame(spark, info: TableInfo, part: Partition):
 def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
                       stats: list[Statistic] | None = None) -> PartitionResult:
     from pyspark.sql import functions as F
-    from pyspark import StorageLevel
 
     stats = registered_statistics() if stats is None else stats
     columns = info.columns
@@ -437,18 +441,30 @@ def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
     # the distribution pass: frequencies, sketches, histogram bins and, in a cheap partition,
     # the exact distinct counts of the columns without frequencies
     cheap = rows <= options.exact_distinct_limit
-    entries, ranges = [], {}
+    chunks, chunk, weight, ranges = [], [], 0, {}
     for i, (name, htype) in enumerate(columns):
+        entries, w = [], 0
         if layout.is_discrete(htype):
-            entries.append(_freq_entry(name, i))
-        elif cheap and not htype.lower().startswith("map"):
-            entries.append(_distinct_entry(name, htype, i))
-        if not htype.lower().startswith("map"):
+            entries.append(_value_entry(name, htype, i, _KIND_FREQ))
+        elif htype.lower().startswith("map"):
+            pass
+        elif cheap:
+            entries.append(_value_entry(name, htype, i, _KIND_DISTINCT))
+        else:
             entries.append(_hll_entry(name, htype, i))
         lo, hi = summary.get(f"minv_{i}"), summary.get(f"maxv_{i}")
         if layout.is_numeric(htype) and lo is not None and math.isfinite(hi - lo):
             ranges[i] = (lo, hi)  # (no histogram over an infinite range)
             entries.append(_hist_entry(name, htype, i, lo, hi, options.bins))
+            w += HIST_WEIGHT
+        w += len(entries)
+        if chunk and weight + w > PASS_WEIGHT:
+            chunks.append(chunk)
+            chunk, weight = [], 0
+        chunk += entries
+        weight += w
+    if chunk:
+        chunks.append(chunk)
     freq_tables: list[pa.Table] = []
     registers: dict[int, bytearray] = {}
     bins: dict[int, dict[int, int]] = {}
@@ -456,41 +472,29 @@ def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
     if cheap:  # columns without values have no entries: 0 distinct
         distinct = {i: 0 for i, (_, t) in enumerate(columns)
                     if not layout.is_discrete(t) and not t.lower().startswith("map")}
-    if entries and rows:
-        exploded = df.select(F.inline(F.filter(F.array(*entries), lambda e: e.isNotNull())))
-        grouped = (exploded.groupBy("kind", "col", "skey", "nkey")
-                   .agg(F.count(F.lit(1)).alias("n"), F.max("rank").alias("rank")))
-        # a second level folds each column's distinct values into their number
-        is_distinct = F.col("kind") == _KIND_DISTINCT
-        grouped = (grouped.groupBy("kind", "col",
-                                   F.when(is_distinct, None).otherwise(F.col("skey")).alias("skey"),
-                                   "nkey")
-                   .agg(F.sum("n").alias("n"), F.count(F.lit(1)).alias("groups"),
-                        F.max("rank").alias("rank")))
-        discrete = sum(1 for _, t in columns if layout.is_discrete(t))
-        if rows * discrete <= FREQUENCY_COLLECT_LIMIT:
-            everything = grouped.toArrow()
-            small = everything.filter(pc.field("kind") != _KIND_FREQ)
-            freq_tables = _frequency_tables(everything.filter(pc.field("kind") == _KIND_FREQ))
-        else:  # large: the frequencies one column at a time
-            grouped = grouped.persist(StorageLevel.MEMORY_AND_DISK)
-            try:
-                small = grouped.where(F.col("kind") != _KIND_FREQ).toArrow()
-                for i, (_, t) in enumerate(columns):
-                    if layout.is_discrete(t):
-                        freq_tables += _frequency_tables(grouped.where(
-                            (F.col("kind") == _KIND_FREQ) & (F.col("col") == i)).toArrow())
-            finally:
-                grouped.unpersist()
+
+    def update(i, register, rank):
+        regs = registers.setdefault(i, bytearray(1 << layout.HLL_PRECISION))
+        regs[register] = max(regs[register], rank)
+
+    for entries in chunks if rows else []:
+        small, freqs = _distribution_pass(df, entries, rows, columns)
         for kind, i, nkey, n, groups, rank in zip(
                 *[small.column(c).to_pylist() for c in ("kind", "col", "nkey", "n", "groups",
                                                          "rank")]):
-            if kind == _KIND_HLL:
-                registers.setdefault(i, bytearray(1 << layout.HLL_PRECISION))[nkey] = rank
-            elif kind == _KIND_HIST:
+            if kind == _KIND_HIST:
                 bins.setdefault(i, {})[nkey] = n
             else:
-                distinct[i] = groups
+                update(i, nkey, rank)
+                if kind == _KIND_DISTINCT:
+                    distinct[i] += groups
+        for freq in freqs:
+            regs = freq.group_by(["col", "nkey"]).aggregate([("rank", "max")])
+            for i, register, rank in zip(*[regs.column(c).to_pylist()
+                                           for c in ("col", "nkey", "rank_max")]):
+                update(i, register, rank)
+            freq_tables += _frequency_tables(freq)
+    freq_tables.sort(key=lambda t: t.column("col")[0].as_py())
     for t in freq_tables:
         distinct[t.column("col")[0].as_py()] = t.num_rows
     log.debug("%s %s: distribution pass, %.2fs", info.display, part.name,
@@ -518,6 +522,39 @@ def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
          for i, (name, htype) in enumerate(columns) if not htype.lower().startswith("map")],
         schema=layout.SKETCHES_SCHEMA)
     return PartitionResult(part, rows, statistics, freq_tables, histograms, sketches)
+
+
+def _distribution_pass(df, entries, rows, columns):
+    """One aggregation over the rows exploded into ``entries``: (the hll, histogram and
+    distinct rows, [frequency tables]) as Arrow. A second aggregation level folds each column's
+    distinct values into their number (and their sketch's registers)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    exploded = df.select(F.inline(F.filter(F.array(*entries), lambda e: e.isNotNull())))
+    grouped = (exploded.groupBy("kind", "col", "skey", "nkey")
+               .agg(F.count(F.lit(1)).alias("n"), F.max("rank").alias("rank")))
+    is_distinct = F.col("kind") == _KIND_DISTINCT
+    grouped = (grouped.groupBy("kind", "col",
+                               F.when(is_distinct, None).otherwise(F.col("skey")).alias("skey"),
+                               "nkey")
+               .agg(F.sum("n").alias("n"), F.count(F.lit(1)).alias("groups"),
+                    F.max("rank").alias("rank")))
+    if rows * len(entries) <= FREQUENCY_COLLECT_LIMIT:
+        everything = grouped.toArrow()
+        freq = everything.filter(pc.field("kind") == _KIND_FREQ)
+        return everything.filter(pc.field("kind") != _KIND_FREQ), [freq] if freq.num_rows else []
+    grouped = grouped.persist(StorageLevel.MEMORY_AND_DISK)
+    try:  # large: the frequencies one column at a time
+        small = grouped.where(F.col("kind") != _KIND_FREQ).toArrow()
+        freqs = []
+        for i in sorted({r[0] for r in grouped.where(F.col("kind") == _KIND_FREQ)
+                         .select("col").distinct().collect()}):
+            freqs.append(grouped.where((F.col("kind") == _KIND_FREQ) & (F.col("col") == i))
+                         .toArrow())
+        return small, freqs
+    finally:
+        grouped.unpersist()
 
 
 def _frequency_tables(freq: pa.Table) -> list[pa.Table]:
