@@ -14,18 +14,19 @@ table is the one partition ``_``) it runs, over that partition's rows only:
    10,000 by default; ``--exact-quantiles``: Spark's exact ``percentile``, linear interpolation
    between the two closest ranks as ``numpy.percentile(method="linear")``), and the
    user-defined SQL statistics;
-2. **exact distinct counts** of the columns that have no frequencies (double, decimal,
-   timestamp...), one ``count(DISTINCT ...)`` aggregation, only when the partition is *cheap*:
-   at most ``--exact-distinct-limit`` rows (default 1,000,000). Larger partitions take the
-   sketch's estimate (``distinct_exact`` false). Discrete columns always get the exact count,
-   the number of their frequencies;
-3. **the distribution pass**, one aggregation over the rows exploded into (kind, column, key)
-   entries: the frequency of every value of each discrete column (``groupBy`` value, count),
-   the HyperLogLog registers of every column (``xxhash64(value)``, seed 42; register = top 12
-   bits, rank = leading zeros of the other 52 + 1, aggregated per register with ``max``), and
-   the histogram bin counts of every numeric column (equal-width over [min, max] from the
-   summary; bin index exactly as ``numpy.histogram`` assigns it, edges as ``numpy.linspace``);
-4. **Python statistics** (``register_statistic(name, fn)``), on the driver: the partition's
+2. **the distribution pass**, one aggregation over the rows exploded into (kind, column, key)
+   entries (split into several passes of a few columns each for wide tables, so that Spark's
+   generated code stays within its 64 KB limit): the frequency of every value of each discrete
+   column (``groupBy`` value, count); the histogram bin counts of every numeric column
+   (equal-width over [min, max] from the summary; bin index exactly as ``numpy.histogram``
+   assigns it, edges as ``numpy.linspace``); the exact distinct counts of the other columns
+   when the partition is *cheap* (at most ``--exact-distinct-limit`` rows, default 1,000,000;
+   a second aggregation level counts each column's value groups), else their sketch's estimate
+   (``distinct_exact`` false) — discrete columns always get the exact count, their number of
+   frequencies; and the HyperLogLog sketch of every column (``xxhash64(value)``, seed 42;
+   register = top 12 bits, rank = leading zeros of the other 52 + 1, ``max`` per register),
+   taken from the value groups where there are some, else from one entry per row;
+3. **Python statistics** (``register_statistic(name, fn)``), on the driver: the partition's
    column collected as Arrow (so they see the whole column, bounded by the driver's memory).
 
 Numeric values (``min_value``, ``max_value``, mean, stddev, percentiles, histograms) are
