@@ -99,6 +99,7 @@ FREQUENCY_COLLECT_LIMIT = 2_000_000  # frequencies collected at once; above, col
 # The entries of one distribution pass, by weight (a histogram's 1 + HIST_WEIGHT, the others
 # 1): a larger exploded row overflows Spark's 64 KB code generation limit and runs interpreted.
 PASS_WEIGHT = 16
+LOCAL_DRIVER_MEMORY = "2g"  # a local master's (driver = executor) memory; --conf overrides
 HIST_WEIGHT = 2
 STRING_TYPES = ("string", "varchar", "char")
 COMPLEX_PREFIXES = ("array", "map", "struct", "uniontype")
@@ -825,8 +826,9 @@ def build_session(uri: str, master: str = "local[2]", conf: dict | None = None,
                .config("spark.sql.warehouse.dir", os.path.join(workdir, "warehouse"))
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={workdir}"))
-    if master.startswith("local"):
-        builder = builder.config("spark.sql.shuffle.partitions", "4")
+    if master.startswith("local"):  # one JVM does everything: Spark's 1g default spills early
+        builder = (builder.config("spark.sql.shuffle.partitions", "4")
+                   .config("spark.driver.memory", LOCAL_DRIVER_MEMORY))
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
