@@ -103,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     stats_actions = stats_group.add_subparsers(dest="stats_command", required=True,
                                                metavar="ACTION")
     stats_compute.register(stats_actions)
+    stats_compute.register_reduce(stats_actions)
     from stats import expire as stats_expire
 
     stats_expire.register(stats_actions)

