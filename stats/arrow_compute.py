@@ -86,7 +86,7 @@ def _column_set(name: str, hive_type: str, col, bins: int, exact_quantiles: bool
     base = layout.base_type(hive_type)
     row = dict.fromkeys(layout.STATISTICS_SCHEMA.names)
     row.update(column=name, type=hive_type, count=len(col), null_count=col.null_count)
-    if base in _COMPLEX:
+    if base.startswith(_COMPLEX):
         return row, None, None, None
     valid = col.drop_null()
     row.update(distinct_count=pc.count_distinct(valid).as_py() if len(valid) else 0,

@@ -935,6 +935,11 @@ def compute(spark, uri: str, store, db: str, tbl: str, *, ref: str = "main",
 
     options = options or Options()
     db, tbl = db.lower(), tbl.lower()
+    from stats import formats
+    if formats.format_of(uri, db, tbl, ref) is not None:  # Iceberg, Delta: read with pyarrow
+        return formats.compute_table(uri, store, db, tbl, ref=ref, partition_filter=partition_filter,
+                                     options=options, store_path=store_path, progress=progress,
+                                     author=author)
     branch, commit = check_branch(store, ref)
     try:
         with open_client(uri) as client:
@@ -1203,8 +1208,11 @@ def _compute(args) -> int:
                 describe_table(client, db.lower(), tbl.lower(), args.ref, args.partitions)
         except ImportFailed as exc:
             raise ComputeError(str(exc).replace("upstream metastore", "metastore")) from None
-        spark = build_session(uri, args.master, conf, workdir)
-        stack.callback(spark.stop)
+        from stats import formats
+        spark = None  # Iceberg and Delta tables are read without Spark (stats.formats)
+        if formats.format_of(uri, db.lower(), tbl.lower(), args.ref) is None:
+            spark = build_session(uri, args.master, conf, workdir)
+            stack.callback(spark.stop)
         progress = None if args.no_progress else Progress(f"stats compute {db}.{tbl}")
         result = compute(spark, uri, store, db, tbl, ref=args.ref,
                          partition_filter=args.partitions, options=options,
