@@ -315,3 +315,24 @@ def test_delta_without_deltalake_says_install(env, monkeypatch, tmp_path):
     monkeypatch.setattr(builtins, "__import__", no_deltalake)
     with pytest.raises(compute.ComputeError, match="install deltalake"):
         formats._delta_partitions(str(tmp_path))
+
+
+def test_cli_computes_an_iceberg_table_without_spark(env, iceberg, capsys, monkeypatch):
+    from hms_proxy import cli
+    from stats import compute
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("Spark started for an Iceberg table")
+
+    monkeypatch.setattr(compute, "build_session", no_spark)
+    before = env["store"].resolve("main").commit
+    status = cli.main(["stats", "compute", f"{DB}.ice_parted", "--store", env["store_path"],
+                       "--metastore", env["uri"], "--no-progress", "--bins", "10"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert f"stats compute {DB}.ice_parted (3 partitions, {iceberg.num_rows} rows)" in out
+    pointer = layout.read_pointer(env["store"].get("main", layout.pointer_key(
+        DB, "ice_parted", "cat=c")))
+    assert pointer["commit"] == before
+    part = iceberg.filter(pc.equal(iceberg.column("cat"), "c"))
+    check_set(pointer["set"], part, bins=10)
