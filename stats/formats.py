@@ -232,15 +232,25 @@ def compute_table(uri: str, store, db: str, tbl: str, *, ref: str = "main",
         raise ComputeError(f"{db}.{tbl} is a{'n Iceberg' if fmt == ICEBERG else ' Delta'} "
                            "table: --partitions does not apply (its partitions are not the "
                            "metastore's)", 2)
+    def unreadable(exc):
+        text = (str(exc) or type(exc).__name__).strip().splitlines()[0]
+        return ComputeError(f"cannot read {fmt} table {db}.{tbl}: {text}")
+
     if fmt == ICEBERG:
         location = (table.sd.location if table.sd is not None else None) or \
-            table.parameters.get("location", "")
-        schema, parts = _iceberg_partitions(uri, db, tbl, ref)
+            (table.parameters or {}).get("location", "")
+        reader = lambda: _iceberg_partitions(uri, db, tbl, ref)  # noqa: E731
     else:
         location = _delta_location(table)
-        if not location:
-            raise ComputeError(f"{db}.{tbl} has no location")
-        schema, parts = _delta_partitions(location)
+        reader = lambda: _delta_partitions(location)  # noqa: E731
+    if not location:
+        raise ComputeError(f"{db}.{tbl} has no location")
+    try:
+        schema, parts = reader()
+    except ComputeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - pyiceberg's, deltalake's, pyarrow's errors
+        raise unreadable(exc) from exc
     if not parts:
         raise ComputeError(f"{db}.{tbl} has no data to compute statistics of", 1)
     columns = _columns(table, schema)
@@ -251,7 +261,10 @@ def compute_table(uri: str, store, db: str, tbl: str, *, ref: str = "main",
     if progress:
         progress(0, len(parts))
     for done, (name, read, data) in enumerate(parts, 1):
-        rows = read()
+        try:
+            rows = read()
+        except Exception as exc:  # noqa: BLE001 - as above
+            raise unreadable(exc) from exc
         tables = arrow_compute.compute_set(rows, columns, bins=options.bins,
                                            exact_quantiles=options.exact_quantiles)
         path = arrow_compute.write_set(tables, location, name)

@@ -336,3 +336,12 @@ def test_cli_computes_an_iceberg_table_without_spark(env, iceberg, capsys, monke
     assert pointer["commit"] == before
     part = iceberg.filter(pc.equal(iceberg.column("cat"), "c"))
     check_set(pointer["set"], part, bins=10)
+
+
+def test_unreadable_delta_table_is_a_compute_error(env, iceberg, tmp_path):
+    pytest.importorskip("deltalake")
+    from stats import compute
+
+    _register_delta(env, "delta_gone", f"file://{tmp_path}/nothing-here")
+    with pytest.raises(compute.ComputeError, match="cannot read delta table"):
+        _compute(env, "delta_gone")
