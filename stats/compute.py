@@ -939,7 +939,7 @@ def compute(spark, uri: str, store, db: str, tbl: str, *, ref: str = "main",
     if formats.format_of(uri, db, tbl, ref) is not None:  # Iceberg, Delta: read with pyarrow
         return formats.compute_table(uri, store, db, tbl, ref=ref, partition_filter=partition_filter,
                                      options=options, store_path=store_path, progress=progress,
-                                     author=author)
+                                     author=author, table_level=table_level, redis_url=redis_url)
     branch, commit = check_branch(store, ref)
     try:
         with open_client(uri) as client:

@@ -20,8 +20,11 @@ and the pointers are recorded exactly as the Spark job records its own
 (:func:`stats.compute.record_pointers`). Columns are the metastore's (``sd.cols``) when they
 name the data's columns, else the data's own (Hive types from the Arrow types). The pointers'
 data fingerprint is the snapshot (Iceberg) or version (Delta) with the files' count and size.
-``--partitions`` does not apply to these tables (their partitions are not the metastore's);
-no table-level set is built for them.
+``--partitions`` does not apply to these tables (their partitions are not the metastore's).
+A partitioned one's whole-table set is then reduced from its partitions' sets
+(:func:`stats.reduce.write_table_set`, ``_stats/_table_/<id>/``, unless ``table_level`` is
+false) and pointed to as the table's own (``.../stats/_``: the metastore sees an unpartitioned
+table), recorded with the partitions' pointers.
 """
 from __future__ import annotations
 
@@ -201,9 +204,28 @@ def _delta_partitions(location: str):
     return schema, out
 
 
+def _whole_table(location, result, partitioned, commit, fingerprint, bins, redis_url):
+    """The whole table's set of a partitioned Iceberg/Delta table, reduced from its partitions'
+    sets (:func:`stats.reduce.write_table_set`, under ``_stats/_table_/``), pointed to as the
+    table's own (``.../stats/_``): in the metastore the table is unpartitioned, so that is the
+    set the statistics calls and the query API read for it."""
+    from stats import layout, reduce
+    from stats.compute import TableLevel
+
+    sets = [reduce.PartitionSet(reduce._local(result.sets[p]), p) for p in partitioned]
+    path = reduce.write_table_set(location, sets, bins=bins, redis_url=redis_url)
+    rows = sum(result.rows[p] for p in partitioned)
+    pointer = (layout.pointer_key(result.table.split(".", 1)[0], result.table.split(".", 1)[1],
+                                  None),
+               layout.make_pointer(path, commit, fingerprint, rows,
+                                   f"{location}|partitions={len(partitioned)}"))
+    return TableLevel(pointer, path, list(partitioned), [], [], rows)
+
+
 def compute_table(uri: str, store, db: str, tbl: str, *, ref: str = "main",
                   partition_filter: str | None = None, options=None,
-                  store_path: str | None = None, progress=None, author: str = "", **_):
+                  store_path: str | None = None, progress=None, author: str = "",
+                  table_level: bool = True, redis_url: str | None = None, **_):
     """``stats compute`` of an Iceberg or Delta table (see the module docstring); returns a
     :class:`stats.compute.ComputeResult`. Other keyword arguments of
     :func:`stats.compute.compute` are accepted and ignored."""
@@ -274,6 +296,11 @@ def compute_table(uri: str, store, db: str, tbl: str, *, ref: str = "main",
         if progress:
             progress(done, len(parts))
     n = len(pointers)
+    partitioned = [p for p in result.sets if p != layout.UNPARTITIONED]
+    if partitioned and table_level:
+        result.table_level = _whole_table(location, result, partitioned, commit, fingerprint,
+                                          options.bins, redis_url)
+        pointers.append(result.table_level.pointer)
     message = f"stats compute {display} ({n} partition{'' if n == 1 else 's'}, {fmt})"
     result.recorded = record_pointers(store, store_path, branch, db, tbl, pointers, message,
                                       author)

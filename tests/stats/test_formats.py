@@ -177,8 +177,15 @@ def _check_pointers(env, tbl, result, commit_before):
     fingerprint = layout.schema_fingerprint(HIVE)
     commit = result.recorded
     assert commit is not None and commit.parents == (commit_before,)
+    whole = [] if list(result.sets) == ["_"] else ["_"]  # a partitioned one's whole table
     assert [e.key for e in env["store"].diff(commit_before, commit.id)] == sorted(
-        layout.pointer_key(DB, tbl, p) for p in result.sets)
+        layout.pointer_key(DB, tbl, p) for p in [*result.sets, *whole])
+    if whole:
+        pointer = layout.read_pointer(env["store"].get("main", layout.pointer_key(DB, tbl, None)))
+        assert pointer["set"] == result.table_level.set and "/_stats/_table_/" in pointer["set"]
+        assert pointer["rows"] == sum(result.rows.values()) and pointer["schema"] == fingerprint
+    else:
+        assert result.table_level is None
     for part, path in result.sets.items():
         pointer = layout.read_pointer(env["store"].get("main", layout.pointer_key(DB, tbl, part)))
         assert pointer["set"] == path and pointer["commit"] == commit_before
@@ -229,6 +236,15 @@ def test_iceberg_partitioned_table(env, iceberg):
     pointer = layout.read_pointer(env["store"].get("main", layout.pointer_key(
         DB, "ice_parted", "cat=a")))
     assert "|snapshot=" in pointer["data"] and "|files=2|" in pointer["data"]
+    # the whole table's set, reduced from the partitions': what the query API reads
+    from stats import query
+
+    ts = query.open_table(env["store"], f"{DB}.ice_parted")
+    summary = {r["column"]: r for r in ts.summary().to_pylist()}
+    assert summary["id"]["count"] == iceberg.num_rows
+    assert summary["x"]["null_count"] == iceberg.column("x").null_count
+    assert summary["cat"]["distinct_count"] == 3
+    assert summary["x"]["mean"] == pytest.approx(arrow_compute.numbers(iceberg.column("x")).mean())
 
 
 def test_iceberg_unpartitioned_exact_quantiles(env, iceberg):
