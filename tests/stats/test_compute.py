@@ -487,3 +487,31 @@ def test_uncommitted_table_changes_keep_the_pointers_uncommitted(env):
 
 def test_default_bins_match_the_layout():
     assert compute.DEFAULT_BINS == layout.DEFAULT_BINS
+
+
+@pytest.mark.parametrize("fmt", ["ORC", "TEXTFILE"])
+def test_orc_and_text_tables_give_the_same_statistics(env, fmt):
+    """Hive tables in ORC and text read through Spark like parquet ones: a copy of one
+    partition's rows stored as ORC / text gets the statistics, frequencies and histograms of
+    the parquet partition (approximate percentiles and the partition's user-defined
+    statistics aside)."""
+    spark, ds = env["spark"], "2024-01-02"
+    name = f"copy_{fmt.lower()}"
+    cols = ", ".join(n for n, _ in COLUMNS)
+    spark.sql(f"CREATE TABLE {DB}.{name} STORED AS {fmt} AS "
+              f"SELECT {cols} FROM {DB}.events WHERE ds = '{ds}'")
+    result = compute.compute(spark, env["server"].uri, env["store"], DB, name,
+                             store_path=str(env["store_path"]))
+    copy_dir, part_dir = local(result.sets[layout.UNPARTITIONED]), \
+        local(env["events"].sets[f"ds={ds}"])
+    skipped = {layout.percentile_name(p) for p in layout.PERCENTILES}
+
+    def rows(directory):
+        table = pq.read_table(os.path.join(directory, layout.STATISTICS)).to_pylist()
+        return [{k: v for k, v in r.items() if k not in skipped and not k.startswith("udf_")}
+                for r in table]
+
+    assert rows(copy_dir) == rows(part_dir)
+    for name_ in (layout.FREQUENCIES, layout.HISTOGRAMS, layout.SKETCHES):
+        assert pq.read_table(os.path.join(copy_dir, name_)).equals(
+            pq.read_table(os.path.join(part_dir, name_))), name_
