@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     # stats: partition statistics (issue 5); each action registers itself in this group
     from stats import compute as stats_compute
 
-    stats_group = sub.add_parser("stats", help="partition statistics: compute, ...",
+    stats_group = sub.add_parser("stats", help="computed column statistics: compute, reduce, show, expire",
                                  description="Partition statistics kept as versioned parquet "
                                              "sets beside the data (see README 'Statistics').")
     stats_actions = stats_group.add_subparsers(dest="stats_command", required=True,
