@@ -14,18 +14,21 @@ table is the one partition ``_``) it runs, over that partition's rows only:
    10,000 by default; ``--exact-quantiles``: Spark's exact ``percentile``, linear interpolation
    between the two closest ranks as ``numpy.percentile(method="linear")``), and the
    user-defined SQL statistics;
-2. **the distribution pass**, one aggregation over the rows exploded into (kind, column, key)
-   entries (split into several passes of a few columns each for wide tables, so that Spark's
-   generated code stays within its 64 KB limit): the frequency of every value of each discrete
-   column (``groupBy`` value, count); the histogram bin counts of every numeric column
+2. **the distribution pass**: each column grouped by its typed value (``groupBy`` value,
+   count; Spark reads that column alone), then two Spark jobs over all the columns' value
+   groups: the frequencies of the discrete columns collected as Arrow (each value with its
+   count, sketch update and histogram bin; column by column when large), and one small
+   aggregation of the other columns' groups by (kind, column, key). They give the frequency of
+   every value of each discrete column; the histogram bin counts of every numeric column
    (equal-width over [min, max] from the summary; bin index exactly as ``numpy.histogram``
-   assigns it, edges as ``numpy.linspace``); the exact distinct counts of the other columns
-   when the partition is *cheap* (at most ``--exact-distinct-limit`` rows, default 1,000,000;
-   a second aggregation level counts each column's value groups), else their sketch's estimate
-   (``distinct_exact`` false) — discrete columns always get the exact count, their number of
-   frequencies; and the HyperLogLog sketch of every column (``xxhash64(value)``, seed 42;
-   register = top 12 bits, rank = leading zeros of the other 52 + 1, ``max`` per register),
-   taken from the value groups where there are some, else from one entry per row;
+   assigns it, edges as ``numpy.linspace``; ``sum`` of the group counts per bin); the exact
+   distinct counts of the other columns when the partition is *cheap* (at most
+   ``--exact-distinct-limit`` rows, default 1,000,000: their number of value groups, as
+   count(DISTINCT) compares values: -0.0 = 0.0), else their sketch's estimate
+   (``distinct_exact`` false; such a column is then taken row by row, not grouped) — discrete
+   columns always get the exact count, their number of frequencies; and the HyperLogLog
+   sketch of every column (``xxhash64(value)``, seed 42; register = top 12 bits, rank =
+   leading zeros of the other 52 + 1, ``max`` per register), from the value groups;
 3. **Python statistics** (``register_statistic(name, fn)``), on the driver: the partition's
    column collected as Arrow (so they see the whole column, bounded by the driver's memory).
 
@@ -105,11 +108,7 @@ DEFAULT_BINS = 1000  # stats.layout.DEFAULT_BINS (the tests check they agree)
 DEFAULT_EXACT_DISTINCT_LIMIT = 1_000_000  # rows: "cheap" for exact count(DISTINCT)
 DEFAULT_ACCURACY = 10_000  # approx_percentile's accuracy (rank error <= rows / accuracy)
 FREQUENCY_COLLECT_LIMIT = 2_000_000  # frequencies collected at once; above, column by column
-# The entries of one distribution pass, by weight (a histogram's 1 + HIST_WEIGHT, the others
-# 1): a larger exploded row overflows Spark's 64 KB code generation limit and runs interpreted.
-PASS_WEIGHT = 16
 LOCAL_DRIVER_MEMORY = "2g"  # a local master's (driver = executor) memory; --conf overrides
-HIST_WEIGHT = 2
 STRING_TYPES = ("string", "varchar", "char")
 COMPLEX_PREFIXES = ("array", "map", "struct", "uniontype")
 _KIND_FREQ, _KIND_HLL, _KIND_HIST, _KIND_DISTINCT = 0, 1, 2, 3
@@ -353,62 +352,10 @@ def _register_rank(c):
     return F.shiftrightunsigned(h, 64 - p).cast("int"), rank.cast("int")
 
 
-def _hll_entry(name: str, htype: str, i: int):
-    """The (kind, column, register, rank) entry of a non-null value's HyperLogLog update."""
-    from pyspark.sql import functions as F
-
-    register, rank = _register_rank(F.col(_q(name)))
-    return F.when(F.col(_q(name)).isNotNull(), F.struct(
-        F.lit(_KIND_HLL).alias("kind"), F.lit(i).alias("col"),
-        F.lit(None).cast("string").alias("skey"), register.alias("nkey"), rank.alias("rank")))
-
-
-def _value_entry(name: str, htype: str, i: int, kind: int):
-    """A non-null value as text, with its HyperLogLog update (so that the sketch comes from
-    the value's group, not from every row): a frequency (``_KIND_FREQ``) or, for a column
-    without frequencies, a distinct value (``_KIND_DISTINCT``; -0.0 as 0.0, as
-    count(DISTINCT) compares them)."""
-    from pyspark.sql import functions as F
-
-    c = F.col(_q(name))
-    register, rank = _register_rank(c)
-    text = c
-    if kind == _KIND_DISTINCT and layout.base_type(htype) in ("float", "double"):
-        text = F.when(c == 0, F.lit(0.0)).otherwise(c)
-    return F.when(c.isNotNull(), F.struct(
-        F.lit(kind).alias("kind"), F.lit(i).alias("col"), text.cast("string").alias("skey"),
-        register.alias("nkey"), rank.alias("rank")))
-
-
 def hist_edges(lo: float, hi: float, bins: int) -> list[float]:
     """numpy.linspace(lo, hi, bins + 1): ``i * step + lo``, the last edge ``hi`` exactly."""
     step = (hi - lo) / bins
     return [i * step + lo for i in range(bins)] + [hi]
-
-
-def _hist_entry(name: str, htype: str, i: int, lo: float, hi: float, bins: int):
-    """The bin of a non-null value as numpy.histogram assigns it: ``(v - lo) * (bins / (hi -
-    lo))`` truncated, the maximum in the last bin, then corrected by one against the edges."""
-    from pyspark.sql import functions as F
-
-    v = F.expr(value_sql(name, htype))
-    if hi == lo:
-        index = F.lit(0)
-    else:
-        norm = bins / (hi - lo)
-        step = (hi - lo) / bins
-        raw = F.floor((v - F.lit(lo)) * F.lit(norm)).cast("int")
-        raw = F.when(raw >= bins, F.lit(bins - 1)).otherwise(raw)
-
-        def edge(k):
-            return F.when(k >= bins, F.lit(hi)).otherwise(k.cast("double") * F.lit(step) + F.lit(lo))
-
-        dec = F.when(v < edge(raw), raw - 1).otherwise(raw)
-        index = F.when((v >= edge(dec + 1)) & (dec != bins - 1), dec + 1).otherwise(dec)
-    return F.when(v.isNotNull(), F.struct(
-        F.lit(_KIND_HIST).alias("kind"), F.lit(i).alias("col"),
-        F.lit(None).cast("string").alias("skey"), index.cast("int").alias("nkey"),
-        F.lit(None).cast("int").alias("rank")))
 
 
 # --- one partition -----------------------------------------------------------------------------
@@ -452,30 +399,11 @@ def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
     # the distribution pass: frequencies, sketches, histogram bins and, in a cheap partition,
     # the exact distinct counts of the columns without frequencies
     cheap = rows <= options.exact_distinct_limit
-    chunks, chunk, weight, ranges = [], [], 0, {}
+    ranges = {}
     for i, (name, htype) in enumerate(columns):
-        entries, w = [], 0
-        if layout.is_discrete(htype):
-            entries.append(_value_entry(name, htype, i, _KIND_FREQ))
-        elif htype.lower().startswith("map"):
-            pass
-        elif cheap:
-            entries.append(_value_entry(name, htype, i, _KIND_DISTINCT))
-        else:
-            entries.append(_hll_entry(name, htype, i))
         lo, hi = summary.get(f"minv_{i}"), summary.get(f"maxv_{i}")
         if layout.is_numeric(htype) and lo is not None and math.isfinite(hi - lo):
             ranges[i] = (lo, hi)  # (no histogram over an infinite range)
-            entries.append(_hist_entry(name, htype, i, lo, hi, options.bins))
-            w += HIST_WEIGHT
-        w += len(entries)
-        if chunk and weight + w > PASS_WEIGHT:
-            chunks.append(chunk)
-            chunk, weight = [], 0
-        chunk += entries
-        weight += w
-    if chunk:
-        chunks.append(chunk)
     freq_tables: list[pa.Table] = []
     registers: dict[int, bytearray] = {}
     bins: dict[int, dict[int, int]] = {}
@@ -488,8 +416,8 @@ def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
         regs = registers.setdefault(i, bytearray(1 << layout.HLL_PRECISION))
         regs[register] = max(regs[register], rank)
 
-    for entries in chunks if rows else []:
-        small, freqs = _distribution_pass(df, entries, rows, columns)
+    if rows:
+        small, freqs = _distribution_pass(df, columns, ranges, options.bins, cheap, rows)
         for kind, i, nkey, n, groups, rank in zip(
                 *[small.column(c).to_pylist() for c in ("kind", "col", "nkey", "n", "groups",
                                                          "rank")]):
@@ -504,6 +432,12 @@ def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
             for i, register, rank in zip(*[regs.column(c).to_pylist()
                                            for c in ("col", "nkey", "rank_max")]):
                 update(i, register, rank)
+            hist = freq.filter(pc.is_valid(freq.column("bin")))
+            if hist.num_rows:
+                hist = hist.group_by(["col", "bin"]).aggregate([("n", "sum")])
+                for i, k, n in zip(*[hist.column(c).to_pylist()
+                                     for c in ("col", "bin", "n_sum")]):
+                    bins.setdefault(i, {})[k] = n
             freq_tables += _frequency_tables(freq)
     freq_tables.sort(key=lambda t: t.column("col")[0].as_py())
     for t in freq_tables:
@@ -535,37 +469,83 @@ def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
     return PartitionResult(part, rows, statistics, freq_tables, histograms, sketches)
 
 
-def _distribution_pass(df, entries, rows, columns):
-    """One aggregation over the rows exploded into ``entries``: (the hll, histogram and
-    distinct rows, [frequency tables]) as Arrow. A second aggregation level folds each column's
-    distinct values into their number (and their sketch's registers)."""
-    from pyspark import StorageLevel
+def _bin_index(v, lo: float, hi: float, bins: int):
+    """The bin of a numeric value ``v`` (null for null) as numpy.histogram assigns it: ``(v -
+    lo) * (bins / (hi - lo))`` truncated, the maximum in the last bin, then corrected by one
+    against the edges."""
     from pyspark.sql import functions as F
 
-    exploded = df.select(F.inline(F.filter(F.array(*entries), lambda e: e.isNotNull())))
-    grouped = (exploded.groupBy("kind", "col", "skey", "nkey")
-               .agg(F.count(F.lit(1)).alias("n"), F.max("rank").alias("rank")))
-    is_distinct = F.col("kind") == _KIND_DISTINCT
-    grouped = (grouped.groupBy("kind", "col",
-                               F.when(is_distinct, None).otherwise(F.col("skey")).alias("skey"),
-                               "nkey")
-               .agg(F.sum("n").alias("n"), F.count(F.lit(1)).alias("groups"),
-                    F.max("rank").alias("rank")))
-    if rows * len(entries) <= FREQUENCY_COLLECT_LIMIT:
-        everything = grouped.toArrow()
-        freq = everything.filter(pc.field("kind") == _KIND_FREQ)
-        return everything.filter(pc.field("kind") != _KIND_FREQ), [freq] if freq.num_rows else []
-    grouped = grouped.persist(StorageLevel.MEMORY_AND_DISK)
-    try:  # large: the frequencies one column at a time
-        small = grouped.where(F.col("kind") != _KIND_FREQ).toArrow()
-        freqs = []
-        for i in sorted({r[0] for r in grouped.where(F.col("kind") == _KIND_FREQ)
-                         .select("col").distinct().collect()}):
-            freqs.append(grouped.where((F.col("kind") == _KIND_FREQ) & (F.col("col") == i))
-                         .toArrow())
-        return small, freqs
-    finally:
-        grouped.unpersist()
+    if hi == lo:
+        return F.when(v.isNotNull(), F.lit(0))
+    norm = bins / (hi - lo)
+    step = (hi - lo) / bins
+    raw = F.floor((v - F.lit(lo)) * F.lit(norm)).cast("int")
+    raw = F.when(raw >= bins, F.lit(bins - 1)).otherwise(raw)
+
+    def edge(k):
+        return F.when(k >= bins, F.lit(hi)).otherwise(k.cast("double") * F.lit(step) + F.lit(lo))
+
+    dec = F.when(v < edge(raw), raw - 1).otherwise(raw)
+    return F.when((v >= edge(dec + 1)) & (dec != bins - 1), dec + 1).otherwise(dec)
+
+
+def _distribution_pass(df, columns, ranges, bins, cheap, rows):
+    """The distribution pass: (the hll, histogram and distinct rows, [frequency tables]) as
+    Arrow. Each column is grouped by its typed value (``count`` per value; in a partition that
+    is not cheap, a column without frequencies is taken row by row instead); the value groups
+    give the frequencies (collected with their sketch update and histogram bin), the sketch
+    registers (``max`` rank per register), the bins (``sum`` of the counts per bin) and the
+    exact distinct counts (the number of groups). The small results of all columns come from
+    one aggregation, the frequencies from another (column by column when large)."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    small_parts, freq_parts = [], []
+    for i, (name, htype) in enumerate(columns):
+        if htype.lower().startswith("map"):
+            continue  # (no sketch, no distinct count, no histogram)
+        c = F.col(_q(name))
+        discrete = layout.is_discrete(htype)
+        values = df.select(c).where(c.isNotNull())
+        if discrete or cheap:
+            values = values.groupBy(c).agg(F.count(F.lit(1)).alias("n"))
+        else:
+            values = values.select(c, F.lit(1).cast("long").alias("n"))
+        register, rank = _register_rank(c)
+        if i in ranges:
+            index = _bin_index(F.expr(value_sql(name, htype)), *ranges[i], bins).cast("int")
+        else:
+            index = F.lit(None).cast("int")
+        if discrete:
+            freq_parts.append(values.select(
+                F.lit(_KIND_FREQ).alias("kind"), F.lit(i).alias("col"),
+                c.cast("string").alias("skey"), register.alias("nkey"), rank.alias("rank"),
+                F.col("n").cast("long").alias("n"), index.alias("bin")))
+            continue
+        entries = [F.struct(F.lit(_KIND_DISTINCT if cheap else _KIND_HLL).alias("kind"),
+                            F.lit(i).alias("col"), register.alias("nkey"),
+                            rank.cast("long").alias("val"))]
+        if i in ranges:
+            entries.append(F.when(index.isNotNull(), F.struct(
+                F.lit(_KIND_HIST).alias("kind"), F.lit(i).alias("col"), index.alias("nkey"),
+                F.col("n").cast("long").alias("val"))))
+        small_parts.append(values.select(
+            F.inline(F.filter(F.array(*entries), lambda e: e.isNotNull()))))
+    if small_parts:
+        small = (reduce(lambda a, b: a.unionAll(b), small_parts)
+                 .groupBy("kind", "col", "nkey")
+                 .agg(F.sum("val").alias("n"), F.count(F.lit(1)).alias("groups"),
+                      F.max("val").alias("rank"))
+                 .toArrow())
+    else:
+        small = pa.table({k: pa.array([], pa.int64())
+                          for k in ("kind", "col", "nkey", "n", "groups", "rank")})
+    if not freq_parts:
+        return small, []
+    if rows * len(freq_parts) <= FREQUENCY_COLLECT_LIMIT:
+        return small, [reduce(lambda a, b: a.unionAll(b), freq_parts).toArrow()]
+    return small, [part.toArrow() for part in freq_parts]  # large: one column at a time
 
 
 def _frequency_tables(freq: pa.Table) -> list[pa.Table]:
