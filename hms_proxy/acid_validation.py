@@ -29,7 +29,7 @@ is not bucketed / not ACID instead.
 """
 from __future__ import annotations
 
-from hms_proxy import errors
+from hms_proxy import errors, javafmt
 
 TRANSACTIONAL = "transactional"
 TRANSACTIONAL_PROPERTIES = "transactional_properties"
@@ -189,15 +189,6 @@ KNOWN_FORMAT_CLASSES = frozenset(f"{pkg}.{name}" for pkg, names in _FORMAT_CLASS
 
 
 # --- Java semantics ---------------------------------------------------------------------------
-def _java_hash(s: str) -> int:
-    """String.hashCode (over UTF-16 code units), as an unsigned 32-bit value."""
-    h = 0
-    data = s.encode("utf-16-le", "surrogatepass")
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] | data[i + 1] << 8)) & 0xFFFFFFFF
-    return h
-
-
 def _table_size_for(n: int) -> int:
     cap = 1
     while cap < n:
@@ -208,10 +199,7 @@ def _table_size_for(n: int) -> int:
 def _java_order(keys, cap: int) -> list:
     """The iteration order of a java.util.HashMap of capacity ``cap`` filled with ``keys`` in
     this order: by bucket (the spread hash's low bits), then by insertion within a bucket."""
-    def bucket(k):
-        h = _java_hash(k)
-        return (h ^ (h >> 16)) & (cap - 1)
-    return sorted(keys, key=bucket)
+    return sorted(keys, key=lambda k: javafmt.hashmap_bucket(k, cap))
 
 
 def _hashset_order(map_keys: list, map_cap: int) -> list:

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from thrift.Thrift import TApplicationException
 
-from hms_proxy import errors, tables
+from hms_proxy import errors, javafmt, tables
 from hms_proxy.family import Family
 from hms_proxy.gen.hive_metastore import ttypes as T
 from hms_proxy.names import make_part_name
@@ -180,18 +180,6 @@ def _jstr(value) -> str:
     return "null" if value is None else value
 
 
-def java_string_hash(text: str) -> int:
-    h = 0
-    for unit in _utf16_units(text):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return h
-
-
-def _utf16_units(text: str):
-    data = text.encode("utf-16-le", "surrogatepass")
-    return (int.from_bytes(data[i:i + 2], "little") for i in range(0, len(data), 2))
-
-
 def java_hashmap_order(mapping: dict) -> list[tuple[str, str]]:
     """The iteration order of the HashMap Thrift's Java reads a map into
     (``new HashMap(2 * size)``, filled in wire order)."""
@@ -200,8 +188,7 @@ def java_hashmap_order(mapping: dict) -> list[tuple[str, str]]:
         capacity *= 2
     buckets: dict[int, list] = {}
     for key, value in mapping.items():
-        h = java_string_hash(key)
-        buckets.setdefault((h ^ (h >> 16)) & (capacity - 1), []).append((key, value))
+        buckets.setdefault(javafmt.hashmap_bucket(key, capacity), []).append((key, value))
     return [item for index in sorted(buckets) for item in buckets[index]]
 
 
@@ -211,7 +198,7 @@ def stringable_map(mapping: dict) -> str:
     for key, value in java_hashmap_order(mapping):
         for text in (key, value):
             text = text or ""
-            out.append(f"{java_length(text)}:{text}")
+            out.append(f"{javafmt.string_length(text)}:{text}")
     return "".join(out)
 
 
@@ -226,18 +213,14 @@ def sql_string(value: str) -> str:
     return "'".join(parts)
 
 
-def java_length(text: str) -> int:
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
-
-
 def fit(value: str, width: int) -> str:
     """Derby's VARCHAR(width): blanks beyond the width are cut off, anything else fails."""
-    if java_length(value) <= width:
+    if javafmt.string_length(value) <= width:
         return value
     kept = value
-    while java_length(kept) > width and kept.endswith(" "):
+    while javafmt.string_length(kept) > width and kept.endswith(" "):
         kept = kept[:-1]
-    if java_length(kept) > width:
+    if javafmt.string_length(kept) > width:
         raise errors.InternalError("compact: a truncation error (value longer than its column)")
     return kept
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import time
 
-from hms_proxy import errors, routing, tables
+from hms_proxy import errors, javafmt, routing, tables
 from hms_proxy.family import Family
 from hms_proxy.gen.hive_metastore import ttypes
 from kvmodel import catalog as keys
@@ -64,14 +64,6 @@ def fk_key(db, tbl):
 
 def ref_key(pdb, ptbl, cdb, ctbl):
     return f"{keys.table_key(pdb, ptbl)}/{REF}{cdb}/{ctbl}"
-
-
-def java_hash(text: str) -> int:
-    h = 0
-    data = text.encode("utf-16-le")
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i:i + 2], "little")) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def _array_string(params) -> str:
@@ -147,7 +139,7 @@ def _names_in_use(cat) -> set[tuple[str, int]]:
 
 def _generate(params, used_names: set[str]) -> str:
     """ObjectStore.generateConstraintName."""
-    hashcode = java_hash(_array_string(params))
+    hashcode = javafmt.string_hash(_array_string(params), signed=True)
     for counter in range(10):
         name = f"{params[-1]}_{hashcode}_{int(time.time() * 1000)}_{counter}"
         if name.lower() not in used_names:

@@ -7,6 +7,28 @@ from __future__ import annotations
 
 from thrift.Thrift import TType
 
+
+def string_length(text: str) -> int:
+    """Java's ``String.length()``: UTF-16 code units (a character beyond U+FFFF counts two)."""
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+def string_hash(text: str, signed: bool = False) -> int:
+    """Java's ``String.hashCode()`` over UTF-16 code units: unsigned 32 bits, or Java's ``int``
+    with ``signed``. HMS's names, orders and messages depend on it (HashMap iteration order,
+    generated constraint names)."""
+    h = 0
+    data = text.encode("utf-16-le", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] | data[i + 1] << 8)) & 0xFFFFFFFF
+    return h - (1 << 32) if signed and h & 0x80000000 else h
+
+
+def hashmap_bucket(key: str, capacity: int) -> int:
+    """The bucket of a string key in a ``java.util.HashMap`` of ``capacity`` (a power of 2)."""
+    h = string_hash(key)
+    return (h ^ (h >> 16)) & (capacity - 1)
+
 # Fields the HMS 2.3 IDL declares optional: Java leaves them out of toString when unset.
 OPTIONAL_FIELDS = frozenset({
     "privileges", "catName", "catalogName", "skewedInfo", "storedAsSubDirectories",

@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 from thrift.Thrift import TType
 
-from hms_proxy import errors
+from hms_proxy import errors, javafmt
 from hms_proxy.family import Family, lower, now
 from kvmodel import catalog as keys
 
@@ -49,10 +49,6 @@ class StoredPartitionEvent:
         self.partName = partName
         self.eventType = eventType
         self.eventTime = eventTime
-
-
-def _java_length(text: str) -> int:
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
 def _npe(what: str) -> errors.HMSError:
@@ -97,7 +93,7 @@ class PartitionEventCalls(Family):
         with self.writing(ctx) as cat:
             table, part_str = self._resolve(cat, db_name, tbl_name, part_vals, eventType)
             for (column, width), value in zip(WIDTHS, (db_name, tbl_name, part_str)):
-                if _java_length(value) > width:
+                if javafmt.string_length(value) > width:
                     raise errors.MetaError(
                         f'Attempt to store value "{value}" in column "{column}" that has '
                         f"maximum length of {width}. Please correct your data!")

@@ -46,14 +46,6 @@ def java_short(value) -> int:
     return ((value + 0x8000) & 0xFFFF) - 0x8000
 
 
-def java_string_hash(text: str) -> int:
-    h = 0
-    data = text.encode("utf-16-le", "surrogatepass")
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] | data[i + 1] << 8)) & 0xFFFFFFFF
-    return h
-
-
 def java_hashmap_order(keys_in_insertion_order: list[str]) -> list[int]:
     """Indexes of distinct string keys in the order a ``java.util.HashMap`` (default capacity
     and load factor) iterates them after inserting them in this order."""
@@ -61,8 +53,7 @@ def java_hashmap_order(keys_in_insertion_order: list[str]) -> list[int]:
     bins: dict[int, list[int]] = {}
 
     def index(i: int) -> int:
-        h = java_string_hash(keys_in_insertion_order[i])
-        return (h ^ (h >> 16)) & (cap - 1)
+        return javafmt.hashmap_bucket(keys_in_insertion_order[i], cap)
 
     def rehash():
         order = [i for b in sorted(bins) for i in bins[b]]

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from thrift.Thrift import TType
 
-from hms_proxy import errors
+from hms_proxy import errors, javafmt
 from hms_proxy.family import Family
 from hms_proxy.processor import CloseConnection
 from kvmodel import codec
@@ -93,11 +93,6 @@ def master_key_key(seq: int) -> str:
     return f"{MASTER_KEY_PREFIX}{seq:010d}" if seq >= 0 else f"{MASTER_KEY_PREFIX}-{-seq:010d}"
 
 
-def java_length(text: str) -> int:
-    """String.length(): UTF-16 code units."""
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
-
-
 class TokenCalls(Family):
     # --- delegation tokens: no token manager without SASL -----------------------------------
     def get_delegation_token(self, ctx, token_owner, renewer_kerberos_principal_name):
@@ -118,8 +113,8 @@ class TokenCalls(Family):
         with self.writing(ctx) as cat:
             if cat.raw(key) is not None:
                 return False
-            if java_length(token_identifier) > MAX_LENGTH or (
-                    delegation_token is not None and java_length(delegation_token) > MAX_LENGTH):
+            if javafmt.string_length(token_identifier) > MAX_LENGTH or (
+                    delegation_token is not None and javafmt.string_length(delegation_token) > MAX_LENGTH):
                 raise errors.InternalError("add_token: longer than the column")
             cat.put(key, StoredToken(token_identifier, delegation_token))
         return True
@@ -153,7 +148,7 @@ class TokenCalls(Family):
         return 1 if data is None else codec.decode(StoredSequence, data).next
 
     def add_master_key(self, ctx, key):
-        too_long = key is not None and java_length(key) > MAX_LENGTH
+        too_long = key is not None and javafmt.string_length(key) > MAX_LENGTH
         with self.writing(ctx) as cat:
             seq = self._next_seq(cat)
             used = FAILED_ADD_SEQUENCE_USE if too_long else 1
@@ -170,7 +165,7 @@ class TokenCalls(Family):
             if cat.raw(master_key_key(seq)) is None:
                 raise errors.MetaError(
                     f"NoSuchObjectException(message:No key found with keyId: {seq})")
-            if key is not None and java_length(key) > MAX_LENGTH:
+            if key is not None and javafmt.string_length(key) > MAX_LENGTH:
                 raise errors.MetaError(_too_long(key))
             cat.put(master_key_key(seq), StoredMasterKey(seq, key))
 
