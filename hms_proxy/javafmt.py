@@ -72,3 +72,38 @@ def _struct(obj) -> str:
             text = to_string(value, ftype, fargs)
         parts.append(f"{fname}:{text}")
     return f"{type(obj).__name__}({', '.join(parts)})"
+
+
+def double_to_string(value: float, single: bool = False) -> str:
+    """Java's ``Double.toString`` (``Float.toString`` with ``single``), which Spark's
+    ``CAST(x AS STRING)`` gives: plain notation for magnitudes in [1e-3, 1e7) with at least
+    one fractional digit (``100.0``, ``0.37``), else ``d.dddE±n`` (``1.0E7``, ``9.9E-4``).
+    The digits are the shortest that read back to the same value (JDK 19's algorithm; older
+    JDKs print a longer string for a few rare values)."""
+    import math
+    from decimal import Decimal
+
+    value = float(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    if single:
+        import numpy as np
+
+        shortest = np.format_float_scientific(np.float32(value), unique=True)
+    else:
+        shortest = repr(value)
+    sign, digits, exponent = Decimal(shortest).normalize().as_tuple()
+    text = "".join(map(str, digits))
+    point = len(text) + exponent  # digits before the decimal point
+    out = "-" if sign else ""
+    if 1e-3 <= abs(value) < 1e7:
+        if point <= 0:
+            return f"{out}0.{'0' * -point}{text}"
+        if point >= len(text):
+            return f"{out}{text}{'0' * (point - len(text))}.0"
+        return f"{out}{text[:point]}.{text[point:]}"
+    return f"{out}{text[0]}.{text[1:] or '0'}E{point - 1}"

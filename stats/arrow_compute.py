@@ -1,17 +1,11 @@
-"""Statistics sets computed with pyarrow/numpy, no Spark: the path of the table formats read
-into Arrow (:mod:`stats.formats`: Iceberg through pyiceberg, Delta through ``deltalake``) and
-of the tests' reference sets.
+"""Statistics sets computed with pyarrow/numpy in one process, no Spark: the path of the table
+formats read into Arrow (:mod:`stats.formats`: Iceberg through pyiceberg, Delta through
+``deltalake``) and of the tests' reference sets.
 
 :func:`compute_set` turns the rows of one partition (a ``pyarrow.Table``) into the four tables
-of a statistics set, exactly per :mod:`stats.layout`: a statistics row per column (exact
-distinct counts; percentiles exact, ``numpy.percentile`` linear, with ``exact_quantiles``, else
-pyarrow's t-digest), every value of each discrete column with its frequency (decreasing, then
-value), equal-width histograms over [min, max] as ``numpy.histogram`` bins them (one bin when
-all values are equal), and HyperLogLog sketches over Spark's xxhash64 (:mod:`stats.reduce`), so
-the sets mix with the Spark job's in reductions. :func:`write_set` writes them with the layout's
-writers. Values: numbers for tinyint ... decimal, days since the epoch for dates, microseconds
-for timestamps; NaN is a value but no number (as in the Spark job). Complex columns get counts
-only.
+of a statistics set, column by column through :func:`stats.columns.column_statistics` (the
+same code the Spark job's tasks run, so the sets mix in reductions); :func:`write_set` writes
+them with the layout's writers into a fresh immutable directory.
 """
 from __future__ import annotations
 
@@ -22,12 +16,8 @@ import shutil
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from stats import layout
-
-_COMPLEX = ("array", "map", "struct", "uniontype")
-
 
 def text(value, hive_type: str) -> str | None:
     """Hive's text form of a value (``CAST(v AS STRING)``)."""
@@ -46,7 +36,11 @@ def text(value, hive_type: str) -> str | None:
         return str(value)
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
-    return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, float):
+        from hms_proxy.javafmt import double_to_string
+
+        return double_to_string(value)
+    return str(value)
 
 
 def numbers(col) -> np.ndarray:
@@ -61,104 +55,24 @@ def numbers(col) -> np.ndarray:
     return out[~np.isnan(out)]
 
 
-def histogram(values: np.ndarray, bins: int) -> list[dict]:
-    lo, hi = float(values.min()), float(values.max())
-    if lo == hi:
-        return [{"lower": lo, "upper": hi, "count": int(values.size)}]
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return []
-    counts, edges = np.histogram(values, bins=bins, range=(lo, hi))
-    return [{"lower": float(edges[i]), "upper": float(edges[i + 1]), "count": int(counts[i])}
-            for i in range(bins)]
-
-
-def _percentiles(nums: np.ndarray, exact: bool) -> list[float]:
-    if exact:
-        return [float(np.percentile(nums, p)) for p in layout.PERCENTILES]
-    q = pc.tdigest(pa.array(nums), q=[p / 100 for p in layout.PERCENTILES])
-    return [float(v) for v in q.to_pylist()]
-
-
-def _column_set(name: str, hive_type: str, col, bins: int, exact_quantiles: bool):
-    """(statistics row, frequencies table or None, histogram or None, sketch bytes)."""
-    from stats import reduce
-
-    base = layout.base_type(hive_type)
-    row = dict.fromkeys(layout.STATISTICS_SCHEMA.names)
-    row.update(column=name, type=hive_type, count=len(col), null_count=col.null_count)
-    if base.startswith(_COMPLEX):
-        return row, None, None, None
-    valid = col.drop_null()
-    row.update(distinct_count=pc.count_distinct(valid).as_py() if len(valid) else 0,
-               distinct_exact=True)
-    if len(valid):
-        lo, hi = pc.min_max(valid).values()
-        row["min"], row["max"] = text(lo.as_py(), hive_type), text(hi.as_py(), hive_type)
-    hist = None
-    if layout.is_numeric(hive_type):
-        nums = numbers(col)
-        if nums.size:
-            row.update(min_value=float(nums.min()), max_value=float(nums.max()),
-                       mean=float(nums.mean()), stddev=float(nums.std()),
-                       percentiles_exact=bool(exact_quantiles))
-            if base not in ("date", "timestamp"):
-                row["sum"] = float(nums.sum())
-            for p, v in zip(layout.PERCENTILES, _percentiles(nums, exact_quantiles)):
-                row[layout.percentile_name(p)] = v
-            hist = histogram(nums, bins)
-        else:
-            hist = []
-    if base in ("string", "varchar", "char", "binary") and len(valid):
-        lengths = np.asarray(pc.utf8_length(valid) if base != "binary"
-                             else pc.binary_length(valid))
-        row.update(avg_length=float(lengths.mean()), max_length=int(lengths.max()))
-    if base == "boolean":
-        trues = int(pc.sum(valid.cast(pa.int64())).as_py() or 0)
-        row.update(true_count=trues, false_count=len(valid) - trues)
-    freq = None
-    if layout.is_discrete(hive_type) and len(valid):
-        values = pa.array([text(v, hive_type) for v in valid.to_pylist()], pa.string())
-        counts = pa.table({"value": values}).group_by("value").aggregate(
-            [("value", "count")]).rename_columns(["value", "frequency"])
-        counts = counts.sort_by([("frequency", "descending"), ("value", "ascending")])
-        freq = pa.table({"column": pa.array([name] * len(counts), pa.string()),
-                         "value": counts["value"],
-                         "frequency": counts["frequency"].cast(pa.int64())},
-                        schema=layout.FREQUENCIES_SCHEMA)
-    if pa.types.is_dictionary(valid.type):
-        valid = valid.cast(valid.type.value_type)
-    sketch = reduce.hll_registers(reduce.spark_xxhash64(valid, hive_type)).tobytes()
-    return row, freq, hist, sketch
-
-
 def compute_set(table: pa.Table, columns, bins: int = layout.DEFAULT_BINS,
-                exact_quantiles: bool = False) -> dict[str, pa.Table]:
+                exact_quantiles: bool = False, py_statistics=()) -> dict[str, pa.Table]:
     """The set of one partition's rows: ``{layout.STATISTICS: ..., layout.FREQUENCIES: [a
     table per discrete column], layout.HISTOGRAMS: ..., layout.SKETCHES: ...}`` (frequencies
-    as a list, one table per row group; :func:`write_set` writes them). ``columns``: (name,
-    Hive type) pairs, table order; a column missing from ``table`` counts as all null."""
-    stats_rows, freq_tables, hists, sketches = [], [], {}, []
+    as a list, one table per row group; :func:`write_files` writes them), computed column by
+    column by :func:`stats.columns.column_statistics` (percentiles are always exact there:
+    ``exact_quantiles`` is accepted for the callers that pass it). ``columns``: (name, Hive
+    type) pairs, table order; a column missing from ``table`` counts as all null."""
+    from stats.columns import assemble, column_statistics
+
+    results = []
     for name, hive_type in columns:
         if name in table.column_names:
             col = table.column(name)
         else:
-            col = pa.chunked_array([pa.nulls(table.num_rows)])
-        row, freq, hist, sketch = _column_set(name, hive_type, col, bins, exact_quantiles)
-        stats_rows.append(row)
-        if freq is not None:
-            freq_tables.append(freq)
-        if hist is not None:
-            hists[name] = hist
-        if sketch is not None:
-            sketches.append({"column": name, "hll": sketch})
-    height = max((len(h) for h in hists.values()), default=0)
-    histograms = pa.Table.from_arrays(
-        [pa.array(h + [None] * (height - len(h)), layout.BIN) for h in hists.values()],
-        schema=pa.schema([pa.field(c, layout.BIN) for c in hists]))
-    return {layout.STATISTICS: pa.Table.from_pylist(stats_rows, schema=layout.STATISTICS_SCHEMA),
-            layout.FREQUENCIES: freq_tables,
-            layout.HISTOGRAMS: histograms,
-            layout.SKETCHES: pa.Table.from_pylist(sketches, schema=layout.SKETCHES_SCHEMA)}
+            col = pa.nulls(table.num_rows)
+        results.append(column_statistics(name, hive_type, col, bins, py_statistics))
+    return assemble(columns, results, [s.name for s in py_statistics])
 
 
 def write_files(tables: dict, directory: str) -> None:
@@ -179,16 +93,12 @@ def write_set(tables: dict, table_location: str, partition: str) -> str:
     """Write a set into a fresh immutable ``<location>/_stats/<partition>/<id>/`` (through a
     hidden temporary directory renamed into place); returns its path as a location. Local
     (``file:`` or plain path) locations only."""
-    from urllib.parse import unquote, urlparse
+    from hms_proxy.warehouse import local_path
 
     set_id = layout.new_set_id()
     target = layout.set_dir(table_location, partition, set_id)
-    parsed = urlparse(target)
-    if parsed.scheme == "file":
-        local = unquote(parsed.path)
-    elif not parsed.scheme or len(parsed.scheme) == 1:
-        local = target
-    else:
+    local = local_path(target)
+    if local is None:
         raise ValueError(f"cannot write statistics to {target}: only local (file:) locations "
                          "are written without Spark")
     parent = os.path.dirname(local)
@@ -202,4 +112,4 @@ def write_set(tables: dict, table_location: str, partition: str) -> str:
     return target
 
 
-__all__ = ["compute_set", "write_files", "write_set", "text", "numbers", "histogram"]
+__all__ = ["compute_set", "write_files", "write_set", "text", "numbers"]

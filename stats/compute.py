@@ -69,7 +69,6 @@ without Spark, from the pointers on the branch.
 """
 from __future__ import annotations
 
-import argparse
 import getpass
 import logging
 import math
@@ -81,8 +80,8 @@ import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
-from urllib.parse import unquote, urlparse
 
+from hms_proxy.warehouse import local_path
 
 
 class _Lazy:
@@ -108,6 +107,7 @@ DEFAULT_BINS = 1000  # stats.layout.DEFAULT_BINS (the tests check they agree)
 DEFAULT_EXACT_DISTINCT_LIMIT = 1_000_000  # rows: "cheap" for exact count(DISTINCT)
 DEFAULT_ACCURACY = 10_000  # approx_percentile's accuracy (rank error <= rows / accuracy)
 FREQUENCY_COLLECT_LIMIT = 2_000_000  # frequencies collected at once; above, column by column
+DEFAULT_TASK_VALUES = 200_000_000  # stats.engine: values one task may hold, else the SQL engine
 LOCAL_DRIVER_MEMORY = "2g"  # a local master's (driver = executor) memory; --conf overrides
 STRING_TYPES = ("string", "varchar", "char")
 COMPLEX_PREFIXES = ("array", "map", "struct", "uniontype")
@@ -171,26 +171,17 @@ def registered_statistics() -> list[Statistic]:
 
 # --- HyperLogLog -------------------------------------------------------------------------------
 def hll_merge(*sketches: bytes) -> bytes:
-    """Register-wise maximum of sketches of one precision."""
-    if not sketches:
-        return bytes(1 << layout.HLL_PRECISION)
-    if len({len(s) for s in sketches}) != 1:
-        raise ValueError("HyperLogLog sketches of different precisions cannot be merged")
-    return bytes(max(regs) for regs in zip(*sketches))
+    """Register-wise maximum of sketches of one precision (:func:`stats.sketch.hll_merge`)."""
+    from stats import sketch
+
+    return sketch.hll_merge(*sketches).tobytes()
 
 
 def hll_estimate(registers: bytes) -> int:
-    """The HyperLogLog estimate (Flajolet et al.) with linear counting while the raw estimate
-    is at most 2.5 m and a register is still zero (64-bit hashes: no large-range correction
-    is needed below 2^64 / 30)."""
-    m = len(registers)
-    alpha = 0.7213 / (1 + 1.079 / m)
-    estimate = alpha * m * m / math.fsum(2.0 ** -r for r in registers)
-    if estimate <= 2.5 * m:
-        zeros = registers.count(0)
-        if zeros:
-            estimate = m * math.log(m / zeros)
-    return int(round(estimate))
+    """The HyperLogLog estimate of a sketch (:func:`stats.sketch.hll_estimate`)."""
+    from stats import sketch
+
+    return sketch.hll_estimate(registers)
 
 
 # --- the table ---------------------------------------------------------------------------------
@@ -199,6 +190,7 @@ class Partition:
     name: str  # Hive's escaped name, or "_" for an unpartitioned table
     values: list[str]
     location: str
+    file_format: str | None = None  # "parquet" / "orc": pyarrow reads the files (stats.engine)
 
 
 @dataclass
@@ -241,10 +233,19 @@ def describe_table(client, db: str, tbl: str, ref: str, partition_filter: str | 
     info = TableInfo(db, tbl, ref, f"`{qdb}`.`{tbl}`",
                      [(c.name, c.type) for c in sd.cols or []],
                      [(k.name, k.type) for k in table.partitionKeys or []], sd.location)
+    params = {k.lower(): v for k, v in (table.parameters or {}).items()}
+    provider = params.get("spark.sql.sources.provider")
+
+    def file_format(psd):
+        from stats.engine import file_format as detect
+
+        serde = psd.serdeInfo.serializationLib if psd.serdeInfo is not None else None
+        return detect(psd.inputFormat, serde, provider)
+
     if not info.partition_keys:
         if partition_filter:
             raise ComputeError(f"{db}.{tbl} is not partitioned: --partitions does not apply", 2)
-        info.partitions = [Partition(layout.UNPARTITIONED, [], sd.location)]
+        info.partitions = [Partition(layout.UNPARTITIONED, [], sd.location, file_format(sd))]
         return info
     try:
         if partition_filter:
@@ -260,7 +261,8 @@ def describe_table(client, db: str, tbl: str, ref: str, partition_filter: str | 
         name = make_part_name(keys, p.values)
         location = p.sd.location if p.sd is not None and p.sd.location else \
             f"{sd.location.rstrip('/')}/{name}"
-        info.partitions.append(Partition(name, list(p.values), location))
+        info.partitions.append(Partition(name, list(p.values), location,
+                                         file_format(p.sd if p.sd is not None else sd)))
     info.partitions.sort(key=lambda p: p.name)
     return info
 
@@ -288,12 +290,17 @@ def value_sql(name: str, hive_type: str) -> str | None:
     return None
 
 
+ENGINES = ("arrow", "sql")
+
+
 @dataclass
 class Options:
     bins: int = DEFAULT_BINS
-    exact_quantiles: bool = False
-    exact_distinct_limit: int = DEFAULT_EXACT_DISTINCT_LIMIT
-    accuracy: int = DEFAULT_ACCURACY
+    exact_quantiles: bool = False  # the SQL engine's percentiles (the Arrow engine's are exact)
+    exact_distinct_limit: int = DEFAULT_EXACT_DISTINCT_LIMIT  # the SQL engine's
+    accuracy: int = DEFAULT_ACCURACY  # the SQL engine's approx_percentile
+    engine: str = "arrow"  # "arrow": stats.engine; "sql": compute_partition for every partition
+    task_values: int = DEFAULT_TASK_VALUES  # values a task of the Arrow engine may hold
 
 
 def _summary_exprs(columns, options: Options, stats: list[Statistic]):
@@ -352,21 +359,12 @@ def _register_rank(c):
     return F.shiftrightunsigned(h, 64 - p).cast("int"), rank.cast("int")
 
 
-def hist_edges(lo: float, hi: float, bins: int) -> list[float]:
-    """numpy.linspace(lo, hi, bins + 1): ``i * step + lo``, the last edge ``hi`` exactly."""
-    step = (hi - lo) / bins
-    return [i * step + lo for i in range(bins)] + [hi]
-
-
 # --- one partition -----------------------------------------------------------------------------
 @dataclass
 class PartitionResult:
     partition: Partition
     rows: int
-    statistics: pa.Table
-    frequencies: list[pa.Table]  # one per discrete column with values, table order
-    histograms: pa.Table
-    sketches: pa.Table
+    tables: dict  # the set's tables, as stats.columns.assemble gives them
 
 
 def partition_frame(spark, info: TableInfo, part: Partition):
@@ -385,8 +383,6 @@ def partition_frame(spark, info: TableInfo, part: Partition):
 
 def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
                       stats: list[Statistic] | None = None) -> PartitionResult:
-    from pyspark.sql import functions as F
-
     stats = registered_statistics() if stats is None else stats
     columns = info.columns
     df = partition_frame(spark, info, part)
@@ -466,7 +462,36 @@ def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
         [{"column": name, "hll": bytes(registers.get(i, bytes(1 << layout.HLL_PRECISION)))}
          for i, (name, htype) in enumerate(columns) if not htype.lower().startswith("map")],
         schema=layout.SKETCHES_SCHEMA)
-    return PartitionResult(part, rows, statistics, freq_tables, histograms, sketches)
+    frequencies = []
+    for t in freq_tables:
+        name = columns[t.column("col")[0].as_py()][0]
+        frequencies.append(pa.Table.from_arrays(
+            [pa.array([name] * t.num_rows, pa.string()), t.column("value").cast(pa.string()),
+             t.column("frequency").cast(pa.int64())], schema=layout.FREQUENCIES_SCHEMA))
+    return PartitionResult(part, rows, {layout.STATISTICS: statistics,
+                                        layout.FREQUENCIES: frequencies,
+                                        layout.HISTOGRAMS: histograms,
+                                        layout.SKETCHES: sketches})
+
+
+def sql_statistics(spark, info: TableInfo, part: Partition,
+                   stats: list[Statistic]) -> dict[tuple[str, int], float | None]:
+    """The user-defined statistics given as SQL aggregates, of one partition: one Spark
+    aggregation; ``{(statistic name, column position): value}``."""
+    from pyspark.sql import functions as F
+
+    exprs, keys = [], []
+    for i, (name, htype) in enumerate(info.columns):
+        vsql = value_sql(name, htype)
+        for stat in stats:
+            if stat.sql is not None and stat.applies(htype) and not _is_complex(htype):
+                text = stat.sql.format(col=_q(name), value=vsql or _q(name))
+                exprs.append(F.expr(text).cast("double").alias(f"udf_{len(keys)}"))
+                keys.append((stat.name, i))
+    if not exprs:
+        return {}
+    row = partition_frame(spark, info, part).agg(*exprs).collect()[0]
+    return {key: row[f"udf_{n}"] for n, key in enumerate(keys)}
 
 
 def _bin_index(v, lo: float, hi: float, bins: int):
@@ -616,6 +641,8 @@ def _histograms_table(columns, ranges, bins, nbins) -> pa.Table:
         if hi == lo:
             per_column[name] = [{"lower": lo, "upper": hi, "count": counts.get(0, 0)}]
         else:
+            from stats.columns import hist_edges
+
             edges = hist_edges(lo, hi, nbins)
             per_column[name] = [{"lower": edges[k], "upper": edges[k + 1],
                                  "count": counts.get(k, 0)} for k in range(nbins)]
@@ -627,38 +654,17 @@ def _histograms_table(columns, ranges, bins, nbins) -> pa.Table:
 
 
 # --- writing -----------------------------------------------------------------------------------
-def _local_dir(location: str) -> str | None:
-    parsed = urlparse(location)
-    if parsed.scheme == "file":
-        return unquote(parsed.path)
-    if not parsed.scheme or len(parsed.scheme) == 1:  # a plain path (or a Windows drive)
-        return location
-    return None
-
-
 def _write_files(result: PartitionResult, directory: str) -> None:
-    os.makedirs(directory, exist_ok=True)
-    pq.write_table(result.statistics, os.path.join(directory, layout.STATISTICS))
-    with pq.ParquetWriter(os.path.join(directory, layout.FREQUENCIES),
-                          layout.FREQUENCIES_SCHEMA) as writer:
-        for t in result.frequencies:  # a row group per column
-            names = pa.array([_name_of(result, t)] * t.num_rows, pa.string())
-            writer.write_table(pa.Table.from_arrays(
-                [names, t.column("value").cast(pa.string()), t.column("frequency").cast(pa.int64())],
-                schema=layout.FREQUENCIES_SCHEMA), row_group_size=max(t.num_rows, 1))
-    pq.write_table(result.histograms, os.path.join(directory, layout.HISTOGRAMS))
-    pq.write_table(result.sketches, os.path.join(directory, layout.SKETCHES))
+    from stats.arrow_compute import write_files
 
-
-def _name_of(result: PartitionResult, t: pa.Table) -> str:
-    return result.statistics.column("column")[t.column("col")[0].as_py()].as_py()
+    write_files(result.tables, directory)
 
 
 def write_set(spark, info: TableInfo, result: PartitionResult) -> str:
     """Write the set into a fresh immutable directory; returns its path (as a location)."""
     set_id = layout.new_set_id()
     target = layout.set_dir(info.location, result.partition.name, set_id)
-    local = _local_dir(target)
+    local = local_path(target)
     if local is not None:
         parent = os.path.dirname(local)
         tmp = os.path.join(parent, f".{set_id}.tmp")
@@ -697,7 +703,7 @@ def data_fingerprint(spark, location: str) -> str:
     """``<location>|files=N|bytes=B|mtime=T`` over the partition's data files (hidden names,
     ``_`` or ``.`` first, skipped: ``_stats`` is not data)."""
     files = size = mtime = 0
-    local = _local_dir(location)
+    local = local_path(location)
     if local is not None:
         for dirpath, dirnames, filenames in os.walk(local):
             dirnames[:] = [d for d in dirnames if not d.startswith(("_", "."))]
@@ -863,11 +869,11 @@ def build_table_level(store, ref: str, db: str, tbl: str, new: dict[str, bytes] 
     if not used:
         level.reason = f"no partition of {db}.{tbl} has a current statistics set"
         return level
-    if not location or _local_dir(location) is None:
+    if not location or local_path(location) is None:
         level.reason = (f"the table's location {location!r} is not a local file: location "
                         "(the table level is written locally only)")
         return level
-    sets = [reduce.PartitionSet(reduce._local(pointers[p]["set"]), p) for p in used]
+    sets = [reduce.PartitionSet(local_path(pointers[p]["set"]), p) for p in used]
     path = reduce.write_table_set(location, sets, bins=bins, redis=redis, redis_url=redis_url)
     fingerprint = layout.schema_fingerprint(ts.columns)
     data = f"{location}|partitions={len(used)}/{len(ts.partition_names)}"
@@ -905,6 +911,8 @@ def build_session(uri: str, master: str = "local[2]", conf: dict | None = None,
     if master.startswith("local"):  # one JVM does everything: Spark's 1g default spills early
         builder = (builder.config("spark.sql.shuffle.partitions", "4")
                    .config("spark.driver.memory", LOCAL_DRIVER_MEMORY))
+        # the Python tasks (stats.engine) import stats, pyarrow and numpy: this interpreter's
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
@@ -944,8 +952,9 @@ def compute(spark, uri: str, store, db: str, tbl: str, *, ref: str = "main",
     total = len(info.partitions)
     if progress:
         progress(0, total)
-    for done, part in enumerate(info.partitions, 1):
-        pres = compute_partition(spark, info, part, options)
+    started = time.monotonic()
+    for done, pres in enumerate(_partition_results(spark, info, options), 1):
+        part = pres.partition
         path = write_set(spark, info, pres)
         result.sets[part.name], result.rows[part.name] = path, pres.rows
         pointers.append((layout.pointer_key(db, tbl, part.name),
@@ -953,6 +962,8 @@ def compute(spark, uri: str, store, db: str, tbl: str, *, ref: str = "main",
                                              data_fingerprint(spark, part.location))))
         if progress:
             progress(done, total)
+    log.debug("%s: %d sets computed and written in %.2fs (%s engine)", info.display, total,
+              time.monotonic() - started, options.engine)
     n = len(pointers)
     message = f"stats compute {info.display} ({n} partition{'' if n == 1 else 's'})"
     if table_level and info.partition_keys:
@@ -964,6 +975,21 @@ def compute(spark, uri: str, store, db: str, tbl: str, *, ref: str = "main",
     result.recorded = record_pointers(store, store_path, branch, db, tbl, pointers, message,
                                       author)
     return result
+
+
+def _partition_results(spark, info: TableInfo, options: Options):
+    """Each selected partition's :class:`PartitionResult`, computed by the chosen engine."""
+    stats = registered_statistics()
+    if options.engine == "sql":
+        for part in info.partitions:
+            yield compute_partition(spark, info, part, options, stats)
+        return
+    if options.engine != "arrow":
+        raise ComputeError(f"unknown engine {options.engine!r} (one of {', '.join(ENGINES)})")
+    from stats import engine
+
+    for index, rows, tables in engine.compute_sets(spark, info, options, stats):
+        yield PartitionResult(info.partitions[index], rows, tables)
 
 
 # --- the command -------------------------------------------------------------------------------
@@ -988,14 +1014,23 @@ def register(subparsers) -> None:
                         "language (e.g. \"ds >= '2024-01-01' and country = 'fr'\")")
     p.add_argument("--bins", type=int, default=DEFAULT_BINS,
                    help=f"equal-width histogram bins (default {DEFAULT_BINS})")
+    p.add_argument("--engine", choices=ENGINES, default="arrow",
+                   help="arrow (default): Spark tasks compute whole columns with pyarrow "
+                        "(Parquet/ORC files read directly, other formats through Spark's "
+                        "reader; exact percentiles and distinct counts); sql: Spark "
+                        "aggregations only (what the arrow engine uses for partitions too "
+                        "large for one task)")
+    p.add_argument("--task-values", type=int, default=DEFAULT_TASK_VALUES, metavar="N",
+                   help="values one task of the arrow engine may hold in memory (default "
+                        f"{DEFAULT_TASK_VALUES:,}); a larger partition goes to the sql engine")
     p.add_argument("--exact-quantiles", action="store_true",
-                   help="exact percentiles (Spark's percentile; default approx_percentile with "
-                        f"accuracy {DEFAULT_ACCURACY})")
+                   help="sql engine: exact percentiles (Spark's percentile; default "
+                        f"approx_percentile with accuracy {DEFAULT_ACCURACY})")
     p.add_argument("--exact-distinct-limit", type=int, default=DEFAULT_EXACT_DISTINCT_LIMIT,
                    metavar="ROWS",
-                   help="count distinct values exactly in partitions of at most ROWS rows "
-                        f"(default {DEFAULT_EXACT_DISTINCT_LIMIT:,}); larger ones use the "
-                        "HyperLogLog sketch (discrete columns are always exact)")
+                   help="sql engine: count distinct values exactly in partitions of at most "
+                        f"ROWS rows (default {DEFAULT_EXACT_DISTINCT_LIMIT:,}); larger ones "
+                        "use the HyperLogLog sketch (discrete columns are always exact)")
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", default=[],
                    help="a Spark configuration value (repeatable)")
@@ -1181,8 +1216,11 @@ def _compute(args) -> int:
         raise ComputeError("--bins must be between 1 and 1000000")
     conf = _conf(args.conf)
     local = _store_path(args.store)
+    if args.task_values < 1:
+        raise ComputeError("--task-values must be at least 1")
     options = Options(bins=args.bins, exact_quantiles=args.exact_quantiles,
-                      exact_distinct_limit=args.exact_distinct_limit)
+                      exact_distinct_limit=args.exact_distinct_limit, engine=args.engine,
+                      task_values=args.task_values)
     author = args.author or os.environ.get("USER") or getpass.getuser()
     with ExitStack() as stack:
         store = open_store(args.store)
@@ -1223,5 +1261,5 @@ def _compute(args) -> int:
 
 __all__ = ["register_statistic", "unregister_statistic", "registered_statistics", "compute",
            "compute_partition", "build_session", "hll_estimate", "hll_merge", "Options",
-           "ComputeError", "data_fingerprint", "hist_edges", "build_table_level",
+           "ComputeError", "data_fingerprint", "build_table_level",
            "reduce_table", "TableLevel"]

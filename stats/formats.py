@@ -209,10 +209,11 @@ def _whole_table(location, result, partitioned, commit, fingerprint, bins, redis
     sets (:func:`stats.reduce.write_table_set`, under ``_stats/_table_/``), pointed to as the
     table's own (``.../stats/_``): in the metastore the table is unpartitioned, so that is the
     set the statistics calls and the query API read for it."""
+    from hms_proxy.warehouse import local_path
     from stats import layout, reduce
     from stats.compute import TableLevel
 
-    sets = [reduce.PartitionSet(reduce._local(result.sets[p]), p) for p in partitioned]
+    sets = [reduce.PartitionSet(local_path(result.sets[p]), p) for p in partitioned]
     path = reduce.write_table_set(location, sets, bins=bins, redis_url=redis_url)
     rows = sum(result.rows[p] for p in partitioned)
     pointer = (layout.pointer_key(result.table.split(".", 1)[0], result.table.split(".", 1)[1],

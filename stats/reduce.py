@@ -31,192 +31,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hms_proxy.warehouse import local_path
 from stats import layout
 
-# --- Spark's xxhash64 (seed 42) and HyperLogLog sketches -----------------------------------------
-_P1 = 0x9E3779B185EBCA87
-_P2 = 0xC2B2AE3D27D4EB4F
-_P3 = 0x165667B19E3779F9
-_P4 = 0x85EBCA77C2B2AE63
-_P5 = 0x27D4EB2F165667C5
-_M64 = (1 << 64) - 1
-SEED = 42
-
-
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (64 - r))) & _M64
-
-
-def _round(acc: int, lane: int) -> int:
-    return (_rotl((acc + lane * _P2) & _M64, 31) * _P1) & _M64
-
-
-def _avalanche(h: int) -> int:
-    h ^= h >> 33
-    h = (h * _P2) & _M64
-    h ^= h >> 29
-    h = (h * _P3) & _M64
-    return h ^ (h >> 32)
-
-
-def xxhash64_bytes(data: bytes, seed: int = SEED) -> int:
-    """XXH64 of ``data`` (Spark's ``hashUnsafeBytes``: strings as UTF-8), unsigned."""
-    n, i, seed = len(data), 0, seed & _M64
-    if n >= 32:
-        v = [(seed + _P1 + _P2) & _M64, (seed + _P2) & _M64, seed, (seed - _P1) & _M64]
-        while i <= n - 32:
-            for j in range(4):
-                v[j] = _round(v[j], int.from_bytes(data[i + 8 * j:i + 8 * j + 8], "little"))
-            i += 32
-        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _M64
-        for lane in v:
-            h = ((h ^ _round(0, lane)) * _P1 + _P4) & _M64
-    else:
-        h = (seed + _P5) & _M64
-    h = (h + n) & _M64
-    while i + 8 <= n:
-        h ^= _round(0, int.from_bytes(data[i:i + 8], "little"))
-        h = (_rotl(h, 27) * _P1 + _P4) & _M64
-        i += 8
-    if i + 4 <= n:
-        h ^= (int.from_bytes(data[i:i + 4], "little") * _P1) & _M64
-        h = (_rotl(h, 23) * _P2 + _P3) & _M64
-        i += 4
-    while i < n:
-        h ^= (data[i] * _P5) & _M64
-        h = (_rotl(h, 11) * _P1) & _M64
-        i += 1
-    return _avalanche(h)
-
-
-def _u64(x) -> np.uint64:
-    return np.uint64(x & _M64)
-
-
-def _np_rotl(x: np.ndarray, r: int) -> np.ndarray:
-    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
-
-
-def _np_avalanche(h: np.ndarray) -> np.ndarray:
-    h = h ^ (h >> np.uint64(33))
-    h = h * _u64(_P2)
-    h = h ^ (h >> np.uint64(29))
-    h = h * _u64(_P3)
-    return h ^ (h >> np.uint64(32))
-
-
-def xxhash64_long(values: np.ndarray, seed: int = SEED) -> np.ndarray:
-    """Spark's ``XXH64.hashLong`` of each 64-bit value, vectorized (uint64 results)."""
-    with np.errstate(over="ignore"):
-        v = np.asarray(values).astype(np.int64).view(np.uint64)
-        k = _np_rotl(v * _u64(_P2), 31) * _u64(_P1)
-        h = _u64(seed + _P5 + 8) ^ k
-        h = _np_rotl(h, 27) * _u64(_P1) + _u64(_P4)
-        return _np_avalanche(h)
-
-
-def xxhash64_int(values: np.ndarray, seed: int = SEED) -> np.ndarray:
-    """Spark's ``XXH64.hashInt`` of each 32-bit value, vectorized (uint64 results)."""
-    with np.errstate(over="ignore"):
-        v = np.asarray(values).astype(np.int64).astype(np.uint64) & np.uint64(0xFFFFFFFF)
-        h = _u64(seed + _P5 + 4) ^ (v * _u64(_P1))
-        h = _np_rotl(h, 23) * _u64(_P2) + _u64(_P3)
-        return _np_avalanche(h)
-
-
-def spark_xxhash64(values, hive_type: str, seed: int = SEED) -> np.ndarray:
-    """What Spark's ``xxhash64(col)`` gives for the non-null ``values`` of a column of
-    ``hive_type`` (as uint64): ints, dates and booleans by ``hashInt``, bigints and timestamps
-    (microseconds) by ``hashLong``, floats/doubles by their bits (-0.0 as 0.0), small decimals
-    by their unscaled long, strings and binaries by their bytes."""
-    base = layout.base_type(hive_type)
-    arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values)
-    arr = arr.drop_null() if hasattr(arr, "drop_null") else arr
-    if base in ("tinyint", "smallint", "int", "date", "boolean"):
-        if base == "date" and pa.types.is_date(arr.type):
-            arr = arr.cast(pa.int32())
-        return xxhash64_int(np.asarray(arr.cast(pa.int64()) if base == "boolean" else arr))
-    if base in ("bigint", "timestamp"):
-        if pa.types.is_timestamp(arr.type):
-            arr = arr.cast(pa.timestamp("us")).cast(pa.int64())
-        return xxhash64_long(np.asarray(arr))
-    if base == "float":
-        f = np.asarray(arr, dtype=np.float32) + np.float32(0.0)  # -0.0 -> 0.0
-        return xxhash64_int(f.view(np.int32))
-    if base == "double":
-        f = np.asarray(arr, dtype=np.float64) + 0.0
-        return xxhash64_long(f.view(np.int64))
-    if base == "decimal" and pa.types.is_decimal(arr.type) and arr.type.precision <= 18:
-        scale = arr.type.scale
-        return xxhash64_long(np.array([int(d.scaleb(scale)) for d in arr.to_pylist()],
-                                      dtype=np.int64))
-    out = []
-    for v in arr.to_pylist():
-        out.append(xxhash64_bytes(v if isinstance(v, bytes) else str(v).encode()))
-    return np.array(out, dtype=np.uint64)
-
-
-def hll_registers(hashes: np.ndarray, precision: int = layout.HLL_PRECISION) -> np.ndarray:
-    """A sketch per :mod:`stats.layout`: register = top ``precision`` bits of the hash,
-    rank = leading zeros of the remaining bits + 1 (at most 64 - precision + 1)."""
-    h = np.asarray(hashes, dtype=np.uint64)
-    regs = np.zeros(1 << precision, dtype=np.uint8)
-    if h.size == 0:
-        return regs
-    idx = (h >> np.uint64(64 - precision)).astype(np.int64)
-    w = (h << np.uint64(precision)) | np.uint64(1 << (precision - 1))
-    zeros = np.zeros(h.shape, dtype=np.int64)
-    for s in (32, 16, 8, 4, 2, 1):
-        top = (w >> np.uint64(64 - s)) == 0
-        zeros += s * top
-        w = np.where(top, w << np.uint64(s), w)
-    np.maximum.at(regs, idx, (zeros + 1).astype(np.uint8))
-    return regs
-
-
-def hll_merge(*sketches) -> np.ndarray:
-    """Register-wise maximum of sketches (bytes or uint8 arrays of one size)."""
-    arrays = [np.frombuffer(s, dtype=np.uint8) if isinstance(s, (bytes, bytearray, memoryview))
-              else np.asarray(s, dtype=np.uint8) for s in sketches]
-    if not arrays:
-        return np.zeros(1 << layout.HLL_PRECISION, dtype=np.uint8)
-    if len({a.size for a in arrays}) != 1:
-        raise ValueError("HyperLogLog sketches of different precisions cannot be merged")
-    return np.maximum.reduce(arrays) if len(arrays) > 1 else arrays[0].copy()
-
-
-def hll_estimate(registers) -> int:
-    """The HyperLogLog estimate (Flajolet et al.) with its standard corrections: linear
-    counting while the raw estimate is at most 2.5 m and some register is still zero; the
-    large-range correction for a 64-bit hash (``-2^64 ln(1 - E / 2^64)`` above 2^64 / 30)."""
-    regs = (np.frombuffer(registers, dtype=np.uint8)
-            if isinstance(registers, (bytes, bytearray, memoryview))
-            else np.asarray(registers, dtype=np.uint8))
-    m = regs.size
-    if m < 16 or m & (m - 1):
-        raise ValueError(f"a HyperLogLog has a power of two (>= 16) registers, not {m}")
-    alpha = {16: 0.673, 32: 0.697, 64: 0.709}.get(m, 0.7213 / (1 + 1.079 / m))
-    estimate = alpha * m * m / float(np.sum(np.ldexp(1.0, -regs.astype(np.int64))))
-    if estimate <= 2.5 * m:
-        zeros = int(np.count_nonzero(regs == 0))
-        if zeros:
-            estimate = m * math.log(m / zeros)
-    elif estimate > 2.0 ** 64 / 30:
-        estimate = -(2.0 ** 64) * math.log1p(-estimate / 2.0 ** 64)
-    return int(round(estimate))
+# Spark's xxhash64 and the HyperLogLog sketches live in stats.sketch (names kept here).
+from stats.sketch import (SEED, hll_estimate, hll_merge, hll_registers,  # noqa: E402,F401
+                          spark_xxhash64, xxhash64_bytes, xxhash64_int, xxhash64_long)
 
 
 # --- partition sets -------------------------------------------------------------------------------
 def _read(path: str, columns=None) -> pa.Table:
     return pq.ParquetFile(path).read(columns=columns, use_threads=False)
-
-
-def _local(path: str) -> str:
-    if path.startswith("file://"):
-        return path[len("file://"):]
-    if path.startswith("file:"):
-        return path[len("file:"):]
-    return path
 
 
 @dataclass
@@ -234,7 +59,7 @@ class PartitionSet:
     def of(cls, item) -> "PartitionSet":
         if isinstance(item, PartitionSet):
             return item
-        path = _local(os.fspath(item))
+        path = (local_path(os.fspath(item)) or os.fspath(item))
         return cls(path, os.path.basename(os.path.dirname(path.rstrip("/"))))
 
     def file(self, name: str) -> str:
@@ -618,7 +443,7 @@ def write_table_set(table_location: str, sets, *, bins: int = layout.DEFAULT_BIN
     statistics = reduce_statistics(sets, bins, frequencies=result, histograms=histograms)
     order = statistics.column("column").to_pylist()
     path = layout.set_dir(table_location, layout.TABLE_LEVEL, set_id or layout.new_set_id())
-    local = _local(path)
+    local = local_path(path) or path
     os.makedirs(local)
     pq.write_table(statistics, os.path.join(local, layout.STATISTICS))
     table = result.table

@@ -6,6 +6,12 @@ One Spark session (in this process) creates and fills the tables through our ser
 the job's Python API (with user-defined statistics); the CLI runs once as a subprocess (its own
 Spark and server) for ``--partitions``, ``--exact-quantiles`` and ``--bins``.
 
+The job's default engine (``stats.engine``: Spark tasks computing whole columns with pyarrow)
+gives exact percentiles and distinct counts; the SQL engine (``--engine sql``, also what the
+Arrow engine hands too-large partitions to) gives approximate percentiles by default and
+sketch estimates above ``--exact-distinct-limit``. Both are checked against the same
+references, and their sets against each other.
+
 Independent references: histograms assign a value to the bin ``k`` with ``edges[k] <= v <
 edges[k+1]`` (the last bin closed), edges as ``numpy.linspace`` — what ``numpy.histogram``
 gives; exact percentiles are ``numpy.percentile(method="linear")`` (rank ``p * (n - 1)``,
@@ -191,7 +197,8 @@ def approx(a, b, rel=1e-9, abs_=1e-9) -> bool:
 
 def check_set(set_path: str, *, exact_quantiles: bool, bins: int, exact_distinct: bool,
               udfs: bool) -> dict:
-    """Every statistic of every column of one set against pyarrow on its data files."""
+    """Every statistic of every column of one set against pyarrow on its data files
+    (``exact_quantiles``, ``exact_distinct``: what the set must say it holds)."""
     directory = local(set_path)
     assert sorted(os.listdir(directory)) == sorted(layout.FILES)
     data = partition_data(set_path)
@@ -323,7 +330,7 @@ def test_partitioned_table_every_statistic(env):
     assert sorted(result.sets) == [f"ds={ds}" for ds in sorted(PARTS)]
     for name, path in result.sets.items():
         assert f"/{layout.STATS_DIR}/{name}/" in path
-        check_set(path, exact_quantiles=False, bins=layout.DEFAULT_BINS, exact_distinct=True,
+        check_set(path, exact_quantiles=True, bins=layout.DEFAULT_BINS, exact_distinct=True,
                   udfs=True)
         assert result.rows[name] == PARTS[name.split("=", 1)[1]][1]
 
@@ -333,7 +340,7 @@ def test_unpartitioned_table_exact_quantiles_and_sketches(env):
     assert list(result.sets) == [layout.UNPARTITIONED]
     path = result.sets[layout.UNPARTITIONED]
     assert f"/{layout.STATS_DIR}/_/" in path
-    rows = check_set(path, exact_quantiles=True, bins=200, exact_distinct=False, udfs=True)
+    rows = check_set(path, exact_quantiles=True, bins=200, exact_distinct=True, udfs=True)
     # the 100,000-distinct column: the sketch within 3% (exact here: a discrete column)
     assert rows["b"]["distinct_count"] == FLAT_ROWS
     sketch = {r["column"]: r["hll"]
@@ -482,7 +489,7 @@ def test_uncommitted_table_changes_keep_the_pointers_uncommitted(env):
     pointer = layout.read_pointer(store.get("s1dev", key))
     assert pointer["commit"] == head and pointer["set"] == result.sets["ds=2024-01-03"]
     assert store.get("main", key) != store.get("s1dev", key)
-    check_set(pointer["set"], exact_quantiles=False, bins=10, exact_distinct=True, udfs=False)
+    check_set(pointer["set"], exact_quantiles=True, bins=10, exact_distinct=True, udfs=False)
 
 
 def test_default_bins_match_the_layout():
@@ -515,3 +522,64 @@ def test_orc_and_text_tables_give_the_same_statistics(env, fmt):
     for name_ in (layout.FREQUENCIES, layout.HISTOGRAMS, layout.SKETCHES):
         assert pq.read_table(os.path.join(copy_dir, name_)).equals(
             pq.read_table(os.path.join(part_dir, name_))), name_
+
+
+def _set_tables(path: str) -> dict:
+    return {name: pq.read_table(os.path.join(local(path), name)) for name in layout.FILES}
+
+
+def test_sql_engine_every_statistic_and_the_same_sets(env):
+    """``--engine sql`` (Spark aggregations only): every statistic against the references,
+    approximate percentiles flagged as such, sketch estimates above the exact-distinct limit;
+    and, but for percentiles, the very sets the Arrow engine wrote."""
+    store, spark = env["store"], env["spark"]
+    store.create_branch("s1sql", "main")
+    compute.register_statistic("kurt", "kurtosis({value})")
+    compute.register_statistic("range", value_range)
+    try:
+        events = compute.compute(spark, env["server"].uri, store, DB, "events", ref="s1sql",
+                                 options=compute.Options(engine="sql"),
+                                 store_path=str(env["store_path"]))
+        flat = compute.compute(spark, env["server"].uri, store, DB, "flat", ref="s1sql",
+                               options=compute.Options(engine="sql", exact_quantiles=True,
+                                                       exact_distinct_limit=0, bins=200),
+                               store_path=str(env["store_path"]))
+    finally:
+        compute.unregister_statistic("kurt")
+        compute.unregister_statistic("range")
+    skipped = {"percentiles_exact", *(layout.percentile_name(p) for p in layout.PERCENTILES)}
+    for name, path in events.sets.items():
+        check_set(path, exact_quantiles=False, bins=layout.DEFAULT_BINS, exact_distinct=True,
+                  udfs=True)
+        arrow, sql = _set_tables(env["events"].sets[name]), _set_tables(path)
+        for file in (layout.FREQUENCIES, layout.HISTOGRAMS, layout.SKETCHES):
+            assert sql[file].equals(arrow[file]), (name, file)
+        for a, b in zip(sql[layout.STATISTICS].to_pylist(), arrow[layout.STATISTICS].to_pylist(),
+                        strict=True):
+            for key in a:
+                if key in skipped:
+                    continue
+                if isinstance(a[key], float):  # moments summed in another order
+                    assert approx(a[key], b[key], rel=1e-7), (name, a["column"], key)
+                else:
+                    assert a[key] == b[key], (name, a["column"], key)
+    check_set(flat.sets[layout.UNPARTITIONED], exact_quantiles=True, bins=200,
+              exact_distinct=False, udfs=True)
+
+
+def test_partition_too_large_for_a_task_goes_to_the_sql_engine(env):
+    """A partition with more values than ``task_values`` is computed by the SQL engine (its
+    approximate percentiles say so); the others stay with the Arrow tasks."""
+    store, spark = env["store"], env["spark"]
+    store.create_branch("s1big", "main")
+    result = compute.compute(spark, env["server"].uri, store, DB, "events", ref="s1big",
+                             options=compute.Options(task_values=800),
+                             store_path=str(env["store_path"]))
+    flags = {}
+    for name, path in result.sets.items():
+        rows = pq.read_table(os.path.join(local(path), layout.STATISTICS)).to_pylist()
+        flags[name] = {r["percentiles_exact"] for r in rows if r["percentiles_exact"] is not None}
+        big = result.rows[name] > 800
+        check_set(path, exact_quantiles=not big, bins=layout.DEFAULT_BINS, exact_distinct=True,
+                  udfs=False)
+    assert flags == {"ds=2024-01-01": {False}, "ds=2024-01-02": {True}, "ds=2024-01-03": {True}}

@@ -126,10 +126,10 @@ def test_compute_set_types_and_edge_cases(tmp_path):
                                    {"column": "s", "value": "a", "frequency": 1}]
     assert out[layout.SKETCHES].column("column").to_pylist() == [
         "t", "dec", "f", "same", "empty", "s", "missing"]  # complex columns: no sketch
-    # approximate percentiles: flagged, close
+    # percentiles: always exact (the column is sorted anyway)
     big = pa.table({"v": pa.array(np.arange(10_000, dtype=np.float64))})
     approx = arrow_compute.compute_set(big, [("v", "double")])[layout.STATISTICS].to_pylist()[0]
-    assert approx["percentiles_exact"] is False and abs(approx["p50"] - 4999.5) < 50
+    assert approx["percentiles_exact"] is True and approx["p50"] == 4999.5
     # written per layout: a row group per discrete column
     path = arrow_compute.write_set(out, f"file://{tmp_path}/tbl", "_")
     assert path.startswith(f"file://{tmp_path}/tbl/_stats/_/")

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from hms_proxy.javafmt import double_to_string
 from stats import arrow_compute, layout, reduce
 
 BINS = 50
@@ -34,7 +35,9 @@ def text(value, hive_type):
         return "true" if value else "false"
     if isinstance(value, datetime.date):
         return value.isoformat()
-    return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, float):  # Spark's CAST(double AS STRING), Java's Double.toString
+        return double_to_string(value)
+    return str(value)
 
 
 def numbers(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
