@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from hms_proxy import aggregate, errors, names
+from kvmodel.contract import prefix_end
 from hms_proxy.family import Family, lower, now
 from hms_proxy.tables import COLUMN_STATS_ACCURATE
 from kvmodel import catalog as keys
@@ -83,16 +84,21 @@ class ColumnStatsCalls(Family):
 
     def _partition_name(self, cat, table, part_name):
         """The canonical name of an existing partition, or None."""
+        name = self._canonical_name(table, part_name)
+        if name is None or cat.raw(keys.part_key(table.dbName, table.tableName, name)) is None:
+            return None
+        return name
+
+    @staticmethod
+    def _canonical_name(table, part_name):
+        """The canonical name of a partition name of the table (None: not one of its)."""
         from hms_proxy.partitions import part_name as make_name
 
         spec = names.part_name_to_spec(part_name or "")
         try:
-            name = make_name(table, [spec[k.name] for k in table.partitionKeys or []])
+            return make_name(table, [spec[k.name] for k in table.partitionKeys or []])
         except (KeyError, errors.HMSError):
             return None
-        if cat.raw(keys.part_key(table.dbName, table.tableName, name)) is None:
-            return None
-        return name
 
     def _mark_accurate(self, cat, table, part_name, colnames):
         """HMS records which columns have statistics in COLUMN_STATS_ACCURATE."""
@@ -185,6 +191,34 @@ class ColumnStatsCalls(Family):
         return self.t.PartitionsStatsResult(
             partStats={name: list(objs.values()) for _, name, objs in found if objs})
 
+    def _partition_flats(self, cat, table, part_names, colnames):
+        """[(position, canonical name, {column: (type, flat row)})]: :meth:`_partition_stats`
+        as the flat rows HMS aggregates, read in batches (a request names every partition of
+        a table): the partitions in one multi-get, client-written statistics only when the
+        table has any, computed sets' rows flat from the cache."""
+        db, tbl = table.dbName, table.tableName
+        named = []
+        for pos, pname in enumerate(part_names):
+            name = self._canonical_name(table, pname)
+            if name is not None:
+                named.append((pos, name))
+        present = cat.view.get_many([keys.part_key(db, tbl, name) for _, name in named])
+        named = [item for item, value in zip(named, present) if value is not None]
+        root = keys.part_colstats_root(db, tbl)
+        written = cat.view.first(root, prefix_end(root))
+        computed = serving.served_flats_many(self.env, self.t, cat, table,
+                                             [name for _, name in named], colnames)
+        out = []
+        for (pos, name), flats in zip(named, computed):
+            if written is not None:  # some client wrote partition statistics: theirs win
+                prefix = keys.part_colstats_prefix(db, tbl, name)
+                for c, d in zip(colnames, cat.view.get_many([prefix + c for c in colnames])):
+                    if d:
+                        obj = codec.decode(self.t.ColumnStatistics, d).statsObj[0]
+                        flats[c] = (obj.colType, aggregate.to_flat(obj.statsData))
+            out.append((pos, name, {c: flats[c] for c in colnames if c in flats}))
+        return out
+
     def get_aggr_stats_for(self, ctx, request):
         db, tbl = lower(request.dbName), lower(request.tblName)
         cols = [lower(c) for c in request.colNames or []]
@@ -195,17 +229,17 @@ class ColumnStatsCalls(Family):
             table = cat.table(db, tbl)
             if table is None:
                 raise _missing_table(db, tbl)
-            found = self._partition_stats(cat, table, part_names, cols)
+            found = self._partition_flats(cat, table, part_names, cols)
         # HMS numbers the requested partitions by their position in the request.
         positions = {name: i for i, name in enumerate(dict.fromkeys(part_names))}
         aggregated = []
         for col in cols:
-            rows = [(positions.get(pname, pos), aggregate.to_flat(objs[col].statsData))
-                    for pos, pname, objs in found if col in objs]
+            rows = [(positions.get(pname, pos), flats[col][1])
+                    for pos, pname, flats in found if col in flats]
             if rows:
-                col_type = next(objs[col].colType for _, _, objs in found if col in objs)
+                col_type = next(flats[col][0] for _, _, flats in found if col in flats)
                 aggregated.append(aggregate.aggregate(col, col_type, rows, len(part_names), self.t))
-        parts_found = sum(1 for _, _, objs in found if len(objs) == len(cols))
+        parts_found = sum(1 for _, _, flats in found if len(flats) == len(cols))
         return self.t.AggrStats(colStats=aggregated, partsFound=parts_found)
 
     # --- delete -------------------------------------------------------------------------

@@ -53,6 +53,11 @@ def part_colstats_prefix(db: str, tbl: str, part_name: str) -> str:
     return f"db/{db}/table/{tbl}/partstats/{part_name}/"
 
 
+def part_colstats_root(db: str, tbl: str) -> str:
+    """The prefix of every partition's client-written column statistics of a table."""
+    return f"db/{db}/table/{tbl}/partstats/"
+
+
 def role_key(name: str) -> str:
     return f"role/{name}"
 

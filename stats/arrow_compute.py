@@ -72,7 +72,7 @@ def compute_set(table: pa.Table, columns, bins: int = layout.DEFAULT_BINS,
         else:
             col = pa.nulls(table.num_rows)
         results.append(column_statistics(name, hive_type, col, bins, py_statistics))
-    return assemble(columns, results, [s.name for s in py_statistics])
+    return assemble(columns, results, py_statistics)
 
 
 def write_files(tables: dict, directory: str) -> None:

@@ -347,14 +347,14 @@ def _plain_text(value) -> str | None:
 
 
 # --- a partition's set ------------------------------------------------------------------------------
-def assemble(columns, results: list[ColumnStatistics], udf_names=()) -> dict:
+def assemble(columns, results: list[ColumnStatistics], statistics=()) -> dict:
     """The four tables of a set from its columns' statistics, in table order:
     ``{layout.STATISTICS: table, layout.FREQUENCIES: [a table per discrete column with
-    values], layout.HISTOGRAMS: table, layout.SKETCHES: table}``. ``udf_names``: the
-    user-defined statistics, a ``udf_<name>`` column each."""
+    values], layout.HISTOGRAMS: table, layout.SKETCHES: table}``. ``statistics``: the
+    user-defined statistics (:class:`stats.compute.Statistic`), a ``udf_<name>`` column each."""
     schema = layout.STATISTICS_SCHEMA
-    for name in udf_names:
-        schema = schema.append(pa.field(f"udf_{name}", pa.float64()))
+    for stat in statistics:
+        schema = schema.append(stat.field)
     statistics = pa.Table.from_pylist([r.row for r in results], schema=schema)
     frequencies = [r.frequencies for r in results if r.frequencies is not None
                    and r.frequencies.num_rows]

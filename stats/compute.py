@@ -129,6 +129,11 @@ class Statistic:
     sql: str | None = None  # a SQL aggregate template: {col} the column, {value} its number
     fn: Callable | None = None  # fn(pyarrow array of the column) -> float
     types: tuple[str, ...] | None = None  # Hive base types; None: the numeric ones
+    reduce: str | None = None  # how partitions' values make the table's (layout.UDF_REDUCTIONS)
+
+    @property
+    def field(self):
+        return layout.udf_field(self.name, self.reduce)
 
     def applies(self, hive_type: str) -> bool:
         return layout.base_type(hive_type) in (self.types or layout.NUMERIC_TYPES)
@@ -137,7 +142,7 @@ class Statistic:
 _STATISTICS: dict[str, Statistic] = {}
 
 
-def register_statistic(name: str, stat, *, types=None) -> Statistic:
+def register_statistic(name: str, stat, *, types=None, reduce: str | None = None) -> Statistic:
     """Register a user-defined statistic, computed for every column of ``types`` (Hive base
     types; default: the numeric ones, dates and timestamps included) into a float64 column
     ``udf_<name>`` of statistics.parquet (null for other columns).
@@ -145,18 +150,25 @@ def register_statistic(name: str, stat, *, types=None) -> Statistic:
     ``stat`` is either a SQL aggregate expression template, where ``{col}`` stands for the
     column and ``{value}`` for its numeric value (days for dates, microseconds for timestamps),
     e.g. ``"kurtosis({col})"``; or a Python function receiving the partition's column as a
-    pyarrow array (nulls included) and returning a float."""
+    pyarrow array (nulls included) and returning a float.
+
+    ``reduce`` says how the table level combines the partitions' values (``sum``, ``min``,
+    ``max``, or ``mean`` weighted by non-null values; recorded in the set, so ``stats reduce``
+    knows it); without it the table level leaves the statistic null (a kurtosis, say, cannot
+    be rebuilt from partition kurtoses)."""
     if not name or not name.replace("_", "a").isalnum() or not name.isascii():
         raise ValueError(f"a statistic name is letters, digits and '_', not {name!r}")
+    if reduce is not None and reduce not in layout.UDF_REDUCTIONS:
+        raise ValueError(f"reduce is one of {', '.join(layout.UDF_REDUCTIONS)}, not {reduce!r}")
     if isinstance(stat, str):
-        entry = Statistic(name, sql=stat)
+        entry = Statistic(name, sql=stat, reduce=reduce)
     elif callable(stat):
-        entry = Statistic(name, fn=stat)
+        entry = Statistic(name, fn=stat, reduce=reduce)
     else:
         raise TypeError("a statistic is a SQL expression template or a function")
     if types is not None:
         entry = Statistic(entry.name, entry.sql, entry.fn,
-                          tuple(layout.base_type(t) for t in types))
+                          tuple(layout.base_type(t) for t in types), reduce)
     _STATISTICS[name] = entry
     return entry
 
@@ -624,7 +636,7 @@ def _statistics_table(columns, summary, distinct, registers, stats, py_values, o
         records.append(rec)
     schema = layout.STATISTICS_SCHEMA
     for stat in stats:
-        schema = schema.append(pa.field(f"udf_{stat.name}", pa.float64()))
+        schema = schema.append(stat.field)
     return pa.Table.from_pylist(records, schema=schema)
 
 

@@ -13,7 +13,7 @@ that one partition alone does too.
 Where a unit's values come from, fastest first:
 
 1. **its data files, read by pyarrow in the task** when the partition is stored as Parquet or
-   ORC at a local (``file:``) location: the files Hive and Spark read (the partition
+   ORC at a local (``file:``) location and the master is local: the files Hive and Spark read (the partition
    directory's files, hidden ``_``/``.`` names left out), columns matched by name as Spark
    matches them (case-insensitive; ORC files with Hive's positional ``_colN`` names by
    position), a column missing from a file read as nulls, values cast to the column's type;
@@ -383,8 +383,9 @@ def compute_sets(spark, info, options, statistics):
     py_statistics = [s for s in statistics if s.fn is not None]
     sql_statistics = [s for s in statistics if s.sql is not None]
     settings = Settings(options.bins, options.task_values, py_statistics, len(info.columns))
-    formats = {i: p.file_format for i, p in enumerate(info.partitions)}
-    names = [s.name for s in statistics]
+    # pyarrow reads local files in the tasks only where the tasks run on this machine
+    local = spark.sparkContext.master.startswith("local")
+    formats = {i: p.file_format for i, p in enumerate(info.partitions)} if local else {}
     per_wave = PARTITIONS_PER_CORE * parallelism
     indexes = list(range(len(info.partitions)))
     for start in range(0, len(indexes), per_wave):
@@ -428,7 +429,7 @@ def compute_sets(spark, info, options, statistics):
                     for stat in sql_statistics:
                         if (stat.name, i) in values:
                             r.row[f"udf_{stat.name}"] = values[(stat.name, i)]
-            yield p, rows.get(p, 0), col_stats.assemble(info.columns, results, names)
+            yield p, rows.get(p, 0), col_stats.assemble(info.columns, results, statistics)
 
 
 __all__ = ["compute_sets", "plan", "run_unit", "data_files", "file_format", "arrow_type",

@@ -39,6 +39,20 @@ NUMERIC_TYPES = ("tinyint", "smallint", "int", "bigint", "float", "double", "dec
                  "timestamp")
 
 
+UDF_REDUCTIONS = ("sum", "min", "max", "mean")  # how a user-defined statistic reduces
+
+
+def udf_field(name: str, reduce: str | None = None):
+    """The statistics.parquet column of user-defined statistic ``name``: ``udf_<name>``, a
+    double; its field metadata ``reduce`` (one of :data:`UDF_REDUCTIONS`) tells the table-level
+    reduction how partitions' values combine (``mean``: weighted by non-null values); without
+    it the table level leaves the statistic null."""
+    import pyarrow as pa
+
+    return pa.field(f"udf_{name}", pa.float64(),
+                    metadata={"reduce": reduce} if reduce else None)
+
+
 def base_type(hive_type: str) -> str:
     """``decimal(10,2)`` -> ``decimal``, ``varchar(20)`` -> ``varchar``."""
     return hive_type.split("(", 1)[0].strip().lower()

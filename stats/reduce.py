@@ -335,6 +335,7 @@ def reduce_statistics(sets, bins: int = layout.DEFAULT_BINS, frequencies=None,
         histograms = reduce_histograms(sets, bins, columns)
     exact = frequencies.distinct_counts() if frequencies is not None else {}
     single = len(sets) == 1
+    udfs = [f for f in sets[0].statistics.schema if f.name.startswith("udf_")]
     out = []
     for name in order:
         if columns is not None and name not in columns:
@@ -402,8 +403,31 @@ def reduce_statistics(sets, bins: int = layout.DEFAULT_BINS, frequencies=None,
             row["percentiles_exact"] = None
             for pn in names:
                 row[pn] = None
+        for udf in udfs:
+            row[udf.name] = parts[0].get(udf.name) if single else _reduce_udf(udf, parts)
         out.append(row)
-    return pa.Table.from_pylist(out, schema=layout.STATISTICS_SCHEMA)
+    schema = layout.STATISTICS_SCHEMA
+    for udf in udfs:
+        schema = schema.append(udf)
+    return pa.Table.from_pylist(out, schema=schema)
+
+
+def _reduce_udf(udf: pa.Field, parts: list[dict]) -> float | None:
+    """A user-defined statistic of the table from its partitions' values, by the rule its
+    field names (``layout.udf_field``); None without one, or without values."""
+    rule = (udf.metadata or {}).get(b"reduce", b"").decode()
+    values = [(p.get(udf.name), (p["count"] or 0) - (p["null_count"] or 0)) for p in parts]
+    values = [(v, n) for v, n in values if v is not None and not math.isnan(v)]
+    if not rule or not values:
+        return None
+    if rule == "sum":
+        return math.fsum(v for v, _ in values)
+    if rule == "min":
+        return min(v for v, _ in values)
+    if rule == "max":
+        return max(v for v, _ in values)
+    weight = sum(n for _, n in values)
+    return math.fsum(v * n for v, n in values) / weight if weight else None
 
 
 # --- the table-level set ------------------------------------------------------------------------

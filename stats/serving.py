@@ -30,6 +30,7 @@ a lookup reads only the requested columns' rows and only the fields served.
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 import math
 
@@ -55,11 +56,31 @@ def is_stale(pointer: dict | None, table) -> bool:
         return True
     if pointer.get("stale"):
         return True
-    return pointer.get("schema") != layout.schema_fingerprint(_columns(table))
+    return pointer.get("schema") != table_fingerprint(table)
 
 
 def _columns(table):
     return list((table.sd.cols if table is not None and table.sd is not None else None) or [])
+
+
+def table_fingerprint(table) -> str:
+    """``layout.schema_fingerprint`` of the table's current columns (remembered: a call
+    over 1,000 partitions asks 1,000 times)."""
+    return _fingerprint(tuple((c.name, c.type) for c in _columns(table)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _fingerprint(columns: tuple) -> str:
+    return layout.schema_fingerprint(columns)
+
+
+@functools.lru_cache(maxsize=16384)
+def _parse_pointer(raw: bytes):
+    try:
+        pointer = layout.read_pointer(raw)
+    except ValueError:
+        return None
+    return pointer if isinstance(pointer, dict) and pointer.get("set") else None
 
 
 def read_pointer(reader, db: str, tbl: str, partition: str | None) -> dict | None:
@@ -68,11 +89,8 @@ def read_pointer(reader, db: str, tbl: str, partition: str | None) -> dict | Non
     raw = reader.raw(layout.pointer_key(db, tbl, partition))
     if raw is None:
         return None
-    try:
-        pointer = layout.read_pointer(raw)
-    except ValueError:
-        return None
-    return pointer if isinstance(pointer, dict) and pointer.get("set") else None
+    pointer = _parse_pointer(bytes(raw))
+    return None if pointer is None else dict(pointer)
 
 
 # --- reading a set -----------------------------------------------------------------------------
@@ -222,34 +240,119 @@ def served_objects(env, t, reader, table, partition: str | None,
     """``({column: ColumnStatisticsObj}, lastAnalyzed)`` computed statistics of ``columns``
     (lower-case names) of one partition (``partition`` None: the table level, the ``_`` set),
     for the columns the set may serve. Never raises for a missing or unreadable set (it
-    serves nothing then, and logs why)."""
+    serves nothing then, and logs why). The ``statsData`` structs are shared with the cache
+    (sets never change): read them, do not modify them."""
+    data, stamp = served_data(env, t, reader, table, partition, columns)
+    types = {c.name.lower(): c.type for c in _columns(table)}
+    return {col: t.ColumnStatisticsObj(colName=col, colType=types[col], statsData=d)
+            for col, d in data.items()}, stamp
+
+
+def served_flats_many(env, t, reader, table, partitions: list[str],
+                      columns: list[str]) -> list[dict]:
+    """For each of ``partitions`` (existing, canonical names) ``{column: (column type, flat
+    row)}``: what :func:`served_objects` serves, as :func:`hms_proxy.aggregate.to_flat` rows
+    (``get_aggr_stats_for`` aggregates these). The pointers come in one multi-get, the table's
+    shape is worked out once, and a set's flat rows for these columns and column types come
+    from the cache in one lookup (the dicts are shared: read them, do not modify them)."""
+    from hms_proxy.aggregate import to_flat
+
+    raws = reader.view.get_many([layout.pointer_key(table.dbName, table.tableName, p)
+                                 for p in partitions])
+    shape = _Shape.of(table)
+    cache = getattr(env, "cache", None)
+    wanted = tuple(c for c in dict.fromkeys(columns) if c in shape.types)
+    request = (shape.fingerprint, wanted)
+    out = []
+    for partition, raw in zip(partitions, raws):
+        pointer = None if raw is None else _parse_pointer(bytes(raw))
+        if pointer is None or pointer.get("stale"):
+            out.append({})
+            continue
+        key = ("stats-set-flats", pointer["set"], pointer.get("schema"), request)
+        flats = cache.get(key) if cache is not None else None
+        if flats is None:
+            data = _served(env, t, table, partition, pointer, wanted, shape)
+            flats = {col: (shape.types[col], to_flat(d)) for col, d in data.items()}
+            if cache is not None and data:  # (an unreadable set is tried again next time)
+                cache.put(key, flats, _ROW_WEIGHT * max(1, len(flats)))
+        out.append(dict(flats))
+    return out
+
+
+class _Shape:
+    """What serving needs of a table's columns, worked out once per call."""
+    __slots__ = ("types", "norm", "fingerprint")
+
+    def __init__(self, table):
+        cols = _columns(table)
+        self.types = {c.name.lower(): c.type for c in cols}
+        self.norm = {name: _norm_type(ctype) for name, ctype in self.types.items()}
+        self.fingerprint = table_fingerprint(table)
+
+    @classmethod
+    def of(cls, table):
+        return cls(table)
+
+
+def served_data(env, t, reader, table, partition: str | None,
+                columns: list[str]) -> tuple[dict, int | None]:
+    """``({column: ColumnStatisticsData}, lastAnalyzed)``, see :func:`served_objects`."""
     pointer = read_pointer(reader, table.dbName, table.tableName, partition)
     if pointer is None and partition is None and table.partitionKeys:
         # a partitioned table's own set, reduced from its partitions' (stats.reduce)
         pointer = read_pointer(reader, table.dbName, table.tableName, TABLE_LEVEL)
-    if pointer is None or pointer.get("stale"):
+    if pointer is None:
         return {}, None
-    types = {c.name.lower(): c.type for c in _columns(table)}
+    data = _served(env, t, table, partition, pointer, columns, _Shape.of(table))
+    if not data:
+        return {}, None
+    try:
+        stamp = int(pointer.get("computed")) if pointer.get("computed") is not None else None
+    except (TypeError, ValueError):
+        stamp = None
+    return data, stamp
+
+
+def _served(env, t, table, partition, pointer: dict, columns, shape: "_Shape") -> dict:
+    """``{column: ColumnStatisticsData}`` a pointer's set serves for ``columns``."""
+    if pointer.get("stale"):
+        return {}
+    types = shape.types
     wanted = [c for c in dict.fromkeys(columns) if c in types]
     if not wanted:
-        return {}, None
-    fresh = not is_stale(pointer, table)
-    try:
-        rows = read_rows(pointer["set"], wanted, getattr(env, "cache", None))
-    except Exception as exc:  # a set that is gone or unreadable: nothing to serve
-        log.warning("statistics set %s of %s.%s (%s) not readable: %s", pointer.get("set"),
-                    table.dbName, table.tableName, partition or layout.UNPARTITIONED, exc)
-        return {}, None
+        return {}
+    fresh = pointer.get("schema") == shape.fingerprint
+    cache = getattr(env, "cache", None)
     out = {}
-    for col in wanted:
+    unknown = []
+    set_path = pointer["set"]
+    for col in wanted:  # sets are immutable: their structs are cached by set, column, type
+        norm = shape.norm[col]
+        hit = cache.get(("stats-set-data", set_path, col, norm)) if cache is not None else None
+        if hit is None:
+            unknown.append(col)
+        elif hit is not _ABSENT and (fresh or hit[0] == norm):
+            out[col] = hit[1]
+    try:
+        rows = read_rows(set_path, unknown, cache) if unknown else {}
+    except Exception as exc:  # a set that is gone or unreadable: nothing to serve
+        log.warning("statistics set %s of %s.%s (%s) not readable: %s", set_path,
+                    table.dbName, table.tableName, partition or layout.UNPARTITIONED, exc)
+        return {}
+    for col in unknown:
         row = rows.get(col)
-        if row is None:
+        data = None if row is None else to_stats_data(types[col], row, t)
+        if cache is not None:
+            cache.put(("stats-set-data", set_path, col, shape.norm[col]),
+                      _ABSENT if data is None else (_norm_type(row.get("type")), data),
+                      _ROW_WEIGHT)
+        if data is None:
             continue
-        if not fresh and _norm_type(row.get("type")) != _norm_type(types[col]):
+        if not fresh and _norm_type(row.get("type")) != shape.norm[col]:
             continue  # the column changed type since the set was computed
-        data = to_stats_data(types[col], row, t)
-        if data is not None:
-            out[col] = t.ColumnStatisticsObj(colName=col, colType=types[col], statsData=data)
+        out[col] = data
+    return {col: out[col] for col in wanted if col in out}
     try:
         stamp = int(pointer.get("computed")) if pointer.get("computed") is not None else None
     except (TypeError, ValueError):

@@ -207,3 +207,15 @@ def test_doubles_print_as_spark_casts_them():
     floats = {1 / 7: "0.14285715", 1e7: "1.0E7", 1e-5: "1.0E-5", 16777216: "1.6777216E7"}
     for value, text in floats.items():
         assert double_to_string(float(np.float32(value)), single=True) == text, value
+
+
+def test_register_statistic_checks_its_reduction_rule():
+    from stats import compute
+
+    with pytest.raises(ValueError, match="reduce is one of sum, min, max, mean"):
+        compute.register_statistic("bad", "sum({value})", reduce="median")
+    try:
+        stat = compute.register_statistic("tot", "sum({value})", reduce="sum")
+        assert stat.field.metadata == {b"reduce": b"sum"}
+    finally:
+        compute.unregister_statistic("tot")

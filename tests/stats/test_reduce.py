@@ -238,3 +238,38 @@ def test_sets_of_different_schemas_are_refused(tmp_path):
     b = write_partition_set(tmp_path / "t", "p=2", b_data, schema=SCHEMA[:-1])
     with pytest.raises(ValueError, match="share its schema"):
         reduce.reduce_statistics([a, b])
+
+
+def test_user_defined_statistics_reduce_by_their_rule(tmp_path):
+    """A user-defined statistic registered with ``reduce=`` carries its rule in the set
+    (field metadata), so the table level combines it from the partitions' values alone; one
+    without a rule is null at the table level."""
+    from stats.compute import Statistic
+
+    stats = [Statistic("total", fn=lambda a: pc.sum(a).as_py(), reduce="sum"),
+             Statistic("top", fn=lambda a: pc.max(a).as_py(), reduce="max"),
+             Statistic("low", fn=lambda a: pc.min(a).as_py(), reduce="min"),
+             Statistic("avg", fn=lambda a: pc.mean(a).as_py(), reduce="mean"),
+             Statistic("kurt", fn=lambda a: 1.5)]
+    rng = np.random.default_rng(3)
+    parts = [pa.table({"v": pa.array(with_nulls(rng, list(rng.normal(k, 2, n)), 0.1))})
+             for k, n in ((0, 300), (5, 500), (-3, 200))]
+    paths = []
+    for i, data in enumerate(parts):
+        path = layout.set_dir(str(tmp_path), f"p={i}", layout.new_set_id())
+        arrow_compute.write_files(arrow_compute.compute_set(data, [("v", "double")], bins=10,
+                                                            py_statistics=stats), path)
+        paths.append(path)
+    schema = pq.read_schema(os.path.join(paths[0], layout.STATISTICS))
+    assert schema.field("udf_total").metadata == {b"reduce": b"sum"}
+    assert schema.field("udf_kurt").metadata is None
+    table = reduce.reduce_statistics(paths, bins=10)
+    row = table.to_pylist()[0]
+    union = pa.concat_tables(parts).column("v")
+    assert row["udf_total"] == pytest.approx(pc.sum(union).as_py(), rel=1e-12)
+    assert row["udf_top"] == pc.max(union).as_py() and row["udf_low"] == pc.min(union).as_py()
+    assert row["udf_avg"] == pytest.approx(pc.mean(union).as_py(), rel=1e-12)
+    assert row["udf_kurt"] is None
+    assert table.schema.field("udf_avg").metadata == {b"reduce": b"mean"}  # reducible again
+    single = reduce.reduce_statistics(paths[:1], bins=10).to_pylist()[0]
+    assert single["udf_kurt"] == 1.5
