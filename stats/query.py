@@ -321,6 +321,24 @@ class TableStats:
                              "(hms-proxy stats compute)")
         return None, sets
 
+    def holding(self, column: str, value: str) -> dict[str, int]:
+        """``{partition: rows}`` of the partitions whose ``column`` holds ``value`` (Hive's
+        text form), from the table-level set when it was written with per-partition
+        distributions (``stats compute/reduce --distributions``)."""
+        from stats import frequencies
+
+        name = self._column_list([column])[0]
+        if not layout.is_discrete(dict(self.columns)[name]):
+            raise QueryError(f"{name} is not a discrete column: it has no frequencies")
+        pointer = self.pointer(None)  # (an Iceberg/Delta table's whole-table set is its own)
+        if pointer is None:
+            raise QueryError(f"{self.qualified} has no table-level statistics set at {self.ref} "
+                             "(hms-proxy stats reduce --distributions)")
+        try:
+            return frequencies.partitions_holding(pointer["set"], name, value)
+        except ValueError as exc:
+            raise QueryError(f"{exc} (hms-proxy stats reduce --distributions)") from None
+
     def source(self, partition: str | None = None) -> str:
         """Where ``partition``'s (None: the table level's) statistics come from."""
         one, sets = self._sets(partition)
@@ -687,6 +705,9 @@ def register(subparsers) -> None:
     p.add_argument("--range", default=None, metavar="LO:HI",
                    help="with --histogram: only bins overlapping [LO, HI] (either side may be "
                         "empty; ISO dates/times for date and timestamp columns)")
+    p.add_argument("--holding", default=None, metavar="COL=VALUE",
+                   help="the partitions holding VALUE in discrete column COL, with their rows "
+                        "(needs a table-level set written with --distributions)")
     p.add_argument("--json", action="store_true", help="machine-readable JSON output")
     p.add_argument("--plot", default=None, metavar="FILE.png",
                    help="draw the chosen columns' histograms and top frequencies, with the "
@@ -753,6 +774,19 @@ def _show(args, out) -> int:
     if args.top is not None and args.top < 0:
         raise QueryError("--top must be a non-negative count")
     ts = open_table(args.store, args.table, ref=args.ref)
+    if args.holding is not None:
+        column, sep, value = args.holding.partition("=")
+        if not sep or not column.strip():
+            raise QueryError(f"--holding takes COL=VALUE, got {args.holding!r}")
+        found = ts.holding(column.strip(), value)
+        if args.json:
+            print(json.dumps({"table": ts.qualified, "ref": ts.ref, "commit": ts.commit,
+                              "column": column.strip(), "value": value,
+                              "partitions": found}, indent=2), file=out)
+        else:
+            print(_grid(["partition", "rows"], [[p, str(n)] for p, n in sorted(found.items())]),
+                  file=out)
+        return 0
     partition = args.partition
     if partition is not None:
         partition = ts.partition_name(partition)

@@ -115,3 +115,37 @@ def test_reduce_errors(shop, capsys):
                        "redis://127.0.0.1:1/0")
     assert code == 2 and err.startswith("hms-proxy: error: "), err
     assert table_pointer(path)[0] is None
+
+
+def test_distributions_answer_which_partitions_hold_a_value(shop, capsys):
+    """``stats reduce --distributions`` records, per value of each discrete column, the
+    partitions holding it; ``stats show --holding COL=VALUE`` answers from them."""
+    import json
+
+    path, _ = shop
+    code, out, err = run(capsys, "shop.orders", "--store", path)
+    assert code == 0, err
+    code = cli.main(["stats", "show", "shop.orders", "--store", path, "--holding", "name=b"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "without per-partition distributions" in err and "--distributions" in err
+    code, out, err = run(capsys, "shop.orders", "--store", path, "--distributions")
+    assert code == 0, err
+    ts = query.open_table(path, "shop.orders")
+    # name: a a b a c a in ds=1 (nulls aside), b b d in ds=2
+    assert ts.holding("name", "b") == {"ds=1": 1, "ds=2": 2}
+    assert ts.holding("name", "a") == {"ds=1": 3}
+    assert ts.holding("name", "zzz") == {}
+    assert ts.holding("id", "6") == {"ds=2": 1}
+    with pytest.raises(query.QueryError, match="not a discrete column"):
+        ts.holding("price", "2.5")
+    code = cli.main(["stats", "show", "shop.orders", "--store", path, "--holding", "name=b",
+                     "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["partitions"] == {"ds=1": 1, "ds=2": 2}
+    code = cli.main(["stats", "show", "shop.orders", "--store", path, "--holding", "name=a"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "ds=1" in out and "ds=2" not in out
+    code = cli.main(["stats", "show", "shop.orders", "--store", path, "--holding", "nameb"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "COL=VALUE" in err
