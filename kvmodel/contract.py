@@ -162,6 +162,24 @@ class WriteTxn(ReadView):
 class VersionedStore(abc.ABC):
     """A versioned, branchable ordered key-value store."""
 
+    #: Whether :meth:`commit_snapshot` makes a commit with exactly the given parents whatever
+    #: the changes, leaving the branch's staging alone. A backend whose merges are its
+    #: storage's own (lakeFS) says False: it needs a clean branch (DirtyBranch), and when the
+    #: changes are not what merging ``parents[1]`` into ``parents[0]`` gives by itself, the
+    #: merge's second parent is a commit holding them, made after ``parents[1]`` (which stays
+    #: an ancestor). Either way the branch moves once.
+    exact_snapshots: bool = True
+
+    #: Whether a protected branch refuses writes and commits in the store itself (lakeFS's
+    #: branch protection: a protected branch changes only by merges). False: protection
+    #: only keeps the branch from being deleted or reset (the server refuses clients' writes).
+    protection_blocks_writes: bool = False
+
+    @staticmethod
+    def branch_name_valid(name: str) -> bool:
+        """Whether the backend takes ``name`` (already a valid ref name) as a branch name."""
+        return True
+
     # --- reads and writes -------------------------------------------------------------
     @abc.abstractmethod
     def read(self, ref: RefExpr) -> AbstractContextManager[ReadView]:

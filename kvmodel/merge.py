@@ -520,6 +520,10 @@ def merge_refs(store: VersionedStore, source: str, dest: str, *, strategy: str =
         return result
     prefer = _PREFER[strategy]
     out = three_way(store, base, src_head, dst_head, prefer)
+    data_conflicts = getattr(store, "data_conflicts", None)
+    if data_conflicts is not None:  # a store holding data too (lakeFS): its objects' conflicts
+        out.conflicts += [Conflict("DATA_CONFLICT", "data", (path,), (), "changed", "changed",
+                                   path) for path in data_conflicts(base, src_head, dst_head)]
     result.conflicts = out.conflicts
     if out.conflicts and prefer is None:
         if dry_run:
@@ -529,10 +533,11 @@ def merge_refs(store: VersionedStore, source: str, dest: str, *, strategy: str =
     result.resolved_by = strategy if out.conflicts else None
     if dry_run:
         return result
+    extra = {"data_strategy": strategy} if data_conflicts is not None else {}
     result.commit = store.commit_snapshot(
         dest, [dst_head, src_head], iter(sorted(out.writes.items())),
         message if message is not None else f"Merge '{source}' into '{dest}'", author,
-        metadata, expected_head=dst_head)
+        metadata, expected_head=dst_head, **extra)
     return result
 
 

@@ -11,7 +11,10 @@ def open_store(url_or_path: str | os.PathLike) -> VersionedStore:
     """Open the store at ``url_or_path``.
 
     A plain directory path or a ``file://`` URL opens the embedded store
-    (:class:`kvmodel.store.local.LocalStore`). Raises ValueError for any other scheme.
+    (:class:`kvmodel.store.local.LocalStore`); ``lakefs://REPO`` the catalog in lakeFS
+    repository REPO (:class:`kvmodel.store.lakefs.LakeFSStore`; endpoint and keys from
+    ``LAKEFS_ENDPOINT``, ``LAKEFS_ACCESS_KEY_ID``, ``LAKEFS_SECRET_ACCESS_KEY`` or lakectl's
+    configuration). Raises ValueError for any other scheme.
     """
     target = os.fspath(url_or_path)
     if not isinstance(target, str) or not target:
@@ -21,9 +24,16 @@ def open_store(url_or_path: str | os.PathLike) -> VersionedStore:
         if parsed.netloc not in ("", "localhost"):
             raise ValueError(f"file URL must be local (file:///path), not {target!r}")
         target = unquote(parsed.path)
+    elif parsed.scheme == "lakefs":
+        repository = parsed.netloc
+        if not repository or parsed.path.strip("/"):
+            raise ValueError(f"a lakeFS store is lakefs://REPOSITORY, not {target!r}")
+        from kvmodel.store.lakefs import LakeFSStore
+
+        return LakeFSStore(repository)
     elif "://" in target:
-        raise ValueError(f"unsupported store URL {target!r}: use a directory path or "
-                         "file:///path (the lakeFS backend is not available yet)")
+        raise ValueError(f"unsupported store URL {target!r}: use a directory path, "
+                         "file:///path or lakefs://REPOSITORY")
     from kvmodel.store.local import LocalStore  # imported lazily, like optional backends
 
     return LocalStore(target)

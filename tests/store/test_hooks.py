@@ -46,6 +46,9 @@ def database(name="shop"):
 
 
 def put(store, branch, items):
+    if store.protection_blocks_writes and store.get_branch(branch).protected:
+        pytest.skip("this backend's protected branches change only by merges (lakeFS): the "
+                    "pre-commit hook of a protected branch never runs; pre-merge tests cover it")
     with store.write(branch) as txn:
         for key, value in items.items():
             if value is None:

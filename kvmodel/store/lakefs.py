@@ -1,0 +1,1096 @@
+"""The lakeFS backend: the catalog as objects in the data's own lakeFS repository.
+
+``lakefs://REPO`` stores catalog key ``k`` as the object ``_hms/k`` of repository ``REPO``, so
+a lakeFS branch holds the data and its catalog together, a lakeFS commit snapshots both and one
+lakeFS merge publishes both. Branches, tags, commits, log, diff, merge base and merge are
+lakeFS's own, reached through ``lakefs-sdk``; nothing but the catalog's objects is kept
+elsewhere (caches aside).
+
+**Mapping of the store contract** (:mod:`kvmodel.contract`):
+
+* staging is lakeFS's staging (an uncommitted upload or delete under ``_hms/``); ``commit``
+  is a lakeFS commit of the branch (data objects staged beside the catalog are committed with
+  it, as ``lakectl commit`` would); ``reset`` resets the branch's ``_hms/`` prefix only;
+* a write transaction buffers its puts and deletes and applies them when it ends: uploads (in
+  parallel) and bulk deletes. lakeFS has no multi-object transaction, so a crash in the middle
+  of applying leaves part of a transaction staged (each object whole); writers of one branch
+  are serialised within the process;
+* commit authors, precise times and the caller's metadata travel in the lakeFS commit's
+  metadata (``hms.author``, ``hms.created``): lakeFS records the committer as the
+  authenticated user and times in whole seconds;
+* branch protection is lakeFS's branch protection rules (an exact-name rule per protected
+  branch), which also keep Spark from writing data to the branch directly: only merges reach
+  it;
+* ``commit_snapshot`` (the merge and revert of :mod:`kvmodel.merge`): with one parent, the
+  changes are uploaded to the branch and committed (on a protected branch: on a temporary
+  branch, merged in); with two (a merge), when the changes are exactly what lakeFS's own merge
+  of ``parents[1]`` gives, that merge is run as is (its parents are exactly ``[dest head,
+  parents[1]]``); otherwise the resolutions are written to a temporary branch made from
+  ``parents[1]``, committed there, and that branch is merged with the ``source-wins``
+  strategy, so the destination moves once, to a merge commit whose second parent is the
+  resolution commit (whose parent is ``parents[1]``). lakeFS refuses to merge into a branch
+  with uncommitted changes, so ``commit_snapshot`` needs a clean branch (``DirtyBranch``):
+  :attr:`exact_snapshots` is False;
+* a merge's data objects (everything outside ``_hms/``) merge by lakeFS's rules: paths both
+  sides changed differently since the merge base are reported by :meth:`data_conflicts`
+  (the catalog merge lists them as ``DATA_CONFLICT``) and, with a strategy, resolved by it.
+
+**Reading fast enough for planners.** Commits never change: what is read at a commit (an
+object's value, a page of a listing) is cached by commit id, in process. A value of at most
+:data:`INLINE_LIMIT` bytes is also written, base64, into the object's user metadata
+(``hms-v``), so a listing with ``user_metadata`` brings the values of a whole page: scanning a
+table's 10,000 partitions is 10 listing calls, not 10,000 reads; larger values are read once
+and cached by checksum. A branch read is its head commit's content overlaid with its staged
+catalog changes; to know whether those changed, every write transaction also rewrites one
+small *journal* object per branch (``_hms_journal/<branch>``, outside the catalog), so opening
+a branch view costs two calls (the branch's head, the journal's checksum) and the staged
+changes are listed again only when the journal moved. ``cache_ttl`` (seconds, default 0)
+trusts a branch's last state that long without asking. Catalog objects must be written
+through this backend (the journal does not see ``lakectl`` uploads under ``_hms/``).
+"""
+from __future__ import annotations
+
+import base64
+import fnmatch
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from kvmodel.cache import LRUCache
+from kvmodel.contract import (Branch, BranchName, Commit, CommitID, DiffEntry, Key, ReadView,
+                              RefExpr, ResolvedRef, Tag, TagName, Value, VersionedStore, WriteTxn,
+                              prefix_end)
+from kvmodel.errors import (DirtyBranch, HeadMoved, InvalidRef, NothingToCommit, ProtectedRef,
+                            ReadOnlyRef, RefExists, RefNotFound, StoreError)
+from kvmodel.store.refs import (is_commit_prefix, merge_base, parse_ref, validate_name,
+                                walk_ancestry)
+
+PREFIX = "_hms/"  # catalog key k is the object PREFIX + k
+JOURNAL = "_hms_journal/"  # JOURNAL + branch: rewritten by every write transaction
+INLINE_LIMIT = 2048  # bytes of value carried in user metadata (base64 of at most this)
+META_VALUE = "hms-v"
+META_AUTHOR = "hms.author"
+META_CREATED = "hms.created"
+TEMP_BRANCH = "hms-tmp-"
+PAGE = 1000  # lakeFS's largest page
+UPLOAD_THREADS = 8
+_ABSENT = ("absent",)
+_BRANCH_NAME = "lakeFS branch names are letters, digits, '_' and '-'"
+
+
+class LakeFSError(StoreError):
+    """lakeFS answered something the store cannot map to a catalog error."""
+
+
+# --- configuration ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LakeFSConfig:
+    """Where lakeFS is and who we are to it."""
+    endpoint: str  # e.g. http://localhost:8000/api/v1
+    access_key_id: str
+    secret_access_key: str
+
+    @classmethod
+    def discover(cls, environ=None) -> "LakeFSConfig":
+        """From ``LAKEFS_ENDPOINT``, ``LAKEFS_ACCESS_KEY_ID``, ``LAKEFS_SECRET_ACCESS_KEY``,
+        else lakectl's configuration file (``LAKECTL_CONFIG`` or ``~/.lakectl.yaml``:
+        ``server.endpoint_url``, ``credentials.access_key_id``/``secret_access_key``)."""
+        env = os.environ if environ is None else environ
+        endpoint = env.get("LAKEFS_ENDPOINT")
+        key = env.get("LAKEFS_ACCESS_KEY_ID")
+        secret = env.get("LAKEFS_SECRET_ACCESS_KEY")
+        if not (endpoint and key and secret):
+            path = env.get("LAKECTL_CONFIG") or os.path.expanduser("~/.lakectl.yaml")
+            found = _read_lakectl(path) if os.path.exists(path) else {}
+            endpoint = endpoint or found.get("endpoint")
+            key = key or found.get("access_key_id")
+            secret = secret or found.get("secret_access_key")
+        if not (endpoint and key and secret):
+            raise StoreError("lakeFS is not configured: set LAKEFS_ENDPOINT, "
+                             "LAKEFS_ACCESS_KEY_ID and LAKEFS_SECRET_ACCESS_KEY (or write "
+                             "~/.lakectl.yaml with lakectl config)")
+        endpoint = endpoint.rstrip("/")
+        if not endpoint.endswith("/api/v1"):
+            endpoint += "/api/v1"
+        return cls(endpoint, key, secret)
+
+
+def _read_lakectl(path: str) -> dict:
+    """The few fields of a lakectl YAML file (two-level ``section:``/``key: value`` lines; no
+    YAML library needed)."""
+    out, section = {}, None
+    with open(path, encoding="utf-8") as fh:
+        for raw in fh:
+            line = raw.split("#", 1)[0].rstrip()
+            if not line.strip():
+                continue
+            indent = len(line) - len(line.lstrip())
+            name, _, value = line.strip().partition(":")
+            value = value.strip().strip("'\"")
+            if indent == 0:
+                section = name
+                continue
+            if section == "server" and name == "endpoint_url":
+                out["endpoint"] = value
+            elif section == "credentials" and name in ("access_key_id", "secret_access_key"):
+                out[name] = value
+    return out
+
+
+# --- the API, with lakeFS's errors translated ----------------------------------------------------
+class _Api:
+    """lakefs-sdk's API objects over one client, and the error translation."""
+
+    def __init__(self, config: LakeFSConfig, repository: str):
+        try:
+            import lakefs_sdk
+        except ImportError:
+            raise StoreError("the lakeFS backend needs lakefs-sdk: pip install "
+                             "'hms-proxy[lakefs]'") from None
+        conf = lakefs_sdk.Configuration(host=config.endpoint, username=config.access_key_id,
+                                        password=config.secret_access_key)
+        self.client = lakefs_sdk.ApiClient(conf)
+        self.sdk = lakefs_sdk
+        self.repo = repository
+        self.branches = lakefs_sdk.BranchesApi(self.client)
+        self.commits = lakefs_sdk.CommitsApi(self.client)
+        self.objects = lakefs_sdk.ObjectsApi(self.client)
+        self.refs = lakefs_sdk.RefsApi(self.client)
+        self.tags = lakefs_sdk.TagsApi(self.client)
+        self.repos = lakefs_sdk.RepositoriesApi(self.client)
+        self.calls = 0
+
+    def __call__(self, fn, *args, not_found=RefNotFound, **kwargs):
+        """``fn(repo, *args, **kwargs)`` with lakeFS's errors as store errors."""
+        from lakefs_sdk.exceptions import ApiException
+
+        self.calls += 1
+        try:
+            return fn(self.repo, *args, **kwargs)
+        except ApiException as exc:
+            raise _translate(exc, not_found) from None
+        except OSError as exc:  # connection refused, reset...
+            raise LakeFSError(f"lakeFS is not reachable: {exc}") from None
+
+    def upload(self, branch: str, path: str, content: bytes, headers: dict | None = None):
+        """POST the object's bytes as ``application/octet-stream`` (lakefs-sdk's
+        ``upload_object`` only takes a file name for its multipart body)."""
+        from lakefs_sdk.exceptions import ApiException
+
+        header_params = dict(headers or {})
+        header_params["Accept"] = "application/json"
+        header_params["Content-Type"] = "application/octet-stream"
+        self.calls += 1
+        try:
+            return self.client.call_api(
+                "/repositories/{repository}/branches/{branch}/objects", "POST",
+                {"repository": self.repo, "branch": branch}, [("path", path)], header_params,
+                body=bytes(content), post_params=[], files={},
+                response_types_map={"201": "ObjectStats", "400": "Error", "401": "Error",
+                                    "403": "Error", "404": "Error", "412": "Error"},
+                auth_settings=["basic_auth", "cookie_auth", "jwt_token"],
+                _return_http_data_only=True, _preload_content=True,
+                collection_formats={})
+        except ApiException as exc:
+            raise _translate(exc, RefNotFound) from None
+        except OSError as exc:
+            raise LakeFSError(f"lakeFS is not reachable: {exc}") from None
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        except Exception:  # noqa: BLE001 - closing a pool that never opened
+            pass
+
+
+def _message(exc) -> str:
+    import json
+
+    body = getattr(exc, "body", None)
+    if body:
+        try:
+            return str(json.loads(body).get("message") or body).strip()
+        except (ValueError, AttributeError):
+            return str(body).strip()
+    return str(getattr(exc, "reason", "") or exc).strip()
+
+
+def _translate(exc, not_found):
+    status = getattr(exc, "status", None)
+    text = _message(exc)
+    if status == 404:
+        return not_found(text or "not found")
+    if status == 409:
+        return RefExists(text) if "exist" in text.lower() else LakeFSError(f"conflict: {text}")
+    if status == 403:
+        return ProtectedRef(text)
+    if status == 400:
+        lowered = text.lower()
+        if "no changes" in lowered:
+            return NothingToCommit(text)
+        if "uncommitted" in lowered or "dirty" in lowered:
+            return DirtyBranch(text)
+        return InvalidRef(text)
+    if status == 401:
+        return LakeFSError(f"lakeFS refused our credentials: {text}")
+    return LakeFSError(f"lakeFS answered {status}: {text}")
+
+
+# --- values in objects ----------------------------------------------------------------------------
+def _path(key: Key) -> str:
+    return PREFIX + key
+
+
+def _key(path: str) -> Key:
+    return path[len(PREFIX):]
+
+
+def _inline(stats) -> bytes | None:
+    """The value carried in an ObjectStats' user metadata, if any."""
+    for name, value in (stats.metadata or {}).items():
+        if name.lower() == META_VALUE:
+            return base64.b64decode(value)
+    return None
+
+
+def _after_for(start_path: str) -> str:
+    """An ``after`` (exclusive) that lists ``start_path`` and what follows it (callers drop
+    the few paths in between that are smaller)."""
+    if not start_path:
+        return ""
+    last = start_path[-1]
+    if last == "\x00":
+        return start_path[:-1]
+    return start_path[:-1] + chr(ord(last) - 1) + "\U0010ffff" * 8
+
+
+# --- views ----------------------------------------------------------------------------------------
+class _Snapshot:
+    """What a commit holds (reads cached by commit id: commits never change)."""
+
+    def __init__(self, store: "LakeFSStore", commit_id: CommitID):
+        self.store = store
+        self.commit = commit_id
+
+    def get(self, key: Key) -> Value | None:
+        return self.store._committed_value(self.commit, key)
+
+    def get_many(self, keys: list[Key]) -> list[Value | None]:
+        return self.store._committed_values(self.commit, keys)
+
+    def scan(self, start: Key, end: Key | None) -> Iterator[tuple[Key, Value]]:
+        return self.store._committed_scan(self.commit, start, end)
+
+
+def _overlay(staged: list[tuple[str, bytes | None]], committed: Iterator[tuple[str, bytes]]
+             ) -> Iterator[tuple[str, bytes]]:
+    """Staged entries (sorted) over committed ones: staging wins, None hides the key."""
+    i, c = 0, next(committed, None)
+    while i < len(staged) or c is not None:
+        if c is None or (i < len(staged) and staged[i][0] <= c[0]):
+            key, value = staged[i]
+            if c is not None and c[0] == key:
+                c = next(committed, None)
+            if value is not None:
+                yield key, value
+            i += 1
+        else:
+            yield c
+            c = next(committed, None)
+
+
+class _View(ReadView):
+    """A read view: a commit's content, with a branch's staged catalog changes over it."""
+
+    def __init__(self, store: "LakeFSStore", ref: ResolvedRef, staged: dict | None,
+                 token: object):
+        self.ref = ref
+        self.token = token
+        self._snap = _Snapshot(store, ref.commit)
+        self._staged = staged or {}
+        self._sorted: list | None = None
+
+    def _staged_sorted(self) -> list:
+        if self._sorted is None:
+            self._sorted = sorted(self._staged.items())
+        return self._sorted
+
+    def get(self, key: Key) -> Value | None:
+        if not isinstance(key, str):
+            raise TypeError(f"keys are str, not {type(key).__name__}")
+        if key in self._staged:
+            return self._staged[key]
+        return self._snap.get(key)
+
+    def get_many(self, keys: list[Key]) -> list[Value | None]:
+        rest = [k for k in keys if k not in self._staged]
+        found = dict(zip(rest, self._snap.get_many(rest)))
+        return [self._staged[k] if k in self._staged else found[k] for k in keys]
+
+    def scan(self, start: Key = "", end: Key | None = None) -> Iterator[tuple[Key, Value]]:
+        if not isinstance(start, str):
+            raise TypeError(f"keys are str, not {type(start).__name__}")
+        committed = self._snap.scan(start, end)
+        if not self._staged:
+            return committed
+        staged = [(k, v) for k, v in self._staged_sorted()
+                  if k >= start and (end is None or k < end)]
+        return _overlay(staged, committed)
+
+
+class _Write(_View, WriteTxn):
+    """A write transaction: changes buffered, applied when it ends (see the module doc)."""
+
+    def __init__(self, store, ref, staged, token):
+        super().__init__(store, ref, dict(staged or {}), token)
+        self._base_staged = dict(staged or {})
+        self.changes: dict[Key, Value | None] = {}
+
+    def put(self, key: Key, value: Value) -> None:
+        if not isinstance(key, str):
+            raise TypeError(f"keys are str, not {type(key).__name__}")
+        if isinstance(value, (bytearray, memoryview)):
+            value = bytes(value)
+        if not isinstance(value, bytes):
+            raise TypeError(f"values are bytes, not {type(value).__name__}")
+        self.changes[key] = value
+        self._staged[key] = value
+        self._sorted = None
+
+    def delete(self, key: Key) -> None:
+        if not isinstance(key, str):
+            raise TypeError(f"keys are str, not {type(key).__name__}")
+        self.changes[key] = None
+        self._staged[key] = None
+        self._sorted = None
+
+
+# --- the store ---------------------------------------------------------------------------------------
+@dataclass
+class _BranchState:
+    head: CommitID
+    journal: str | None  # the journal object's checksum (None: none on the branch)
+    staged: dict  # key -> value | None, catalog changes staged on the branch
+    checked: float  # time.monotonic() of the check
+
+
+class LakeFSStore(VersionedStore):
+    """A :class:`VersionedStore` over lakeFS repository ``repository`` (see the module doc).
+
+    Args:
+        repository: the lakeFS repository (it must exist: the data's own).
+        config: endpoint and credentials (default :meth:`LakeFSConfig.discover`).
+        cache_bytes: bound of the in-process cache of values and listings read at commits.
+        cache_ttl: seconds a branch's known state is trusted without asking lakeFS (0: ask
+            at every read view; our own writes are always seen at once).
+    """
+
+    exact_snapshots = False
+    protection_blocks_writes = True
+
+    def __init__(self, repository: str, config: LakeFSConfig | None = None, *,
+                 cache_bytes: int = 256 << 20, cache_ttl: float = 0.0):
+        self.repository = repository
+        self.config = config or LakeFSConfig.discover()
+        self.api = _Api(self.config, repository)
+        self.cache_ttl = float(cache_ttl)
+        self._values = LRUCache(cache_bytes)  # (commit, key) -> value | _ABSENT; checksums
+        self._pages = LRUCache(max(cache_bytes // 4, 1 << 20))  # (commit, prefix, after)
+        self._commits = LRUCache(100_000)
+        self._branches: dict[str, _BranchState] = {}
+        self._branch_locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="lakefs-upload")
+        self._closed = False
+        self.api(self.api.repos.get_repository,
+                 not_found=lambda text: StoreError(
+                     f"no lakeFS repository {repository!r} at {self.config.endpoint} "
+                     f"({text}): create it with lakectl repo create"))
+
+    # --- names and refs ------------------------------------------------------------------
+    @staticmethod
+    def branch_name_valid(name: str) -> bool:
+        """lakeFS branch names: no dots (tags may have them)."""
+        return "." not in name
+
+    def _check_branch_name(self, name: str) -> None:
+        validate_name(name)
+        if not self.branch_name_valid(name):
+            raise InvalidRef(f"invalid branch name {name!r}: {_BRANCH_NAME}")
+
+    def _branch(self, name: str):
+        """lakeFS's Ref of a branch, or None."""
+        try:
+            return self.api(self.api.branches.get_branch, name)
+        except RefNotFound:
+            return None
+        except InvalidRef:
+            return None
+
+    def _tag(self, name: str):
+        try:
+            return self.api(self.api.tags.get_tag, name)
+        except (RefNotFound, InvalidRef):
+            return None
+
+    def get_commit(self, commit_id: CommitID) -> Commit:
+        commit_id = str(commit_id).lower()
+        cached = self._commits.get(commit_id)
+        if cached is not None:
+            return cached
+        try:
+            raw = self.api(self.api.commits.get_commit, commit_id)
+        except InvalidRef:
+            raise RefNotFound(f"no commit {commit_id!r}") from None
+        commit = self._commit_of(raw)
+        if commit.id != commit_id:  # a prefix: only the full id is cached under itself
+            if not commit.id.startswith(commit_id):
+                raise RefNotFound(f"no commit {commit_id!r}")
+        self._commits.put(commit.id, commit, 1)
+        return commit
+
+    def _commit_of(self, raw) -> Commit:
+        meta = {k: v for k, v in (raw.metadata or {}).items()
+                if not k.startswith(".lakefs.")}  # lakeFS's own (merge strategy...)
+        author = meta.pop(META_AUTHOR, None)
+        created = meta.pop(META_CREATED, None)
+        try:
+            when = float(created) if created is not None else float(raw.creation_date)
+        except ValueError:
+            when = float(raw.creation_date)
+        commit = Commit(raw.id, tuple(raw.parents or ()), raw.message or "",
+                        author if author is not None else (raw.committer or ""), when, meta,
+                        raw.meta_range_id or "")
+        self._commits.put(commit.id, commit, 1)
+        return commit
+
+    def resolve(self, ref: RefExpr) -> ResolvedRef:
+        expr = parse_ref(ref)
+        base = expr.base
+        branch = self._branch(base) if base else None
+        if branch is not None:
+            head, name, tag = branch.commit_id, base, None
+        else:
+            tag_ref = self._tag(base) if base else None
+            if tag_ref is not None:
+                head, name, tag = tag_ref.commit_id, None, base
+            elif is_commit_prefix(base):
+                head, name, tag = self.get_commit(base.lower()).id, None, None
+            else:
+                raise RefNotFound(f"no branch, tag or commit {ref!r}")
+        if expr.hops:
+            commit = walk_ancestry(head, expr.hops, self.get_commit, ref)
+            return ResolvedRef(ref, commit, None, None)
+        return ResolvedRef(ref, head, name, tag)
+
+    def create_branch(self, name: BranchName, source: RefExpr) -> Branch:
+        self._check_branch_name(name)
+        if self._tag(name) is not None or self._branch(name) is not None:
+            raise RefExists(f"a branch or tag named {name!r} exists")
+        commit = self.resolve(source).commit
+        self.api(self.api.branches.create_branch,
+                 self.api.sdk.BranchCreation(name=name, source=commit))
+        return Branch(name, commit, self._protected(name))
+
+    def delete_branch(self, name: BranchName) -> None:
+        if self._branch(name) is None:
+            raise RefNotFound(f"no branch {name!r}")
+        if self._protected(name):
+            raise ProtectedRef(f"branch {name!r} is protected")
+        self.api(self.api.branches.delete_branch, name)
+        with self._lock:
+            self._branches.pop(name, None)
+
+    def list_branches(self) -> list[Branch]:
+        rules = self._rules()
+        out = []
+        for ref in self._paged(self.api.branches.list_branches):
+            if ref.id.startswith(TEMP_BRANCH):
+                continue
+            out.append(Branch(ref.id, ref.commit_id, _matches(rules, ref.id)))
+        return sorted(out, key=lambda b: b.name)
+
+    def get_branch(self, name: BranchName) -> Branch | None:
+        ref = self._branch(name)
+        return None if ref is None else Branch(name, ref.commit_id, self._protected(name))
+
+    def _rules(self) -> list[str]:
+        rules = self.api(self.api.repos.get_branch_protection_rules)
+        return [r.pattern for r in rules or []]
+
+    def _protected(self, name: str) -> bool:
+        return _matches(self._rules(), name)
+
+    def set_branch_protection(self, name: BranchName, protected: bool) -> None:
+        if self._branch(name) is None:
+            raise RefNotFound(f"no branch {name!r}")
+        rules = self._rules()
+        if protected and name not in rules:
+            rules = rules + [name]
+        elif not protected:
+            if name not in rules and _matches(rules, name):
+                raise ProtectedRef(f"branch {name!r} is protected by a lakeFS rule pattern; "
+                                   "change the repository's rules with lakectl")
+            rules = [r for r in rules if r != name]
+        else:
+            return
+        self.api(self.api.repos.set_branch_protection_rules,
+                 [self.api.sdk.BranchProtectionRule(pattern=r) for r in rules])
+
+    def create_tag(self, name: TagName, ref: RefExpr) -> Tag:
+        validate_name(name)
+        if self._branch(name) is not None or self._tag(name) is not None:
+            raise RefExists(f"a branch or tag named {name!r} exists")
+        commit = self.resolve(ref).commit
+        self.api(self.api.tags.create_tag, self.api.sdk.TagCreation(id=name, ref=commit))
+        return Tag(name, commit)
+
+    def delete_tag(self, name: TagName) -> None:
+        if self._tag(name) is None:
+            raise RefNotFound(f"no tag {name!r}")
+        self.api(self.api.tags.delete_tag, name)
+
+    def list_tags(self) -> list[Tag]:
+        return sorted((Tag(t.id, t.commit_id) for t in self._paged(self.api.tags.list_tags)),
+                      key=lambda t: t.name)
+
+    def _paged(self, fn, *args, **kwargs):
+        after = ""
+        while True:
+            page = self.api(fn, *args, after=after, amount=PAGE, **kwargs)
+            yield from page.results
+            if not page.pagination.has_more:
+                return
+            after = page.pagination.next_offset
+
+    # --- reads at a commit -----------------------------------------------------------------
+    def _committed_value(self, commit: CommitID, key: Key) -> Value | None:
+        hit = self._values.get((commit, key))
+        if hit is not None:
+            return None if hit is _ABSENT else hit
+        try:
+            stats = self.api(self.api.objects.stat_object, commit, _path(key),
+                             user_metadata=True)
+        except RefNotFound:
+            self._values.put((commit, key), _ABSENT, 64 + len(key))
+            return None
+        value = self._value_of(commit, stats)
+        self._values.put((commit, key), value, 64 + len(key) + len(value))
+        return value
+
+    def _value_of(self, ref: str, stats) -> bytes:
+        """An object's value: inline in its metadata, cached by checksum, or read."""
+        value = _inline(stats)
+        if value is not None:
+            return value
+        hit = self._values.get(("checksum", stats.checksum))
+        if hit is not None:
+            return hit
+        data = self.api(self.api.objects.get_object, ref, stats.path)
+        value = bytes(data)
+        self._values.put(("checksum", stats.checksum), value, 64 + len(value))
+        return value
+
+    def _committed_values(self, commit: CommitID, keys: list[Key]) -> list[Value | None]:
+        """Many keys: a directory with many of them asked for is listed instead (one call a
+        page) of being read key by key."""
+        out: dict[Key, Value | None] = {}
+        missing = []
+        for k in keys:
+            hit = self._values.get((commit, k))
+            if hit is None:
+                missing.append(k)
+            else:
+                out[k] = None if hit is _ABSENT else hit
+        groups: dict[str, list[Key]] = {}
+        for k in missing:
+            groups.setdefault(k.rsplit("/", 1)[0] + "/" if "/" in k else "", []).append(k)
+        for directory, members in groups.items():
+            if len(members) >= 16:
+                wanted = set(members)
+                for key, value in self._committed_scan(commit, directory,
+                                                       prefix_end(directory)):
+                    if key in wanted:
+                        out[key] = value
+                for k in members:
+                    if k not in out:
+                        out[k] = None
+                        self._values.put((commit, k), _ABSENT, 64 + len(k))
+            else:
+                for k in members:
+                    out[k] = self._committed_value(commit, k)
+        return [out[k] for k in keys]
+
+    def _committed_scan(self, commit: CommitID, start: Key, end: Key | None
+                        ) -> Iterator[tuple[Key, Value]]:
+        prefix = _common_prefix(start, end)
+        after = _after_for(_path(start)) if start != prefix else ""
+        while True:
+            page = self._page(commit, PREFIX + prefix, after)
+            for path, value in page[0]:
+                key = _key(path)
+                if key < start:
+                    continue
+                if end is not None and key >= end:
+                    return
+                yield key, value
+            if page[1] is None:
+                return
+            after = page[1]
+
+    def _page(self, commit: CommitID, prefix: str, after: str):
+        """([(path, value)], next after or None) of one listing page at a commit (cached)."""
+        cache_key = (commit, prefix, after)
+        hit = self._pages.get(cache_key)
+        if hit is not None:
+            return hit
+        listing = self.api(self.api.objects.list_objects, commit, user_metadata=True,
+                           after=after, amount=PAGE, prefix=prefix)
+        entries, size = [], 64
+        for stats in listing.results:
+            if stats.path_type != "object":
+                continue
+            value = self._value_of(commit, stats)
+            entries.append((stats.path, value))
+            self._values.put((commit, _key(stats.path)), value, 64 + len(value))
+            size += len(stats.path) + len(value) + 32
+        nxt = listing.pagination.next_offset if listing.pagination.has_more else None
+        result = (entries, nxt)
+        self._pages.put(cache_key, result, size)
+        return result
+
+    # --- branch state ------------------------------------------------------------------------
+    def _branch_state(self, branch: str, head: CommitID | None = None,
+                      force: bool = False) -> _BranchState:
+        """The branch's head and staged catalog changes (re-listed only when its journal
+        moved)."""
+        now = time.monotonic()
+        with self._lock:
+            known = self._branches.get(branch)
+        if known is not None and not force and self.cache_ttl > 0 and \
+                now - known.checked < self.cache_ttl:
+            return known
+        if head is None:
+            ref = self._branch(branch)
+            if ref is None:
+                raise RefNotFound(f"no branch {branch!r}")
+            head = ref.commit_id
+        journal = self._journal(branch)
+        if known is not None and known.head == head and known.journal == journal:
+            known.checked = now
+            return known
+        staged = self._list_staged(branch)
+        state = _BranchState(head, journal, staged, now)
+        with self._lock:
+            self._branches[branch] = state
+        return state
+
+    def _journal(self, branch: str) -> str | None:
+        try:
+            stats = self.api(self.api.objects.stat_object, branch, JOURNAL + branch)
+        except RefNotFound:
+            return None
+        return stats.checksum
+
+    def _list_staged(self, branch: str) -> dict:
+        staged = {}
+        paths = [(d.path, d.type) for d in self._paged(self.api.branches.diff_branch, branch,
+                                                      prefix=PREFIX)
+                 if d.path_type == "object"]
+        for path, kind in paths:
+            if kind == "removed":
+                staged[_key(path)] = None
+                continue
+            try:
+                stats = self.api(self.api.objects.stat_object, branch, path, user_metadata=True)
+            except RefNotFound:
+                staged[_key(path)] = None
+                continue
+            staged[_key(path)] = self._value_of(branch, stats)
+        return staged
+
+    def _view(self, ref: RefExpr) -> _View:
+        if self.cache_ttl > 0 and isinstance(ref, str):
+            with self._lock:
+                known = self._branches.get(ref)
+            if known is not None and time.monotonic() - known.checked < self.cache_ttl:
+                return _View(self, ResolvedRef(ref, known.head, ref, None), known.staged,
+                             ("branch", ref, known.head, known.journal))
+        resolved = self.resolve(ref)
+        if resolved.branch is None:
+            return _View(self, resolved, None, ("commit", resolved.commit))
+        state = self._branch_state(resolved.branch, resolved.commit)
+        resolved = ResolvedRef(resolved.expr, state.head, resolved.branch, None)
+        token = ("branch", resolved.branch, state.head, state.journal)
+        return _View(self, resolved, state.staged, token)
+
+    # --- reads and writes ------------------------------------------------------------------
+    @contextmanager
+    def read(self, ref: RefExpr):
+        self._check_open()
+        yield self._view(ref)
+
+    def get(self, ref: RefExpr, key: Key) -> Value | None:
+        return self._view(ref).get(key)
+
+    def token(self, ref: RefExpr) -> object:
+        return self._view(ref).token
+
+    def _branch_lock(self, branch: str) -> threading.Lock:
+        with self._lock:
+            return self._branch_locks.setdefault(branch, threading.Lock())
+
+    @contextmanager
+    def write(self, branch: BranchName):
+        self._check_open()
+        resolved = self.resolve(branch)
+        if resolved.branch is None:
+            raise ReadOnlyRef(f"{branch!r} is not a branch: only branches can be written")
+        with self._branch_lock(resolved.branch):
+            state = self._branch_state(resolved.branch, force=True)
+            ref = ResolvedRef(branch, state.head, resolved.branch, None)
+            txn = _Write(self, ref, state.staged, None)
+            yield txn
+            if txn.changes:
+                self._apply(resolved.branch, state, txn.changes)
+
+    def _apply(self, branch: str, state: _BranchState, changes: dict) -> None:
+        """Upload and delete a transaction's changes, then move the branch's journal."""
+        snap = _Snapshot(self, state.head)
+        puts = [(k, v) for k, v in changes.items() if v is not None]
+        dels = [k for k, v in changes.items() if v is None
+                and (state.staged.get(k) is not None or
+                     (k not in state.staged and snap.get(k) is not None))]
+        for future in [self._pool.submit(self._upload, branch, k, v) for k, v in puts]:
+            future.result()
+        for i in range(0, len(dels), PAGE):
+            chunk = dels[i:i + PAGE]
+            answer = self.api(self.api.objects.delete_objects, branch,
+                              self.api.sdk.PathList(paths=[_path(k) for k in chunk]))
+            errors = [e for e in (answer.errors or []) if e.status_code not in (404, None)]
+            if errors:
+                raise LakeFSError(f"lakeFS could not delete {errors[0].path}: "
+                                  f"{errors[0].message}")
+        stats = self.api.upload(branch, JOURNAL + branch, uuid.uuid4().hex.encode())
+        staged = dict(state.staged)
+        for k, v in changes.items():
+            if v is None and snap.get(k) is None:
+                staged.pop(k, None)
+            else:
+                staged[k] = v
+        with self._lock:
+            self._branches[branch] = _BranchState(state.head, stats.checksum, staged,
+                                                  time.monotonic())
+
+    def _upload(self, branch: str, key: Key, value: bytes):
+        headers = {}
+        if len(value) <= INLINE_LIMIT:
+            headers["x-lakefs-meta-" + META_VALUE] = base64.b64encode(value).decode("ascii")
+        return self.api.upload(branch, _path(key), value, headers)
+
+    # --- commits ---------------------------------------------------------------------------
+    def _real_staged(self, branch: str, state: _BranchState) -> list[DiffEntry]:
+        snap = _Snapshot(self, state.head)
+        keys = sorted(state.staged)
+        committed = snap.get_many(keys)
+        return [DiffEntry(k, c, state.staged[k]) for k, c in zip(keys, committed)
+                if c != state.staged[k]]
+
+    def _data_staged(self, branch: str) -> bool:
+        """Whether the branch has uncommitted changes outside the catalog and its journal."""
+        for entry in self._paged(self.api.branches.diff_branch, branch):
+            if not entry.path.startswith((PREFIX, JOURNAL)):
+                return True
+        return False
+
+    def commit(self, branch: BranchName, message: str, author: str = "",
+               metadata: dict[str, str] | None = None, expected_head: CommitID | None = None,
+               allow_empty: bool = False) -> Commit:
+        self._check_open()
+        if self._branch(branch) is None:
+            raise RefNotFound(f"no branch {branch!r}")
+        with self._branch_lock(branch):
+            state = self._branch_state(branch, force=True)
+            if expected_head is not None and state.head != expected_head:
+                raise HeadMoved(f"branch {branch!r} is at {state.head[:12]}, not "
+                                f"{expected_head[:12]}")
+            if not allow_empty and not self._real_staged(branch, state) and \
+                    not self._data_staged(branch):
+                if state.staged:  # no-op writes only: drop them
+                    self._reset_catalog(branch)
+                raise NothingToCommit(f"nothing to commit on branch {branch!r}")
+            return self._commit(branch, message, author, metadata, allow_empty=True)
+
+    def _commit(self, branch, message, author, metadata, allow_empty=False) -> Commit:
+        now = time.time()
+        meta = {str(k): str(v) for k, v in (metadata or {}).items()}
+        meta[META_AUTHOR] = author or ""
+        meta[META_CREATED] = repr(now)
+        raw = self.api(self.api.commits.commit, branch, self.api.sdk.CommitCreation(
+            message=message, metadata=meta, date=int(now), allow_empty=allow_empty))
+        commit = self._commit_of(raw)
+        with self._lock:
+            self._branches.pop(branch, None)
+        return commit
+
+    def log(self, ref: RefExpr, limit: int | None = None) -> Iterator[Commit]:
+        head = self.resolve(ref).commit
+        if limit is not None and limit <= 0:
+            return
+        seen = 0
+        for raw in self._paged(self.api.refs.log_commits, head):
+            yield self._commit_of(raw)
+            seen += 1
+            if limit is not None and seen >= limit:
+                return
+
+    def merge_base(self, a: RefExpr, b: RefExpr) -> CommitID | None:
+        ca, cb = self.resolve(a).commit, self.resolve(b).commit
+        return self._merge_base(ca, cb)
+
+    def _merge_base(self, a: CommitID, b: CommitID) -> CommitID | None:
+        """lakeFS's merge base of two commits (its own walk when lakeFS cannot say)."""
+        try:
+            found = self.api(self.api.refs.find_merge_base, a, b)
+            return found.base_commit_id or None
+        except (StoreError, AttributeError):
+            return merge_base(a, b, self.get_commit)
+
+    def diff(self, left: RefExpr, right: RefExpr, prefix: Key = "") -> Iterator[DiffEntry]:
+        lview, rview = self._view(left), self._view(right)
+        changed: dict[Key, tuple] = {}
+        if lview.ref.commit != rview.ref.commit:
+            entries = [d for d in self._paged(self.api.refs.diff_refs, lview.ref.commit,
+                                              rview.ref.commit, prefix=PREFIX + prefix,
+                                              type="two_dot")
+                       if d.path_type == "object"]
+            keys = [_key(d.path) for d in entries]
+            lvals = _Snapshot(self, lview.ref.commit).get_many(keys)
+            rvals = _Snapshot(self, rview.ref.commit).get_many(keys)
+            changed = {k: (lv, rv) for k, lv, rv in zip(keys, lvals, rvals) if lv != rv}
+        recheck = {k for k in (*lview._staged, *rview._staged) if k.startswith(prefix)}
+        if recheck:
+            keys = sorted(recheck)
+            for k, lv, rv in zip(keys, lview.get_many(keys), rview.get_many(keys)):
+                if lv != rv:
+                    changed[k] = (lv, rv)
+                else:
+                    changed.pop(k, None)
+        for k in sorted(changed):
+            yield DiffEntry(k, *changed[k])
+
+    def staged(self, branch: BranchName) -> Iterator[DiffEntry]:
+        if self._branch(branch) is None:
+            raise RefNotFound(f"no branch {branch!r}")
+        state = self._branch_state(branch, force=True)
+        return iter(self._real_staged(branch, state))
+
+    def reset(self, branch: BranchName) -> int:
+        if self._branch(branch) is None:
+            raise RefNotFound(f"no branch {branch!r}")
+        if self._protected(branch):
+            raise ProtectedRef(f"branch {branch!r} is protected")
+        with self._branch_lock(branch):
+            state = self._branch_state(branch, force=True)
+            dropped = len(self._real_staged(branch, state))
+            self._reset_catalog(branch)
+            return dropped
+
+    def _reset_catalog(self, branch: str) -> None:
+        sdk = self.api.sdk
+        self.api(self.api.branches.reset_branch, branch,
+                 sdk.ResetCreation(type="common_prefix", path=PREFIX))
+        try:
+            self.api(self.api.branches.reset_branch, branch,
+                     sdk.ResetCreation(type="object", path=JOURNAL + branch))
+        except RefNotFound:
+            pass
+        with self._lock:
+            self._branches.pop(branch, None)
+
+    # --- merges ------------------------------------------------------------------------------
+    def data_conflicts(self, base: CommitID, source: CommitID, dest: CommitID) -> list[str]:
+        """Data paths (outside the catalog and the journals) both sides changed differently
+        since ``base``: what lakeFS's merge would call conflicts."""
+        def changed(side):
+            out = {}
+            for d in self._paged(self.api.refs.diff_refs, base, side, type="two_dot"):
+                if d.path_type == "object" and not d.path.startswith((PREFIX, JOURNAL)):
+                    out[d.path] = d
+            return out
+
+        src, dst = changed(source), changed(dest)
+        both = sorted(set(src) & set(dst))
+        conflicts = []
+        for path in both:
+            if src[path].type == "removed" and dst[path].type == "removed":
+                continue
+            if src[path].type != "removed" and dst[path].type != "removed":
+                try:
+                    a = self.api(self.api.objects.stat_object, source, path)
+                    b = self.api(self.api.objects.stat_object, dest, path)
+                    if a.checksum == b.checksum:
+                        continue
+                except RefNotFound:
+                    pass
+            conflicts.append(path)
+        return conflicts
+
+    def commit_snapshot(self, branch: BranchName, parents: list[CommitID],
+                        changes: Iterator[tuple[Key, Value | None]], message: str,
+                        author: str = "", metadata: dict[str, str] | None = None,
+                        expected_head: CommitID | None = None,
+                        data_strategy: str | None = None) -> Commit:
+        self._check_open()
+        if self._branch(branch) is None:
+            raise RefNotFound(f"no branch {branch!r}")
+        writes = {}
+        for key, value in changes:
+            writes[key] = value
+        with self._branch_lock(branch):
+            state = self._branch_state(branch, force=True)
+            if expected_head is not None and state.head != expected_head:
+                raise HeadMoved(f"branch {branch!r} is at {state.head[:12]}, not "
+                                f"{expected_head[:12]}")
+            if not parents:
+                raise StoreError("lakeFS cannot make a commit without parents: every commit "
+                                 "of a repository descends from its first")
+            if parents[0] != state.head:
+                raise HeadMoved(f"branch {branch!r} is at {state.head[:12]}, not at the "
+                                "snapshot's first parent")
+            if self._real_staged(branch, state) or self._data_staged(branch):
+                raise DirtyBranch(f"branch {branch!r} has uncommitted changes: commit or reset "
+                                  "them first (lakeFS commits and merges a branch whole)")
+            if len(parents) == 1:
+                return self._snapshot_on(branch, state, writes, message, author, metadata)
+            return self._merge_snapshot(branch, state, parents[1], writes, message, author,
+                                        metadata, data_strategy)
+
+    def _snapshot_on(self, branch, state, writes, message, author, metadata) -> Commit:
+        if not self._protected(branch):
+            if writes:
+                self._apply(branch, state, writes)
+            return self._commit(branch, message, author, metadata, allow_empty=True)
+        temp = self._temp_branch(state.head)
+        try:
+            if writes:
+                self._apply(temp, self._branch_state(temp, force=True), writes)
+            self._commit(temp, message, author, metadata, allow_empty=True)
+            return self._merge(temp, branch, message, author, metadata, None)
+        finally:
+            self._drop_temp(temp)
+
+    def _merge_snapshot(self, branch, state, source: CommitID, writes, message, author,
+                        metadata, data_strategy) -> Commit:
+        dest = state.head
+        base = self._merge_base(source, dest)
+        src_changed = {_key(d.path) for d in self._paged(
+            self.api.refs.diff_refs, base, source, prefix=PREFIX, type="two_dot")
+            if d.path_type == "object"} if base else set()
+        dst_changed = {_key(d.path) for d in self._paged(
+            self.api.refs.diff_refs, base, dest, prefix=PREFIX, type="two_dot")
+            if d.path_type == "object"} if base else set()
+        dest_snap, src_snap = _Snapshot(self, dest), _Snapshot(self, source)
+        keys = sorted(src_changed | set(writes))
+        dvals = dict(zip(keys, dest_snap.get_many(keys)))
+        svals = dict(zip(keys, src_snap.get_many(keys)))
+        final = {k: writes[k] if k in writes else dvals[k] for k in keys}
+        # what lakeFS's merge gives by itself: the source's change where only it changed
+        natural = all(
+            (k in src_changed and k not in dst_changed and final[k] == svals[k]) or
+            (k not in src_changed and final[k] == dvals[k])
+            for k in keys)
+        conflicts = self.data_conflicts(base, source, dest) if base else []
+        if natural and not conflicts:
+            return self._merge(source, branch, message, author, metadata, None)
+        # lakeFS's merge of the source into a temporary branch of the destination (its data
+        # conflicts resolved by the caller's strategy), the catalog set to the 3-way result
+        # there, then that branch merged into the destination, which moves once
+        temp = self._temp_branch(dest)
+        try:
+            strategy = data_strategy if data_strategy in ("source-wins", "dest-wins") else \
+                "source-wins"
+            self._merge(source, temp, f"Merge {source[:12]} for {branch}", author, {}, strategy)
+            tstate = self._branch_state(temp, force=True)
+            every = sorted(set(keys) | dst_changed)
+            extra = [k for k in every if k not in final]  # changed by dest alone: kept
+            final.update(zip(extra, dest_snap.get_many(extra)))
+            merged = dict(zip(every, _Snapshot(self, tstate.head).get_many(every)))
+            fixes = {k: final[k] for k in every if merged[k] != final[k]}
+            if fixes:
+                self._apply(temp, tstate, fixes)
+                self._commit(temp, f"Merge resolutions for {branch}", author, {},
+                             allow_empty=True)
+            return self._merge(temp, branch, message, author, metadata, None)
+        finally:
+            self._drop_temp(temp)
+
+    def _merge(self, source: str, branch: str, message, author, metadata, strategy) -> Commit:
+        now = time.time()
+        meta = {str(k): str(v) for k, v in (metadata or {}).items()}
+        meta[META_AUTHOR] = author or ""
+        meta[META_CREATED] = repr(now)
+        try:
+            result = self.api(self.api.refs.merge_into_branch, source, branch,
+                              self.api.sdk.Merge(message=message, metadata=meta,
+                                                 strategy=strategy, allow_empty=True))
+        except LakeFSError as exc:
+            if "conflict" in str(exc).lower():
+                raise LakeFSError(f"lakeFS found conflicts merging into {branch!r}: {exc}") \
+                    from None
+            raise
+        with self._lock:
+            self._branches.pop(branch, None)
+        return self.get_commit(result.reference)
+
+    def _temp_branch(self, source: CommitID) -> str:
+        name = TEMP_BRANCH + uuid.uuid4().hex[:16]
+        self.api(self.api.branches.create_branch,
+                 self.api.sdk.BranchCreation(name=name, source=source))
+        return name
+
+    def _drop_temp(self, name: str) -> None:
+        try:
+            self.api(self.api.branches.delete_branch, name)
+        except StoreError:
+            pass
+        with self._lock:
+            self._branches.pop(name, None)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("the store is closed")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.shutdown(wait=True)
+        self.api.close()
+
+
+def _matches(patterns: list[str], name: str) -> bool:
+    return any(p == name or fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def _common_prefix(start: Key, end: Key | None) -> Key:
+    """A prefix every key in [start, end) shares (the listing's ``prefix``)."""
+    if end is None:
+        return ""
+    if end == prefix_end(start):
+        return start
+    n = 0
+    for a, b in zip(start, end):
+        if a != b:
+            break
+        n += 1
+    return start[:n]
+
+
+__all__ = ["LakeFSStore", "LakeFSConfig", "LakeFSError", "PREFIX", "JOURNAL"]
