@@ -57,7 +57,18 @@ def build_parser() -> argparse.ArgumentParser:
                             "unix:///path/to/redis.sock) so that several "
                             "servers over one store share them; default: in process")
     serve.add_argument("--warehouse", default=None,
-                       help="warehouse root for default locations (default <store>/warehouse)")
+                       help="warehouse root for default locations (default <store>/warehouse; "
+                            "with a lakeFS store, the repository's warehouse/ at the ref served)")
+    serve.add_argument("--lakefs-locations", choices=("s3a", "s3", "lakefs", "off"),
+                       default="s3a",
+                       help="lakeFS store: render table and partition locations under the "
+                            "repository for the ref served, as s3a://REPO/REF/... (lakeFS's S3 "
+                            "gateway; default), s3://..., or lakefs://... (lakeFS's Hadoop file "
+                            "system); off: serve them as stored")
+    serve.add_argument("--lakefs-cache-ttl", type=float, default=0.0, metavar="SECONDS",
+                       help="lakeFS store: trust a branch's last known state this long before "
+                            "asking lakeFS again (default 0: ask at every call; this server's "
+                            "own writes are seen at once)")
     serve.add_argument("--upstream", default=None, metavar="thrift://HOST:PORT",
                        help="federation: databases not in this catalog are served by this "
                             "metastore (read-through; see --upstream-writes)")
@@ -137,6 +148,17 @@ def make_server(args) -> srv.MetastoreServer:
 
     store = open_store(args.store)
     warehouse_root = args.warehouse or os.path.join(os.path.abspath(args.store), "warehouse")
+    if getattr(store, "repository", None) is not None and hasattr(store, "cache_ttl"):
+        from kvmodel.locations import RefLocations, RenderedStore
+
+        store.cache_ttl = getattr(args, "lakefs_cache_ttl", 0.0)
+        if getattr(args, "redis", None):  # what is read at commits, shared by the servers
+            store.use_redis(args.redis)
+        if not args.warehouse:  # the repository's own, at whatever ref is served
+            warehouse_root = RefLocations(store.repository).canonical_prefix + "warehouse"
+        scheme = getattr(args, "lakefs_locations", "s3a")
+        if scheme != "off":
+            store = RenderedStore(store, RefLocations(store.repository, scheme))
     env = Env(store=store, warehouse=Warehouse(warehouse_root), ref=args.ref,
               conf=_conf(args.conf), cache=LRUCache(args.cache_size),
               autocommit=args.autocommit, redis_url=getattr(args, "redis", None) or None)

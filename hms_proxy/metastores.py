@@ -246,15 +246,26 @@ def start_stock_hms(workdir: Path | str, *, with_transactions: bool = False,
 
 def start_proxy(workdir: Path | str, *extra_args: str, store: Path | str | None = None,
                 warehouse: Path | str | None = None, cwd: Path | None = None,
-                name: str = "proxy", timeout: float = 60.0) -> MetastoreProcess:
+                name: str = "proxy", timeout: float = 60.0,
+                env: dict | None = None) -> MetastoreProcess:
     """Start our server in ``workdir`` (its log) over ``store`` (default ``workdir/store``:
-    a fresh one; give the same store to several servers to share it); returns when it answers."""
+    a fresh one; give the same store to several servers to share it; a URL such as
+    ``lakefs://REPO`` is passed as is); returns when it answers. ``warehouse=False``: no
+    ``--warehouse`` (the store's default). ``env``: the server's environment."""
     workdir = Path(workdir).resolve()
-    warehouse = Path(warehouse).resolve() if warehouse is not None else workdir / "warehouse"
-    warehouse.mkdir(parents=True, exist_ok=True)
-    store = Path(store).resolve() if store is not None else workdir / "store"
+    if warehouse is False:
+        warehouse_args, warehouse = [], workdir / "warehouse"
+    else:
+        warehouse = Path(warehouse).resolve() if warehouse is not None else \
+            workdir / "warehouse"
+        warehouse.mkdir(parents=True, exist_ok=True)
+        warehouse_args = ["--warehouse", str(warehouse)]
+    if store is not None and "://" in str(store):
+        store = str(store)
+    else:
+        store = Path(store).resolve() if store is not None else workdir / "store"
     port = free_port()
     cmd = [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(store),
-           "--port", str(port), "--host", "127.0.0.1", "--warehouse", str(warehouse), *extra_args]
+           "--port", str(port), "--host", "127.0.0.1", *warehouse_args, *extra_args]
     return spawn(name, cmd, workdir=workdir, port=port, warehouse=warehouse,
-                 cwd=cwd or workdir, timeout=timeout)
+                 cwd=cwd or workdir, timeout=timeout, env=env)

@@ -765,15 +765,19 @@ def check_branch(store, ref: str) -> tuple[str, str]:
 def record_pointers(store, store_path, branch: str, db: str, tbl: str,
                     pointers: list[tuple[str, bytes]], message: str, author: str = ""):
     """Record the pointers on ``branch``: as a commit of their own when the table has no
-    uncommitted change there, else staged beside its changes. Returns the commit or None."""
+    uncommitted change there, else staged beside its changes. A store whose commits take a
+    branch's staging whole (lakeFS: ``exact_snapshots`` false) stages them too when the branch
+    has any uncommitted change. Returns the commit or None."""
     from kvmodel.catalog import db_key, table_key
-    from kvmodel.errors import HeadMoved
+    from kvmodel.errors import DirtyBranch, HeadMoved
 
     for _ in range(5):
         head = store.resolve(branch).commit
         table_prefix = table_key(db, tbl) + "/"
         dirty = any(True for _ in store.diff(head, branch, table_prefix)) or any(
             e.key in (db_key(db), table_key(db, tbl)) for e in store.diff(head, branch, db_key(db)))
+        if not dirty and not getattr(store, "exact_snapshots", True):
+            dirty = next(iter(store.staged(branch)), None) is not None
         if dirty:
             with store.write(branch) as txn:
                 txn.put_many(pointers)
@@ -785,6 +789,10 @@ def record_pointers(store, store_path, branch: str, db: str, tbl: str,
                                          metadata=meta, expected_head=head)
         except HeadMoved:
             continue
+        except DirtyBranch:  # data staged on a lakeFS branch: the pointers wait beside it
+            with store.write(branch) as txn:
+                txn.put_many(pointers)
+            return None
     raise ComputeError(f"branch {branch} kept moving: pointers not recorded")
 
 

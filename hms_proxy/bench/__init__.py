@@ -24,6 +24,14 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="the metastore to compare with (optional)")
     p.add_argument("--start-proxy", action="store_true",
                    help="start our server on a temporary store as the target, stop it afterwards")
+    p.add_argument("--proxy-store", default=None, metavar="STORE",
+                   help="with --start-proxy: the store it serves (default a fresh local one), "
+                        "e.g. lakefs://REPO with LAKEFS_ENDPOINT, LAKEFS_ACCESS_KEY_ID and "
+                        "LAKEFS_SECRET_ACCESS_KEY set")
+    p.add_argument("--lakefs-double", action="store_true",
+                   help="with --start-proxy: serve a fresh repository of the in-process lakeFS "
+                        "test double (tests/support/lakefs_double.py, a source checkout only; "
+                        "not lakeFS: no network, no object store behind it)")
     p.add_argument("--start-oracle", action="store_true",
                    help="start the stock HMS 2.3.10 (PySpark's jars, embedded Derby) in a temporary "
                         "directory as the --against side, stop it afterwards")

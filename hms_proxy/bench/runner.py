@@ -162,6 +162,10 @@ def command_line(args) -> str:
     parts = ["hms-proxy", "bench"]
     if args.start_proxy:
         parts.append("--start-proxy")
+        if getattr(args, "lakefs_double", False):
+            parts.append("--lakefs-double")
+        elif getattr(args, "proxy_store", None):
+            parts += ["--proxy-store", args.proxy_store]
     elif args.target:
         parts += ["--target", args.target]
     if args.start_oracle:
@@ -191,6 +195,7 @@ def run_bench(args) -> dict:
         raise SystemExit("--partitions must be at least 1")
     workroot = Path(tempfile.mkdtemp(prefix="hms-proxy-bench-"))
     servers: list[metastores.MetastoreProcess] = []
+    cleanup: list = []
     client: JavaClient | None = None
     uris: dict[str, str] = {}
     started_by_us: set[str] = set()
@@ -199,7 +204,9 @@ def run_bench(args) -> dict:
         classes = compile_client()
         if args.start_proxy:
             log("starting our server")
-            servers.append(metastores.start_proxy(workroot / "proxy", "--log-level", "WARNING"))
+            options = _proxy_store(args, cleanup)
+            servers.append(metastores.start_proxy(workroot / "proxy", "--log-level", "WARNING",
+                                                  **options))
             uris["target"] = servers[-1].uri
             started_by_us.add("target")
         elif args.target:
@@ -246,10 +253,36 @@ def run_bench(args) -> dict:
             client.close()
         for server in servers:
             server.stop()
+        for stop in cleanup:
+            stop()
         if args.keep:
             log(f"kept the work directory {workroot}")
         else:
             shutil.rmtree(workroot, ignore_errors=True)
+
+
+def _proxy_store(args, cleanup: list) -> dict:
+    """start_proxy's options for --proxy-store / --lakefs-double."""
+    if getattr(args, "lakefs_double", False):
+        root = Path(__file__).resolve().parents[2]  # the source checkout holding tests/
+        if (root / "tests" / "support" / "lakefs_double.py").exists() and \
+                str(root) not in sys.path:
+            sys.path.insert(0, str(root))
+        try:
+            from tests.support.lakefs_double import LakeFSDouble
+        except ImportError:
+            raise SystemExit("--lakefs-double needs a source checkout (tests/support)") from None
+        double = LakeFSDouble(access_key_id="AKIAHMSBENCH", secret_access_key="bench")
+        cleanup.append(double.stop)
+        double.create_repository("bench", default_branch="main")
+        log(f"lakeFS test double at {double.endpoint}, repository bench")
+        env = dict(os.environ, LAKEFS_ENDPOINT=double.endpoint,
+                   LAKEFS_ACCESS_KEY_ID="AKIAHMSBENCH", LAKEFS_SECRET_ACCESS_KEY="bench")
+        return {"store": "lakefs://bench", "warehouse": False, "env": env}
+    if getattr(args, "proxy_store", None):
+        url = args.proxy_store
+        return {"store": url, "warehouse": False} if "://" in url else {"store": url}
+    return {}
 
 
 def _measure(client: JavaClient, sides: list[str], args) -> list[Row]:

