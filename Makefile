@@ -6,7 +6,7 @@ HMS_PORT  ?= 9083
 HMS_STORE ?= ./metastore
 PYTEST_ARGS ?=
 
-.PHONY: run test venv test-deps check-java regen bench clean
+.PHONY: run test venv test-deps browser-deps check-java regen bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,7 +40,17 @@ check-java:
 	@command -v javac >/dev/null 2>&1 || { \
 	  echo "javac (JDK 17) is needed to compile the test launchers; install openjdk-17-jdk-headless."; exit 1; }
 
-test: check-java test-deps
+# The console's browser tests drive Debian's chromium (never a downloaded browser): install it
+# when missing and apt-get is usable as root; otherwise those tests skip, saying why.
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian's chromium for the console's browser tests"; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	      || echo "chromium could not be installed: the console's browser tests will be skipped"; \
+	  else echo "no chromium (and no apt-get as root): the console's browser tests will be skipped"; fi; }
+
+test: check-java test-deps browser-deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 regen:

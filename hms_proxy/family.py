@@ -34,6 +34,7 @@ class Env:
     cache: LRUCache = field(default_factory=lambda: LRUCache(256 << 20))
     autocommit: bool = False
     redis_url: str | None = None  # serve --redis: locks and transactions shared in Redis
+    access: object | None = None  # hms_proxy.access.Guard: rules, read-only, audit (or None)
 
 
 class Family:
@@ -75,22 +76,36 @@ class Family:
     @contextmanager
     def writing(self, ctx):
         """A write transaction on the call's branch; refused on a protected branch; with
-        ``serve --autocommit``, committed in the same transaction as the write."""
+        ``serve --autocommit``, committed in the same transaction as the write (a store whose
+        writes apply when their transaction ends, lakeFS, commits right after it)."""
         store, ref = self.env.store, self.ref_of(ctx)
         branch = store.get_branch(ref)  # None for a tag or commit: the store refuses the write
         if branch is not None and branch.protected:
             raise errors.MetaError(
                 f"Branch '{ref}' is protected: write on a branch and merge it "
                 f"(hms-proxy branch create NAME --from {ref}; hms-proxy merge NAME {ref})")
+        if self.env.access is not None:  # checked per method already; this catches a misfiled one
+            self.env.access.check_write(ctx, ref)
+        inside = getattr(store, "exact_snapshots", True)  # commit inside the transaction
         with store.write(ref) as txn:
             yield CatalogWriter(txn, ttypes)
-            if self.env.autocommit:
-                try:
-                    store.commit(ref, getattr(ctx, "call", "") or "write",
-                                 author=getattr(ctx, "user", None) or "",
-                                 metadata={"source": "thrift", "call": getattr(ctx, "call", "")})
-                except NothingToCommit:
-                    pass
+            if self.env.autocommit and inside:
+                self._autocommit(ctx, store, ref)
+        if self.env.autocommit and not inside:
+            self._autocommit(ctx, store, ref)
+
+    @staticmethod
+    def _autocommit(ctx, store, ref) -> None:
+        try:
+            identity = getattr(ctx, "identity", None)  # established by access.py
+            metadata = {"source": "thrift", "call": getattr(ctx, "call", "")}
+            if identity:
+                metadata["auth"] = ctx.auth
+            store.commit(ref, getattr(ctx, "call", "") or "write",
+                         author=identity or getattr(ctx, "user", None) or "",
+                         metadata=metadata)
+        except NothingToCommit:
+            pass
 
     # --- shared lookups -----------------------------------------------------------------
     @staticmethod

@@ -44,12 +44,13 @@ class Handler:
             for name, method in thrift_methods.items():
                 impl = getattr(family, name, None)
                 if impl is not None and name not in self._calls:
-                    self._calls[name] = _routed(name, impl, method, federation)
+                    self._calls[name] = _routed(name, impl, method, federation, env.access)
         self._implemented = sorted(self._calls)
         if federation is not None:  # calls we do not serve may still go to the upstream
             for name, method in thrift_methods.items():
                 if name not in self._calls and federation.route_for(name, method) is not None:
-                    self._calls[name] = _routed(name, _unknown(name), method, federation)
+                    self._calls[name] = _routed(name, _unknown(name), method, federation,
+                                              env.access)
         self.databases = DatabaseCalls(env)
 
     def __getattr__(self, name):
@@ -73,10 +74,11 @@ def _unknown(name: str):
     return impl
 
 
-def _routed(name: str, impl, method, federation=None):
+def _routed(name: str, impl, method, federation=None, guard=None):
     """The family method behind the routing of :mod:`hms_proxy.routing`: the call's ref is
     chosen here, once, and its answer qualified back when the request was qualified. With
-    ``serve --upstream``, :mod:`hms_proxy.federation` decides whether it is ours at all."""
+    ``serve --upstream``, :mod:`hms_proxy.federation` decides whether it is ours at all;
+    with access control, the :class:`~hms_proxy.access.Guard` whether it runs at all."""
     arg_names = method.arg_names
     result_spec = method.result_cls.thrift_spec if method.result_cls is not None else ()
     route = federation.route_for(name, method) if federation is not None else None
@@ -92,6 +94,11 @@ def _routed(name: str, impl, method, federation=None):
         ref = routing.strip_arguments(name, arg_names, args)
         ctx.ref = ref or ctx.listener_ref
         ctx.call = _describe_call(name, arg_names, args)
+        if guard is not None:
+            return guard.call(ctx, method, args, lambda: run(ctx, args, ref))
+        return run(ctx, args, ref)
+
+    def run(ctx, args, ref):
         if route is not None:
             return route(ctx, args, ref, local)
         return local(ctx, args, ref)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import bisect
 import copy
 
-from hms_proxy import errors, filters, javafmt, names, warehouse
+from hms_proxy import errors, filters, javafmt, limits, listing, names, warehouse
 from hms_proxy.family import DDL_TIME, Family, lower, now
 from hms_proxy.processor import Raw
+from hms_proxy.replies import RawStream
 from hms_proxy.tables import is_external, is_view, normalize_sd, update_stats_fast
 from kvmodel import catalog as keys
 from kvmodel import codec
@@ -230,20 +231,44 @@ class PartitionCalls(Family):
         return found
 
     def get_partitions(self, ctx, db_name, tbl_name, max_parts):
-        _, items = self._listing(ctx, db_name, tbl_name)
-        return [Raw(d) for _, d in limit(items, max_parts)]
+        # a list, or for a large table a stream written to the client as it is read
+        _, found = listing.partitions(self, ctx, lower(db_name), lower(tbl_name), max_parts)
+        return self._within_limit(tbl_name, max_parts, found)
+
+    def _within_limit(self, tbl_name, max_parts, found):
+        """``found``, unless it breaks ``hive.metastore.limit.partition.request`` (a stream
+        refused is closed)."""
+        try:
+            limits.check_partition_request(self.env.conf, tbl_name, max_parts,
+                                           lambda: len(found))
+        except BaseException:
+            if isinstance(found, RawStream):
+                found.close()
+            raise
+        return found
 
     def get_partitions_with_auth(self, ctx, db_name, tbl_name, max_parts, user_name, group_names):
+        db, tbl = lower(db_name), lower(tbl_name)
         try:
-            found = self.get_partitions(ctx, db_name, tbl_name, max_parts)
-        except errors.NoSuchObject:  # HMS's getPartitionsWithAuth lists nothing here
-            return []
+            table, found = listing.partitions(self, ctx, db, tbl, max_parts)
+        except errors.NoSuchObject:
+            if limits.partition_request_limit(self.env.conf) > -1:
+                # HMS counts the partitions first (get_num_partitions_by_filter), which fails
+                raise errors.NoSuchObject(f"Specified database/table does not exist : {db}.{tbl}")
+            return []  # HMS's getPartitionsWithAuth lists nothing here
+        found = self._within_limit(tbl_name, max_parts, found)
+        if isinstance(found, RawStream):
+            from hms_proxy import privileges
+
+            if (table.parameters or {}).get(privileges.PART_LEVEL, "").upper() != "TRUE":
+                return found  # stored as they are: no privileges to add
+            found = found.materialise()
         return self._with_auth(ctx, db_name, tbl_name, found, user_name, group_names)
 
     def get_partition_names(self, ctx, db_name, tbl_name, max_parts):
         # HMS 2.3 fails here with an unchecked exception when the table is missing.
-        _, items = self._listing(ctx, db_name, tbl_name, missing=errors.InternalError)
-        return [n for n, _ in limit(items, max_parts)]
+        return listing.partitions(self, ctx, lower(db_name), lower(tbl_name), max_parts,
+                                  missing=errors.InternalError, names_only=True)[1]
 
     def _partial(self, ctx, db_name, tbl_name, part_vals, max_parts):
         table, items = self._listing(ctx, db_name, tbl_name)
@@ -320,10 +345,18 @@ class PartitionCalls(Family):
         return names.part_name_to_vals(name)
 
     def get_partitions_by_filter(self, ctx, db_name, tbl_name, filter, max_parts):
-        return [Raw(d) for _, d in limit(self._filtered(ctx, db_name, tbl_name, filter), max_parts)]
+        found = self._filtered(ctx, db_name, tbl_name, filter)
+        limits.check_partition_request(self.env.conf, tbl_name, max_parts, lambda: len(found))
+        return [Raw(d) for _, d in limit(found, max_parts)]
 
     def get_num_partitions_by_filter(self, ctx, db_name, tbl_name, filter):
-        return len(self._filtered(ctx, db_name, tbl_name, filter))
+        try:
+            return len(self._filtered(ctx, db_name, tbl_name, filter))
+        except errors.NoSuchObject:
+            if filter:  # HMS parses the filter before it looks for the table
+                filters.parse_filter(filter)
+            raise errors.NoSuchObject("Specified database/table does not exist : "  # GetHelper's
+                                      f"{lower(db_name)}.{lower(tbl_name)}") from None
 
     def get_partition_values(self, ctx, request):
         """HMS 2.3's ObjectStore.listPartitionValues, quirks included. Without a filter: the

@@ -18,7 +18,7 @@ from thrift.protocol.TProtocol import TProtocolException
 from thrift.transport.TTransport import CReadableTransport
 from thrift.Thrift import TApplicationException, TException, TMessageType, TType
 
-from hms_proxy import errors
+from hms_proxy import errors, replies
 
 log = logging.getLogger("hms_proxy.processor")
 
@@ -47,6 +47,10 @@ class CallContext:
     listener_ref: str | None = None  # the ref of the port the client connected to
     ref: str | None = None           # the ref of the call being served (set by the handler)
     call: str = ""                   # "<method> <object>", for commit messages and logs
+    listener: str = ""               # host:port of the listener (for the audit log)
+    read_only: bool = False          # a read-only listener: every write refused (access.py)
+    identity: str | None = None      # who the caller is, as established (hms_proxy.access)
+    auth: str = "none"               # how: cert (TLS client CN), secret, ugi, none
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,7 @@ class Processor:
         self.ttypes = ttypes
         self.methods = _service_methods(service_modules)
         self.metrics = metrics
+        self.max_response_size = 0  # serve --max-response-size (0: no cap; hms_proxy.replies)
 
     def process(self, iprot, oprot, ctx: CallContext) -> None:
         name, mtype, seqid = read_message_begin(iprot)
@@ -101,6 +106,9 @@ class Processor:
                     TApplicationException.UNKNOWN_METHOD, f"Invalid method name: '{name}'"
                 ),
             )
+            if self.metrics is not None:  # a name outside the IDL is no metric label
+                self.metrics.observe(ctx, name if method is not None else "unknown_method",
+                                     0.0, "TApplicationException")
             return
         args = method.args_cls()
         if isinstance(iprot.trans, CReadableTransport):
@@ -108,28 +116,30 @@ class Processor:
         else:
             args.read(iprot)
         ctx.calls += 1
-        started = time.perf_counter() if self.metrics is not None else 0.0
-        outcome = "ok"
+        started = time.perf_counter()
         try:
             value = impl(ctx, *[getattr(args, a) for a in method.arg_names])
         except CloseConnection:
+            self._observe(ctx, name, started, "CloseConnection")
             raise
         except Exception as exc:  # noqa: BLE001 - every failure must become a reply
-            outcome = "error"
             if method.result_cls is None:
                 log.warning("oneway %s failed: %s", name, exc)
+                self._observe(ctx, name, started, type(exc).__name__)
                 return
-            self._reply_error(oprot, method, seqid, exc)
+            sent = self._reply_error(oprot, method, seqid, exc)
+            self._observe(ctx, name, started, sent)
             if isinstance(exc, TApplicationException) and \
                     exc.type == TApplicationException.PROTOCOL_ERROR:
                 # A request missing a required field: HMS answers, but leaves the rest of the
                 # message unread, so the connection's next call fails; it ends here instead.
                 raise CloseConnection() from exc
             return
-        finally:
-            if self.metrics is not None:
-                self.metrics.observe(name, time.perf_counter() - started, outcome)
         if method.result_cls is None:
+            self._observe(ctx, name, started, None)
+            return
+        if replies.is_large(value, self.max_response_size):  # streamed, or refused unassembled
+            self._observe(ctx, name, started, replies.send_large(self, oprot, method, seqid, value))
             return
         # The whole reply is assembled into one buffer and sent with one write.
         if value is None:
@@ -143,11 +153,24 @@ class Processor:
             result.success = value
             payload = fastbinary.encode_binary(result, [method.result_cls,
                                                         method.result_cls.thrift_spec])
+        if self.max_response_size and len(payload) > self.max_response_size:
+            self._observe(ctx, name, started,
+                          replies.refuse(self, oprot, method, seqid, len(payload)))
+            return
         trans = oprot.trans
         trans.write(message_header(name, TMessageType.REPLY, seqid) + payload)
         trans.flush()
+        self._observe(ctx, name, started, None)
 
-    def _reply_error(self, oprot, method: _Method, seqid: int, exc: Exception) -> None:
+    def _observe(self, ctx, name: str, started: float, error: str | None) -> None:
+        """A finished call, to the observer (``hms_proxy.metrics.ServerMetrics``): metrics
+        and the call's log line."""
+        if self.metrics is not None:
+            self.metrics.observe(ctx, name, time.perf_counter() - started, error)
+
+    def _reply_error(self, oprot, method: _Method, seqid: int, exc: Exception) -> str:
+        """Send ``exc`` as the method's declared exception (or an application error);
+        returns the class name the client gets (``InternalError`` for an internal error)."""
         texc = exc if isinstance(exc, TException) and not isinstance(exc, TApplicationException) \
             else errors.to_thrift(exc, self.ttypes)
         slot = None
@@ -171,13 +194,15 @@ class Processor:
                     TApplicationException.INTERNAL_ERROR,
                     f"Internal error processing {method.name}")
             self._write_exception(oprot, method.name, seqid, app)
-            return
+            return "InternalError" if app.type == TApplicationException.INTERNAL_ERROR \
+                else "TApplicationException"
         result = method.result_cls()
         setattr(result, slot, texc)
         oprot.writeMessageBegin(method.name, TMessageType.REPLY, seqid)
         result.write(oprot)
         oprot.writeMessageEnd()
         oprot.trans.flush()
+        return type(texc).__name__
 
     @staticmethod
     def _write_exception(oprot, name: str, seqid: int, exc: TApplicationException) -> None:

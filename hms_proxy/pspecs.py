@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import copy
 
-from hms_proxy import errors, javafmt, names, privileges, warehouse
+from hms_proxy import errors, javafmt, limits, names, privileges, warehouse
 from hms_proxy.family import DDL_TIME, Family, lower, now
 from hms_proxy.partitions import PartitionCalls, limit, part_name
 from hms_proxy.tables import normalize_sd, update_stats_fast
@@ -101,6 +101,9 @@ class PartitionSpecCalls(Family):
             raise errors.InternalError("null name")  # HMS: toLowerCase() on null
         db, tbl = db_name.lower(), tbl_name.lower()
         table, items = self._parts._listing(ctx, db, tbl)
+        # HMS lists through get_partitions(db, tbl, (short) max_parts), names lower-cased
+        limits.check_partition_request(self.env.conf, tbl, java_short(max_parts),
+                                       lambda: len(items))
         parts = [codec.decode(self.t.Partition, d) for _, d in limit(items, java_short(max_parts))]
         return self._specs(table, parts, db, tbl)
 
@@ -113,6 +116,9 @@ class PartitionSpecCalls(Family):
                 raise errors.NoSuchObject(f"{db_name}.{tbl_name} table not found")
         table, _ = self._parts._listing(ctx, db_name, tbl_name)
         items = self._parts._filtered(ctx, db_name, tbl_name, filter)
+        # HMS lists through get_partitions_by_filter(db, tbl, filter, (short) max_parts)
+        limits.check_partition_request(self.env.conf, tbl_name, java_short(max_parts),
+                                       lambda: len(items))
         parts = [codec.decode(self.t.Partition, d) for _, d in limit(items, java_short(max_parts))]
         return self._specs(table, parts, db_name, tbl_name)
 

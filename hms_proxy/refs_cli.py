@@ -85,6 +85,9 @@ def register(subparsers) -> None:
     p.add_argument("--author", default=None, help="author (default $USER)")
     p.add_argument("--meta", action="append", metavar="KEY=VALUE",
                    help="commit metadata (repeatable)")
+    p.add_argument("--audit-log", default=None, metavar="FILE",
+                   help="the server's audit log (serve --audit-log): record who wrote the "
+                        "changes since the branch's last commit as metadata 'writers'")
     p.set_defaults(func=_command(cmd_commit))
 
     # log
@@ -367,6 +370,16 @@ def cmd_commit(args) -> int:
     metadata = _parse_meta(args.meta)
     from kvmodel.hooks import HookVeto, commit_with_hooks
     with _open(args) as store:
+        if getattr(args, "audit_log", None):
+            from hms_proxy import audit
+
+            since = store.get_commit(store.resolve(args.branch).commit).created
+            try:
+                writers = audit.writers_since(args.audit_log, args.branch, since)
+            except OSError as exc:
+                raise CliError(f"--audit-log {args.audit_log}: {exc.strerror or exc}") from None
+            if writers:
+                metadata.setdefault("writers", ",".join(writers))
         try:
             commit = commit_with_hooks(store, _local_path(args.store), args.branch,
                                        args.message, author=_author(args), metadata=metadata)

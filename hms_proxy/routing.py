@@ -126,6 +126,10 @@ def qualify_result(value, result_spec, ref: str):
     success = next((f for f in result_spec if f is not None and f[0] == 0), None)
     if success is None or value is None:
         return value
+    from hms_proxy.replies import RawStream
+
+    if isinstance(value, RawStream):  # each item is rewritten: read them all first
+        value = value.materialise()
     return _qualify(value, success[1], success[3], SEPARATOR + ref)
 
 

@@ -23,6 +23,7 @@ from thrift.transport import TTransport
 from thrift.transport.TSocket import TSocket
 from thrift.transport.TTransport import CReadableTransport, TTransportException
 
+from hms_proxy.limits import ClientConnections, wait_for_call
 from hms_proxy.processor import CallContext, CloseConnection, Processor
 
 log = logging.getLogger("hms_proxy.server")
@@ -41,6 +42,10 @@ class ServerConfig:
     max_container_length: int = DEFAULT_MAX_CONTAINER_LENGTH
     max_connections: int = 1000
     reuse_port: bool = False
+    tls: object | None = None  # hms_proxy.tls.TLS: accepted sockets speak TLS
+    read_only: bool = False    # every write refused on this listener (hms_proxy.access)
+    idle_timeout: float = 0.0  # close a connection with no call for that long (0: never)
+    max_connections_per_client: int = 0  # connections from one address (0: no cap)
 
 
 class MessageTooLarge(TTransportException):
@@ -51,18 +56,27 @@ class _SocketTransport(TTransport.TTransportBase, CReadableTransport):
     """The unframed transport: reads a socket into a buffer that the C decoder reads directly,
     refusing more than ``limit`` bytes per message; each reply leaves in one ``sendall``."""
 
-    def __init__(self, sock: socket.socket, limit: int):
+    def __init__(self, sock: socket.socket, limit: int, idle_timeout: float = 0.0):
         self.sock = sock
         self.limit = limit
         self.count = 0
+        self.idle_timeout = idle_timeout
+        self._waiting = False  # between calls, nothing of the next one buffered yet
         self._rbuf = io.BytesIO(b"")
         self._wbuf: list[bytes] = []
 
     def start_message(self) -> None:
         self.count = 0
+        self._waiting = self._rbuf.tell() >= len(self._rbuf.getbuffer())
 
     def _recv(self, want: int) -> bytes:
-        data = self.sock.recv(max(want, 65536))
+        if self._waiting and self.idle_timeout:
+            self._waiting = False
+            data = wait_for_call(self.sock, self.idle_timeout,
+                                 lambda: self.sock.recv(max(want, 65536)))
+        else:
+            self._waiting = False
+            data = self.sock.recv(max(want, 65536))
         if not data:
             raise TTransportException(TTransportException.END_OF_FILE, "client closed the connection")
         self.count += len(data)
@@ -100,6 +114,13 @@ class _SocketTransport(TTransport.TTransportBase, CReadableTransport):
         self._wbuf = []
         self.sock.sendall(data)
 
+    def send_chunks(self, total: int, chunks) -> None:
+        """A reply of ``total`` bytes sent piece by piece (hms_proxy.replies)."""
+        if self._wbuf:
+            self.flush()
+        for chunk in chunks:
+            self.sock.sendall(chunk)
+
     def close(self):
         self.sock.close()
 
@@ -121,14 +142,16 @@ class _SocketTransport(TTransport.TTransportBase, CReadableTransport):
 class _FramedTransport(TTransport.TTransportBase, CReadableTransport):
     """Framed transport with a bound on the frame size, read before any allocation."""
 
-    def __init__(self, trans, max_frame: int):
+    def __init__(self, trans, max_frame: int, idle_timeout: float = 0.0):
         self._trans = trans
         self._max = max_frame
+        self.idle_timeout = idle_timeout
+        self._waiting = False  # between calls, nothing of the next one buffered yet
         self._rbuf = io.BytesIO(b"")
         self._wbuf = io.BytesIO()
 
     def start_message(self) -> None:
-        pass
+        self._waiting = self._rbuf.tell() >= len(self._rbuf.getbuffer())
 
     def isOpen(self):
         return self._trans.isOpen()
@@ -144,7 +167,14 @@ class _FramedTransport(TTransport.TTransportBase, CReadableTransport):
         return self._rbuf.read(sz)
 
     def _read_frame(self):
-        (size,) = struct.unpack("!i", self._trans.readAll(4))
+        if self._waiting and self.idle_timeout:
+            self._waiting = False
+            head = wait_for_call(self._trans.handle, self.idle_timeout,
+                                 lambda: self._trans.readAll(4))
+        else:
+            self._waiting = False
+            head = self._trans.readAll(4)
+        (size,) = struct.unpack("!i", head)
         if size < 0 or size > self._max:
             raise MessageTooLarge(
                 TTransportException.SIZE_LIMIT,
@@ -159,6 +189,15 @@ class _FramedTransport(TTransport.TTransportBase, CReadableTransport):
         data = self._wbuf.getvalue()
         self._wbuf = io.BytesIO()
         self._trans.write(struct.pack("!i", len(data)) + data)
+        self._trans.flush()
+
+    def send_chunks(self, total: int, chunks) -> None:
+        """A reply of ``total`` bytes in one frame, sent piece by piece (hms_proxy.replies)."""
+        if self._wbuf.tell():
+            self.flush()
+        self._trans.write(struct.pack("!i", total))
+        for chunk in chunks:
+            self._trans.write(chunk)
         self._trans.flush()
 
     @property
@@ -189,6 +228,8 @@ class MetastoreServer:
         self._threads: set[threading.Thread] = set()
         self._listener: socket.socket | None = None
         self.port = config.port
+        # connections per client address; the CLI shares one between a server's listeners
+        self.clients = ClientConnections(config.max_connections_per_client)
 
     # --- lifecycle ----------------------------------------------------------------------
     def bind(self) -> None:
@@ -255,35 +296,59 @@ class MetastoreServer:
             if len(self._connections) >= self.config.max_connections:
                 log.warning("refusing %s: %d connections open", addr, len(self._connections))
                 conn.close()
+                self._count("connection_refused")
+                return
+            if not self.clients.admit(addr):
+                log.warning("refusing %s: %d connections open from %s "
+                            "(--max-connections-per-client)", addr, self.clients.count(addr),
+                            self.clients.client_of(addr))
+                conn.close()
+                self._count("connection_refused")
                 return
             self._connections[conn.fileno()] = conn
+        self._count("connection_opened")
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # dead peers (a machine gone without a FIN) are found, as HMS's
+        # hive.metastore.server.tcp.keepalive does
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         t = threading.Thread(target=self._serve_connection, args=(conn, addr), daemon=True,
                              name=f"hms-conn-{addr}")
         with self._lock:
             self._threads.add(t)
         t.start()
 
+    def _count(self, event: str) -> None:
+        """``connection_opened``, ``_refused`` or ``_closed``, to the processor's
+        observer (hms_proxy.metrics.ServerMetrics), if any."""
+        metrics = getattr(self.processor, "metrics", None)
+        if metrics is not None:
+            getattr(metrics, event)()
+
     def _make_transport(self, conn: socket.socket):
         cfg = self.config
         if cfg.transport == "framed":
             tsock = TSocket()
             tsock.setHandle(conn)
-            return _FramedTransport(tsock, cfg.max_message_size)
-        return _SocketTransport(conn, cfg.max_message_size)
+            return _FramedTransport(tsock, cfg.max_message_size, cfg.idle_timeout)
+        return _SocketTransport(conn, cfg.max_message_size, cfg.idle_timeout)
 
     def _serve_connection(self, conn: socket.socket, addr) -> None:
         fileno = conn.fileno()
         peer = f"{addr[0]}:{addr[1]}" if isinstance(addr, tuple) else str(addr)
-        ctx = CallContext(peer=peer, listener_ref=self.ref)
-        trans = self._make_transport(conn)
         cfg = self.config
-        proto = TBinaryProtocolAccelerated(
-            trans,
-            string_length_limit=cfg.max_string_length,
-            container_length_limit=cfg.max_container_length,
-        )
+        ctx = CallContext(peer=peer, listener_ref=self.ref, read_only=cfg.read_only,
+                          listener=f"{cfg.host}:{self.port}")
         try:
+            if cfg.tls is not None:  # the handshake: here, under a timeout, not in accept
+                conn = cfg.tls.accept(conn, ctx)
+                with self._lock:
+                    self._connections[fileno] = conn
+            trans = self._make_transport(conn)
+            proto = TBinaryProtocolAccelerated(
+                trans,
+                string_length_limit=cfg.max_string_length,
+                container_length_limit=cfg.max_container_length,
+            )
             while not self._stopping.is_set():
                 trans.start_message()
                 self.processor.process(proto, proto, ctx)
@@ -309,6 +374,8 @@ class MetastoreServer:
             with self._lock:
                 self._connections.pop(fileno, None)
                 self._threads.discard(threading.current_thread())
+            self.clients.release(addr)
+            self._count("connection_closed")
 
 
 def pid_file_write(path: str | None) -> None:

@@ -13,14 +13,24 @@ class LRUCache:
         self._items: OrderedDict[bytes, tuple[object, int]] = OrderedDict()
         self._weight = 0
         self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
 
     def get(self, key):
         with self._lock:
             item = self._items.get(key)
             if item is None:
+                self.misses += 1
                 return None
+            self.hits += 1
             self._items.move_to_end(key)
             return item[0]
+
+    def stats(self) -> dict[str, int]:
+        """hits, misses, bytes (the entries' weight), capacity and entries."""
+        with self._lock:
+            return {"hits": self.hits, "misses": self.misses, "bytes": self._weight,
+                    "capacity": self.max_weight, "entries": len(self._items)}
 
     def put(self, key, value, weight: int) -> None:
         if weight > self.max_weight:

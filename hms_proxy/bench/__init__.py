@@ -58,10 +58,12 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_bench)
     # An optional mode: `hms-proxy bench versioning ...` parses the rest with its own options
     # (and func); plain `hms-proxy bench --target ...` is unchanged.
-    from hms_proxy.bench import importing, stats_bench, versioning  # light: heavy imports inside
+    from hms_proxy.bench import (importing, stats_bench, throughput,  # light: heavy imports
+                                 versioning)  # inside
 
-    modes = p.add_subparsers(dest="bench_mode", metavar="{versioning,import,stats}",
+    modes = p.add_subparsers(dest="bench_mode", metavar="{versioning,import,stats,throughput}",
                              title="modes (optional)")
+    throughput.register(modes)
     versioning.register(modes)
     importing.register(modes)
     stats_bench.register(modes)

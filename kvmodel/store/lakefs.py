@@ -829,9 +829,9 @@ class LakeFSStore(VersionedStore):
     def token(self, ref: RefExpr) -> object:
         return self._view(ref).token
 
-    def _branch_lock(self, branch: str) -> threading.Lock:
+    def _branch_lock(self, branch: str) -> threading.RLock:
         with self._lock:
-            return self._branch_locks.setdefault(branch, threading.Lock())
+            return self._branch_locks.setdefault(branch, threading.RLock())
 
     @contextmanager
     def write(self, branch: BranchName):

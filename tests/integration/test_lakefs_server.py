@@ -207,3 +207,25 @@ def test_ref_locations_round_trip():
     pointer = b'{"commit":"c","set":"s3a://repo/dev/t/_stats/_/1"}'
     assert loc.canonical("db/d/table/t/stats/_", pointer, "dev") == \
         b'{"commit":"c","set":"lakefs://repo/@/t/_stats/_/1"}'
+
+
+def test_autocommit_commits_each_write_on_lakefs(lake, tmp_path):
+    """``--autocommit`` over lakeFS: each Thrift write is one lakeFS commit, its author the
+    set_ugi user (the write's objects are uploaded when its transaction ends, then
+    committed)."""
+    store = lake["store"]
+    store.create_branch("auto", "main")
+    server = start_proxy(tmp_path, "--autocommit", "--ref", "auto", store=f"lakefs://{REPO}",
+                         warehouse=False, env=lake["env"])
+    try:
+        head = store.resolve("auto").commit
+        with connect(server) as client:
+            client.set_ugi("erin", [])
+            client.create_database(T.Database("autodb", "", None, {}))
+        commit = next(iter(store.log("auto", limit=1)))
+        assert commit.parents == (head,) and commit.author == "erin"
+        assert commit.message == "create_database autodb"
+        assert list(store.staged("auto")) == []
+        assert store.get(commit.id, K.db_key("autodb")) is not None
+    finally:
+        server.stop()

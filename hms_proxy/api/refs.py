@@ -1,0 +1,196 @@
+"""Refs and commits over HTTP: branches, tags, protection, the log and one commit.
+
+Branch and tag operations are writes on the ref they create, delete or protect (rules by its
+name), and reads of the ref they start from; the listing shows only the refs the caller may
+read. They go to the store directly, as ``hms-proxy branch|tag`` do.
+"""
+from __future__ import annotations
+
+import time
+
+from hms_proxy.api.auth import READ, WRITE
+from hms_proxy.api.errors import ApiError, bad_request
+from hms_proxy.api.request import Request
+
+SHORT = 12
+
+
+def commit_json(commit) -> dict:
+    return {"id": commit.id, "short_id": commit.id[:SHORT], "parents": list(commit.parents),
+            "message": commit.message or "", "author": commit.author or "",
+            "created": float(commit.created),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(commit.created)),
+            "metadata": {str(k): str(v) for k, v in (commit.metadata or {}).items()}}
+
+
+def _uncommitted(store, name: str) -> bool:
+    return next(iter(store.staged(name)), None) is not None
+
+
+def branch_json(store, branch) -> dict:
+    return {"name": branch.name, "head": branch.head, "protected": bool(branch.protected),
+            "uncommitted": _uncommitted(store, branch.name),
+            "commit": commit_json(store.get_commit(branch.head))}
+
+
+def tag_json(store, tag) -> dict:
+    return {"name": tag.name, "commit": tag.commit,
+            "commit_info": commit_json(store.get_commit(tag.commit))}
+
+
+def _branch(store, name: str):
+    branch = store.get_branch(name)
+    if branch is None:
+        raise ApiError(404, "RefNotFound", f"no branch {name!r}")
+    return branch
+
+
+def _tag(store, name: str):
+    tag = next((t for t in store.list_tags() if t.name == name), None)
+    if tag is None:
+        raise ApiError(404, "RefNotFound", f"no tag {name!r}")
+    return tag
+
+
+# --- info and listing ------------------------------------------------------------------------
+def info(app, req: Request):
+    return 200, {"service": "hms-proxy", "api": "v1", "version": app.version,
+                 "default_branch": app.default_ref, "read_only": app.policy.read_only,
+                 "access_rules": app.policy.rules is not None,
+                 "caller": req.caller.to_json()}
+
+
+def list_refs(app, req: Request):
+    store, caller = app.store, req.caller
+    branches = [branch_json(store, b) for b in store.list_branches()
+                if app.policy.allowed(caller, b.name)]
+    tags = [tag_json(store, t) for t in store.list_tags() if app.policy.allowed(caller, t.name)]
+    return 200, {"default_branch": app.default_ref, "branches": branches, "tags": tags}
+
+
+# --- branches ----------------------------------------------------------------------------------
+def get_branch(app, req: Request):
+    name = req.segment("name")
+    app.policy.check(req.caller, name, READ, "get_branch", name)
+    return 200, branch_json(app.store, _branch(app.store, name))
+
+
+def create_branch(app, req: Request):
+    body = req.fields({"name": (str, True), "from": (str, False)})
+    name, source = body["name"].strip(), body.get("from", app.default_ref).strip()
+    _valid_name(name)
+    app.policy.check(req.caller, source, READ, "create_branch", name)
+    app.policy.check(req.caller, name, WRITE, "create_branch", name)
+    if any(t.name == name for t in app.store.list_tags()):
+        raise ApiError(409, "RefExists", f"a tag named {name!r} exists")
+    branch = app.policy.write(req.caller, name, "create_branch", name,
+                              lambda: app.store.create_branch(name, source))
+    return 201, branch_json(app.store, branch)
+
+
+def delete_branch(app, req: Request):
+    name = req.segment("name")
+    app.policy.check(req.caller, name, WRITE, "delete_branch", name)
+    branch = _branch(app.store, name)
+    app.policy.write(req.caller, name, "delete_branch", name,
+                     lambda: app.store.delete_branch(name))
+    return 200, {"deleted": name, "head": branch.head}
+
+
+def protect_branch(app, req: Request):
+    name = req.segment("name")
+    body = req.fields({"protected": (bool, True)})
+    app.policy.check(req.caller, name, WRITE, "protect_branch", name)
+    _branch(app.store, name)
+    app.policy.write(req.caller, name, "protect_branch" if body["protected"] else
+                     "unprotect_branch", name,
+                     lambda: app.store.set_branch_protection(name, body["protected"]))
+    return 200, branch_json(app.store, _branch(app.store, name))
+
+
+# --- tags --------------------------------------------------------------------------------------
+def get_tag(app, req: Request):
+    name = req.segment("name")
+    app.policy.check(req.caller, name, READ, "get_tag", name)
+    return 200, tag_json(app.store, _tag(app.store, name))
+
+
+def create_tag(app, req: Request):
+    body = req.fields({"name": (str, True), "ref": (str, True)})
+    name, ref = body["name"].strip(), body["ref"].strip()
+    _valid_name(name)
+    app.policy.check(req.caller, ref, READ, "create_tag", name)
+    app.policy.check(req.caller, name, WRITE, "create_tag", name)
+    if app.store.get_branch(name) is not None:
+        raise ApiError(409, "RefExists", f"a branch named {name!r} exists")
+    tag = app.policy.write(req.caller, name, "create_tag", name,
+                           lambda: app.store.create_tag(name, ref))
+    return 201, tag_json(app.store, tag)
+
+
+def delete_tag(app, req: Request):
+    name = req.segment("name")
+    app.policy.check(req.caller, name, WRITE, "delete_tag", name)
+    tag = _tag(app.store, name)
+    app.policy.write(req.caller, name, "delete_tag", name, lambda: app.store.delete_tag(name))
+    return 200, {"deleted": name, "commit": tag.commit}
+
+
+def _valid_name(name: str) -> None:
+    from kvmodel.errors import InvalidRef
+    from kvmodel.store.refs import validate_name
+
+    try:
+        validate_name(name)
+    except InvalidRef as exc:
+        raise ApiError(400, "InvalidRef", str(exc)) from None
+
+
+# --- commits -----------------------------------------------------------------------------------
+def log(app, req: Request):
+    """The commits reachable from ``ref``, newest first, a page at a time; ``path`` keeps
+    those that changed a database or table (as ``hms-proxy log --path``)."""
+    from hms_proxy import refs_cli
+
+    ref = req.ref("ref", app.default_ref)
+    offset, limit = req.paging()
+    path = req.text("path", max_length=600)
+    prefix = None
+    if path:
+        try:
+            prefix = refs_cli.path_prefix(path)
+        except refs_cli.CliError:
+            raise bad_request(f"'path' takes DB or DB.TABLE, not {path!r}") from None
+    app.policy.check(req.caller, ref, READ, "log", ref)
+    store = app.store
+    head = store.resolve(ref).commit
+    commits, seen, more = [], 0, False
+    for commit in store.log(ref):
+        if prefix is not None and not refs_cli._touches(store, commit, prefix):
+            continue
+        if seen >= offset + limit:
+            more = True
+            break
+        if seen >= offset:
+            commits.append(commit_json(commit))
+        seen += 1
+    return 200, {"ref": ref, "head": head, "path": path or None, "offset": offset,
+                 "limit": limit, "next_offset": offset + limit if more else None,
+                 "commits": commits}
+
+
+def show_commit(app, req: Request):
+    """One commit (an id, a prefix of one, or any ref) and its changes against its first
+    parent, as the diff answers them (first page; page on with ``/diff``)."""
+    from hms_proxy.api import diffs
+
+    expr = req.segment("id")
+    app.policy.check(req.caller, expr, READ, "show", expr)
+    store = app.store
+    commit = store.get_commit(store.resolve(expr).commit)
+    diff = None
+    if commit.parents:
+        offset, limit = req.paging()
+        diff = diffs.diff_page(app, commit.parents[0], commit.id, None, offset, limit)
+    return 200, {"commit": commit_json(commit), "diff": diff}
+

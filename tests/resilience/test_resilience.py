@@ -1,0 +1,160 @@
+"""Resilience at test size (the figures at full size, from the programs of this package, are
+in docs/resilience.md): kill -9 during mixed writes, concurrent add_partitions on one table
+(HIVE-24428), concurrent drops and adds under locks, thousands of connect/disconnect cycles,
+a fuzzing run, and a short soak."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+psutil = pytest.importorskip("psutil")
+
+from hms_proxy.gen.hive_metastore import ttypes as T  # noqa: E402
+from tests.resilience import fuzz, killrun, soak  # noqa: E402
+from tests.resilience.workload import DB, partitions, table  # noqa: E402
+from tests.support.client import connect, open_protocol  # noqa: E402
+from tests.support.proxy import start_proxy  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+@pytest.fixture
+def server(tmp_path):
+    proc = start_proxy(tmp_path)
+    with connect(proc) as c:
+        c.create_database(T.Database(DB, "", None, {}))
+        c.create_table(table("base"))
+    yield proc
+    proc.stop()
+
+
+def test_kill_nine_during_mixed_writes_loses_nothing(tmp_path):
+    for r in range(3):
+        res = killrun.one_round(tmp_path / f"round{r}", 400, 100 + r)
+        assert res["reopened"], res
+        assert res["lost"] == [] and res["partial"] == [], res
+        assert res["acked"] >= 1
+
+
+def test_concurrent_add_partitions_lose_none(server):
+    """HIVE-24428: partitions added to one table by 8 clients at once are all there."""
+    errors = []
+
+    def add(n):
+        try:
+            with connect(server) as c:
+                for b in range(25):
+                    c.add_partitions(partitions("base", [f"c{n}_{b}_{k}" for k in range(8)]))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=add, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with connect(server) as c:
+        assert len(c.get_partition_names(DB, "base", -1)) == 8 * 25 * 8
+
+
+def test_concurrent_drops_and_adds_leave_no_lock_behind(server):
+    """Writers lock the table, add partitions and unlock while another drops and recreates
+    the table under an exclusive lock; clients vanishing while holding a lock are included.
+    Afterwards no lock is left."""
+    def lock(c, kind):
+        req = T.LockRequest([T.LockComponent(kind, T.LockLevel.TABLE, DB, "base")],
+                            user="u", hostname="h")
+        resp = c.lock(req)
+        deadline = time.monotonic() + 30
+        while resp.state == T.LockState.WAITING and time.monotonic() < deadline:
+            time.sleep(0.01)
+            resp = c.check_lock(T.CheckLockRequest(resp.lockid))
+        assert resp.state == T.LockState.ACQUIRED, resp
+        return resp.lockid
+
+    stop = threading.Event()
+    errors = []
+
+    def adder(n):
+        with connect(server) as c:
+            i = 0
+            while not stop.is_set():
+                lid = lock(c, T.LockType.SHARED_READ)
+                try:
+                    c.add_partitions(partitions("base", [f"a{n}_{i}"]))
+                except (T.InvalidObjectException, T.NoSuchObjectException,
+                        T.MetaException):
+                    pass  # the table was being dropped and recreated
+                except Exception as exc:  # noqa: BLE001
+                    errors.append(exc)
+                finally:
+                    c.unlock(T.UnlockRequest(lid))
+                i += 1
+
+    def dropper():
+        with connect(server) as c:
+            for _ in range(10):
+                lid = lock(c, T.LockType.EXCLUSIVE)
+                try:
+                    c.drop_table(DB, "base", True)
+                    c.create_table(table("base"))
+                finally:
+                    c.unlock(T.UnlockRequest(lid))
+                time.sleep(0.02)
+
+    def vanisher():  # takes a lock inside a transaction and disconnects without unlocking
+        for _ in range(5):
+            with connect(server) as c:
+                txn = c.open_txns(T.OpenTxnRequest(1, "u", "h")).txn_ids[0]
+                req = T.LockRequest([T.LockComponent(T.LockType.SHARED_READ, T.LockLevel.TABLE,
+                                                     DB, "base")], txnid=txn, user="u",
+                                    hostname="h")
+                c.lock(req)
+                c.abort_txn(T.AbortTxnRequest(txn))  # a client's last act before dying
+
+    workers = [threading.Thread(target=adder, args=(n,)) for n in range(4)]
+    for t in workers:
+        t.start()
+    dropper()
+    vanisher()
+    stop.set()
+    for t in workers:
+        t.join(60)
+    assert errors == []
+    with connect(server) as c:
+        assert c.show_locks(T.ShowLocksRequest()).locks == []
+
+
+def test_connect_disconnect_cycles_return_to_baseline(server):
+    proc = psutil.Process(server.popen.pid)
+    time.sleep(0.5)
+    threads, fds = proc.num_threads(), proc.num_fds()
+    for i in range(10_000):
+        with open_protocol(server.host, server.port, timeout=10) as p:
+            if i % 10 == 0:  # a call now and then; most cycles only connect
+                from hms_proxy.gen.hive_metastore import ThriftHiveMetastore
+                ThriftHiveMetastore.Client(p).get_all_databases()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and proc.num_threads() > threads:
+        time.sleep(0.2)
+    assert proc.num_threads() <= threads
+    from kvmodel.store.local import MAX_IDLE_CONNECTIONS
+    assert proc.num_fds() <= fds + 3 * MAX_IDLE_CONNECTIONS
+
+
+def test_fuzzing_leaves_the_server_alive_with_bounded_memory(tmp_path):
+    res = fuzz.run(5000, threads=4, sample=2500, workdir=tmp_path, out=lambda *_: None)
+    assert res["alive"] and res["answered"], res
+    assert res["rss_end_mib"] - res["rss_start_mib"] < 64, res
+
+
+def test_a_short_soak_has_flat_memory():
+    """A minute of traffic with a small listing cache (so that it is full after the
+    warm-up): the memory after warm-up stays within a few MiB."""
+    res = soak.run(60, clients=3, every=5, out=lambda *_: None,
+                   server_args=("--cache-size", "8m"))
+    assert res["error_count"] == 0, res["errors"]
+    assert res["rss_end_mib"] - res["rss_warm_mib"] < 24, res["samples"]

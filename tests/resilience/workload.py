@@ -1,0 +1,177 @@
+"""A mixed write workload whose every write can be checked after a crash.
+
+Each operation writes something no later operation rewrites, so after ``kill -9`` of the
+server and a restart on the same store the state says, for every operation, whether it took
+effect: every *acknowledged* one must have, whole; the one in flight when the server died may
+have or not, but never in part (five partitions of one ``add_partitions`` are all there or
+none; a dropped table is gone with its partitions or all there).
+
+Operations (``i`` a unique number):
+
+* ``add``: ``add_partitions`` of five partitions ``p=i_0..i_4`` to ``rz.base``;
+* ``table``: ``create_table rz.t_i`` (partitioned by ``p``) and, acknowledged separately,
+  ``add_partitions`` of three partitions to it (``fill``);
+* ``param``: ``alter_table rz.base`` adding parameter ``k_i``;
+* ``drop``: ``drop_table rz.t_j`` (with its partitions) of an earlier filled table;
+* ``unpart``: ``drop_partition rz.base p=j_0`` of an earlier ``add``.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from hms_proxy.gen.hive_metastore import ttypes as T
+
+DB = "rz"
+
+
+def sd(location=None):
+    return T.StorageDescriptor(
+        cols=[T.FieldSchema("id", "bigint", None)], location=location,
+        inputFormat="org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+        outputFormat="org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+        serdeInfo=T.SerDeInfo(None, "org.apache.hadoop.hive.ql.io.parquet.serde."
+                                    "ParquetHiveSerDe", {}), bucketCols=[], sortCols=[],
+        parameters={})
+
+
+def table(name: str) -> T.Table:
+    return T.Table(name, DB, "rz", 0, 0, 0, sd(), [T.FieldSchema("p", "string", None)], {},
+                   None, None, "MANAGED_TABLE")
+
+
+def partitions(tbl: str, values: list[str]) -> list[T.Partition]:
+    return [T.Partition([v], DB, tbl, 0, 0, sd(), {}) for v in values]
+
+
+@dataclass
+class Op:
+    kind: str
+    i: int
+    target: int | None = None  # the earlier operation a drop undoes
+
+
+@dataclass
+class Ledger:
+    """What the writer did: acknowledged operations, and the one in flight (if any)."""
+    acked: list[Op] = field(default_factory=list)
+    in_flight: Op | None = None
+
+
+def setup(client) -> None:
+    client.create_database(T.Database(DB, "", None, {}))
+    client.create_table(table("base"))
+
+
+class Writer:
+    """Issues the workload's operations on a client, recording them in a ledger."""
+
+    def __init__(self, client, seed: int):
+        self.client = client
+        self.rng = random.Random(seed)
+        self.ledger = Ledger()
+        self.i = 0
+        self.adds: list[int] = []  # add operations whose first partition is still there
+        self.filled: list[int] = []  # tables created and filled, not dropped
+
+    def _next(self) -> Op:
+        self.i += 1
+        roll = self.rng.random()
+        if roll < 0.4 or not self.adds:
+            return Op("add", self.i)
+        if roll < 0.6:
+            return Op("table", self.i)
+        if roll < 0.8:
+            return Op("param", self.i)
+        if roll < 0.9 and self.filled:
+            return Op("drop", self.i, self.filled.pop(self.rng.randrange(len(self.filled))))
+        return Op("unpart", self.i, self.adds.pop(self.rng.randrange(len(self.adds))))
+
+    def _do(self, op: Op) -> None:
+        c = self.client
+        if op.kind == "add":
+            c.add_partitions(partitions("base", [f"{op.i}_{k}" for k in range(5)]))
+            self.adds.append(op.i)
+        elif op.kind == "table":
+            c.create_table(table(f"t_{op.i}"))
+        elif op.kind == "fill":
+            c.add_partitions(partitions(f"t_{op.i}", [f"f{k}" for k in range(3)]))
+            self.filled.append(op.i)
+        elif op.kind == "param":
+            base = c.get_table(DB, "base")
+            base.parameters[f"k_{op.i}"] = "v"
+            c.alter_table(DB, "base", base)
+        elif op.kind == "drop":
+            c.drop_table(DB, f"t_{op.target}", True)
+        elif op.kind == "unpart":
+            c.drop_partition(DB, "base", [f"{op.target}_0"], True)
+
+    def run(self, count: int) -> Ledger:
+        """Up to ``count`` operations; stops at the first failure (the server died)."""
+        for _ in range(count):
+            op = self._next()
+            steps = [op, Op("fill", op.i)] if op.kind == "table" else [op]
+            for step in steps:
+                self.ledger.in_flight = step
+                try:
+                    self._do(step)
+                except Exception:  # noqa: BLE001 - the server was killed under us
+                    return self.ledger
+                self.ledger.acked.append(step)
+                self.ledger.in_flight = None
+        return self.ledger
+
+
+def check(client, ledger: Ledger) -> dict:
+    """The state after a restart against the ledger: ``{"lost": [...], "partial": [...],
+    "acked": n, "in_flight": "took effect" | "did not" | None}``."""
+    base_parts = set(client.get_partition_names(DB, "base", -1))
+    tables = set(client.get_all_tables(DB))
+    params = client.get_table(DB, "base").parameters or {}
+
+    def state(op: Op):
+        """True (took effect, whole), False (no effect), or "partial"."""
+        if op.kind == "add":
+            there = [f"p={op.i}_{k}" in base_parts for k in range(5)]
+            # a later drop of partition i_0 is its own operation
+            there_rest = there[1:]
+            return all(there_rest) if all(there_rest) or not any(there_rest) else "partial"
+        if op.kind == "table":
+            return f"t_{op.i}" in tables
+        if op.kind == "fill":
+            if f"t_{op.i}" not in tables:
+                return None  # dropped later: judged by the drop
+            names = set(client.get_partition_names(DB, f"t_{op.i}", -1))
+            there = [f"p=f{k}" in names for k in range(3)]
+            return all(there) if all(there) or not any(there) else "partial"
+        if op.kind == "param":
+            return f"k_{op.i}" in params
+        if op.kind == "drop":
+            if f"t_{op.target}" not in tables:
+                return True
+            names = set(client.get_partition_names(DB, f"t_{op.target}", -1))
+            return False if len(names) == 3 else "partial"
+        if op.kind == "unpart":
+            return f"p={op.target}_0" not in base_parts
+        raise ValueError(op.kind)
+
+    dropped = {op.target for op in ledger.acked if op.kind == "drop"}
+    if ledger.in_flight is not None and ledger.in_flight.kind == "drop":
+        dropped.add(ledger.in_flight.target)
+    lost, partial = [], []
+    for op in ledger.acked:
+        if op.kind in ("table", "fill") and op.i in dropped:
+            continue
+        got = state(op)
+        if got == "partial":
+            partial.append(op)
+        elif got is False:
+            lost.append(op)
+    in_flight = None
+    if ledger.in_flight is not None:
+        got = state(ledger.in_flight)
+        if got == "partial":
+            partial.append(ledger.in_flight)
+        in_flight = {True: "took effect", False: "did not", None: "n/a"}.get(got, "partial")
+    return {"lost": lost, "partial": partial, "acked": len(ledger.acked),
+            "in_flight": in_flight}
