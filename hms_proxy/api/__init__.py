@@ -49,7 +49,12 @@ def start_for_serve(args, server):
                     getattr(guard, "audit", None), read_only=bool(args.read_only))
     app = App(env.store, policy, default_ref=args.ref, store_path=refs_cli._local_path(args.store))
     host = args.http_host or args.host
-    http = ApiServer(app, host, args.http_port, reuse_port=getattr(args, "reuse_port", False))
+    try:
+        http = ApiServer(app, host, args.http_port, reuse_port=getattr(args, "reuse_port", False))
+    except OSError as exc:  # a port taken: one line and exit 2, like the Thrift listener's
+        print(f"hms-proxy: error: --http-port {args.http_port}: {exc.strerror or exc}",
+              file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
     http.start()
     _announce(host, http.port)
     return http

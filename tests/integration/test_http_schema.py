@@ -12,8 +12,14 @@ content type (``content_type_conformance``), a body conforming to the response s
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
+# Hypothesis keeps a cache beside the working directory: under the tests' artifacts instead
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(
+    Path(__file__).resolve().parents[1] / ".artifacts" / "hypothesis"))
 schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402
 from schemathesis.checks import not_a_server_error  # noqa: E402
