@@ -8,7 +8,8 @@ branches set the table's ``owner_team`` differently (a merge conflict); ``stats.
 computes dev's column statistics (histograms, frequencies). Then, in the browser: the diff
 between main and dev, expanded with the keyboard, shows the added column and the partition
 counts; the merge preview shows the conflict with the Merge button disabled until a strategy
-resolves it; the table page at dev draws a column's histogram and top values. Screenshots go
+resolves it; the table page at dev draws a column's histogram and top values; last, the Merge
+button merges dev into main and main's pages show it. Screenshots go
 to ``tests/.artifacts/console/`` (and to ``docs/images/`` with ``HMS_CONSOLE_DOCS_SCREENSHOTS=1``).
 
 Without a Chromium the tests are skipped with the reason (``make test`` installs the package
@@ -289,3 +290,26 @@ def test_pages_fit_a_small_laptop_and_branches_need_confirmation(browser, consol
         shot(page, "commits-900px")
     finally:
         context.close()
+
+
+def test_merge_button_merges_when_the_preview_allows(page):
+    """Last in this module: it changes main. The button is clicked, confirmed, and the merge
+    is then seen at main: the merge commit in the log, dev's partitions on the table page."""
+    from playwright.sync_api import expect
+
+    page.goto("/console/#/merge?source=dev&dest=main&strategy=source-wins&preview=1")
+    button = page.locator("#merge-button")
+    expect(button).to_be_enabled(timeout=30_000)
+    button.click()
+    dialog = page.locator("dialog#confirm")
+    expect(dialog).to_be_visible()
+    dialog.get_by_role("button", name="Merge", exact=True).click()
+    done = page.get_by_text(re.compile(r"^Merged: commit"))
+    expect(done).to_be_visible(timeout=60_000)
+    shot(page, "merge-done")
+    page.goto("/console/#/commits?ref=main")
+    expect(page.locator("#log")).to_contain_text("dev", timeout=30_000)
+    page.goto("/console/#/table/shop/orders?ref=main")
+    expect(page.locator("#partition-count")).to_have_text(str(len(MAIN_DAYS) + len(DEV_DAYS)),
+                                                          timeout=30_000)
+    expect(page.locator("body")).to_contain_text("discount")

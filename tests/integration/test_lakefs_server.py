@@ -229,3 +229,53 @@ def test_autocommit_commits_each_write_on_lakefs(lake, tmp_path):
         assert store.get(commit.id, K.db_key("autodb")) is not None
     finally:
         server.stop()
+
+
+def test_http_api_over_lakefs(lake, tmp_path):
+    """``hms-proxy api --store lakefs://REPO``: refs are lakeFS's branches, a branch made
+    through the API is a lakeFS branch, the contextual diff and the merge (dry run, then real:
+    a lakeFS merge commit) work over the lakeFS backend; locations are shown at the ref."""
+    from tests.support.http_api import ApiProcess, Client
+
+    proc = ApiProcess(tmp_path / "api", f"lakefs://{REPO}", env=lake["env"])
+    try:
+        api = Client(proc.base)
+        refs = api.get("/refs").body
+        assert {"main", "dev"} <= {b["name"] for b in refs["branches"]}
+        made = api.post("/branches", {"name": "web", "from": "main"})
+        assert made.status == 201, made.body
+        assert lake["store"].resolve("web").commit == lake["store"].resolve("main").commit
+        # the destination: a branch of main's commit (main may hold staged changes of the
+        # module's other tests, and lakeFS merges only into a clean branch)
+        assert api.post("/branches", {"name": "site", "from": "main"}).status == 201
+        with connect(lake["server"]) as client:
+            client.create_database(T.Database("webshop@web", "", f"s3a://{REPO}/web/webshop",
+                                              {}))
+            client.create_table(T.Table(
+                "visits", "webshop@web", "ann", 0, 0, 0, sd(f"s3a://{REPO}/web/webshop/visits"),
+                [T.FieldSchema("ds", "string", None)], {}, None, None, "EXTERNAL_TABLE"))
+            for day in ("2024-01-01", "2024-01-02"):
+                client.add_partition(T.Partition(
+                    [day], "webshop@web", "visits", 0, 0,
+                    sd(f"s3a://{REPO}/web/webshop/visits/ds={day}"), {}))
+        done = cli(lake, "commit", "web", "-m", "webshop.visits")
+        assert done.returncode == 0, done.stderr
+        diff = api.get("/diff", left="main", right="web").body
+        groups = {(g["db"], g["table"]): g for g in diff["groups"]}
+        visits = groups[("webshop", "visits")]
+        assert visits["changes"][0]["change"] == "added"
+        assert diff["totals"]["partition"]["added"] == 2
+        preview = api.post("/merge", {"source": "web", "dest": "site", "dry_run": True}).body
+        assert "mergeable" in preview, preview
+        assert preview["mergeable"] is True and preview["conflicts_total"] == 0
+        merged = api.post("/merge", {"source": "web", "dest": "site", "message": "web into site"})
+        assert merged.status == 200, merged.body
+        assert len(merged.body["commit"]["parents"]) == 2
+        head = lake["store"].get_commit(lake["store"].resolve("site").commit)
+        assert len(head.parents) == 2  # lakeFS's own merge commit
+        table = api.get("/databases/webshop/tables/visits", ref="site").body
+        assert table["partition_count"] == 2
+        assert table["location"] == f"s3a://{REPO}/site/webshop/visits"  # rendered for the ref
+        assert api.get("/commits", ref="site").body["commits"][0]["message"] == "web into site"
+    finally:
+        proc.stop()

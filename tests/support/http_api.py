@@ -96,7 +96,7 @@ def wait_http(base: str, proc: subprocess.Popen, log: Path, timeout: float = 60.
 class ApiProcess:
     """``hms-proxy api --store STORE`` on a free port."""
 
-    def __init__(self, workdir: Path, store: Path, *extra: str):
+    def __init__(self, workdir: Path, store: Path | str, *extra: str, env: dict | None = None):
         workdir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -104,7 +104,7 @@ class ApiProcess:
         self._log = open(self.log_path, "ab")
         cmd = [sys.executable, "-m", "hms_proxy.cli", "api", "--store", str(store),
                "--port", str(self.port), "--host", "127.0.0.1", *extra]
-        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+        env = dict(env if env is not None else os.environ, PYTHONPATH=str(REPO_ROOT))
         self.popen = subprocess.Popen(cmd, cwd=workdir, stdout=self._log,
                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       start_new_session=True, env=env)
