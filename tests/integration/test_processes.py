@@ -113,3 +113,36 @@ def test_a_dead_worker_is_replaced_and_sigterm_stops_all(cluster):
     assert cluster.popen.wait(30) == 0
     gone, alive = psutil.wait_procs(children, timeout=10)
     assert not alive
+
+
+def test_http_port_is_served_by_every_worker(tmp_path):
+    """``serve --processes 2 --http-port P``: each worker listens on the HTTP port too
+    (SO_REUSEPORT), and what one worker does through the API the other one sees."""
+    from hms_proxy.metastores import free_port
+    from tests.support.http_api import Client, wait_http
+
+    port = free_port()
+    server = start_proxy(tmp_path, "--processes", "2", "--http-port", str(port))
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_http(base, server.popen, server.log_path)
+        pids = {w.pid for w in workers(server)}
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            on_http = {pid for pid in pids if any(
+                k.status == psutil.CONN_LISTEN and k.laddr.port == port
+                for k in psutil.Process(pid).net_connections())}
+            if on_http == pids:
+                break
+            time.sleep(0.2)
+        assert len(pids) == 2 and on_http == pids
+        api = Client(base)
+        assert api.post("/branches", {"name": "review", "from": "main"}).status == 201
+        for _ in range(20):  # new connections, spread by the kernel over both workers
+            names = {b["name"] for b in api.get("/refs").body["branches"]}
+            assert "review" in names
+        with open_protocol(server.host, server.port) as p:
+            client = ThriftHiveMetastore.Client(p)
+            assert "default" in client.get_all_databases()
+    finally:
+        server.stop()
