@@ -66,16 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--warehouse", default=None,
                        help="warehouse root for default locations (default <store>/warehouse; "
                             "with a lakeFS store, the repository's warehouse/ at the ref served)")
-    serve.add_argument("--lakefs-locations", choices=("s3a", "s3", "lakefs", "off"),
-                       default="s3a",
-                       help="lakeFS store: render table and partition locations under the "
-                            "repository for the ref served, as s3a://REPO/REF/... (lakeFS's S3 "
-                            "gateway; default), s3://..., or lakefs://... (lakeFS's Hadoop file "
-                            "system); off: serve them as stored")
-    serve.add_argument("--lakefs-cache-ttl", type=float, default=0.0, metavar="SECONDS",
-                       help="lakeFS store: trust a branch's last known state this long before "
-                            "asking lakeFS again (default 0: ask at every call; this server's "
-                            "own writes are seen at once)")
+    add_lakefs_arguments(serve)
     serve.add_argument("--upstream", default=None, metavar="thrift://HOST:PORT",
                        help="federation: databases not in this catalog are served by this "
                             "metastore (read-through; see --upstream-writes)")
@@ -171,6 +162,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_lakefs_arguments(parser) -> None:
+    """``--lakefs-locations`` and ``--lakefs-cache-ttl``, of ``serve`` and ``api``."""
+    parser.add_argument("--lakefs-locations", choices=("s3a", "s3", "lakefs", "off"),
+                        default="s3a",
+                        help="lakeFS store: render table and partition locations under the "
+                             "repository for the ref served, as s3a://REPO/REF/... (lakeFS's S3 "
+                             "gateway; default), s3://..., or lakefs://... (lakeFS's Hadoop file "
+                             "system); off: serve them as stored")
+    parser.add_argument("--lakefs-cache-ttl", type=float, default=0.0, metavar="SECONDS",
+                        help="lakeFS store: trust a branch's last known state this long before "
+                             "asking lakeFS again (default 0: ask at every call; this server's "
+                             "own writes are seen at once)")
+
+
+def _is_lakefs(store) -> bool:
+    return getattr(store, "repository", None) is not None and hasattr(store, "cache_ttl")
+
+
+def served_store(store, args):
+    """``store`` as a server shows it to clients: a lakeFS store configured by
+    ``--lakefs-cache-ttl`` (and ``--redis``) and seen through ``--lakefs-locations``; any
+    other store as it is."""
+    if not _is_lakefs(store):
+        return store
+    from kvmodel.locations import RefLocations, RenderedStore
+
+    store.cache_ttl = getattr(args, "lakefs_cache_ttl", 0.0)
+    if getattr(args, "redis", None):  # what is read at commits, shared by the servers
+        store.use_redis(args.redis)
+    scheme = getattr(args, "lakefs_locations", "s3a")
+    if scheme == "off":
+        return store
+    return RenderedStore(store, RefLocations(store.repository, scheme))
+
+
 def _binds(pairs: list[str]) -> list[tuple[int, str, bool]]:
     """(port, ref, read-only) of each ``--bind PORT=REF[:ro]``."""
     out = []
@@ -219,17 +245,11 @@ def make_server(args) -> srv.MetastoreServer:
     tls_context, guard = _security(args)
     store = open_store(args.store)
     warehouse_root = args.warehouse or os.path.join(os.path.abspath(args.store), "warehouse")
-    if getattr(store, "repository", None) is not None and hasattr(store, "cache_ttl"):
-        from kvmodel.locations import RefLocations, RenderedStore
+    if _is_lakefs(store) and not args.warehouse:  # the repository's own, at the ref served
+        from kvmodel.locations import RefLocations
 
-        store.cache_ttl = getattr(args, "lakefs_cache_ttl", 0.0)
-        if getattr(args, "redis", None):  # what is read at commits, shared by the servers
-            store.use_redis(args.redis)
-        if not args.warehouse:  # the repository's own, at whatever ref is served
-            warehouse_root = RefLocations(store.repository).canonical_prefix + "warehouse"
-        scheme = getattr(args, "lakefs_locations", "s3a")
-        if scheme != "off":
-            store = RenderedStore(store, RefLocations(store.repository, scheme))
+        warehouse_root = RefLocations(store.repository).canonical_prefix + "warehouse"
+    store = served_store(store, args)
     env = Env(store=store, warehouse=Warehouse(warehouse_root), ref=args.ref,
               conf=_conf(args.conf), cache=LRUCache(args.cache_size),
               autocommit=args.autocommit, redis_url=getattr(args, "redis", None) or None)

@@ -94,12 +94,9 @@ def register(subparsers) -> None:
                    help="append one JSON line per write (branch, tag, merge) and refusal")
     p.add_argument("--read-only", action="store_true",
                    help="refuse every write (branches, tags, protection, merges)")
-    p.add_argument("--lakefs-locations", choices=("s3a", "s3", "lakefs", "off"), default="s3a",
-                   help="with lakefs://REPO: the scheme table and partition locations of the "
-                        "repository are shown with, at the ref asked (as 'serve'; default s3a)")
-    p.add_argument("--lakefs-cache-ttl", type=float, default=0.0, metavar="SECONDS",
-                   help="with lakefs://REPO: trust a branch's state read from lakeFS that long "
-                        "(as 'serve'; default 0: asked on every read)")
+    from hms_proxy.cli import add_lakefs_arguments
+
+    add_lakefs_arguments(p)
     p.add_argument("--log-level", default=os.environ.get("HMS_LOG_LEVEL", "INFO"),
                    help="DEBUG, INFO, WARNING... (default INFO)")
     p.set_defaults(func=cmd_api)
@@ -110,6 +107,7 @@ def cmd_api(args) -> int:
 
     from hms_proxy import access, refs_cli
     from hms_proxy.api.app import App
+    from hms_proxy.cli import served_store
     from hms_proxy.api.auth import Policy
     from hms_proxy.api.server import ApiServer
     from kvmodel.store import open_store
@@ -126,13 +124,7 @@ def cmd_api(args) -> int:
     except access.ConfigError as exc:
         print(f"hms-proxy: error: {exc}", file=sys.stderr)
         return 2
-    store = open_store(args.store)
-    if getattr(store, "repository", None) is not None and hasattr(store, "cache_ttl"):
-        from kvmodel.locations import RefLocations, RenderedStore
-
-        store.cache_ttl = args.lakefs_cache_ttl
-        if args.lakefs_locations != "off":  # locations at the ref asked, as serve shows them
-            store = RenderedStore(store, RefLocations(store.repository, args.lakefs_locations))
+    store = served_store(open_store(args.store), args)  # lakeFS locations at the ref, as serve
     try:
         store.resolve(args.ref)
         http = ApiServer(App(store, policy, default_ref=args.ref, store_path=local),

@@ -30,13 +30,14 @@ def cluster(tmp_path):
         server.stop()
 
 
-def workers(server) -> list:
-    """The supervisor's two workers, once both listen on the port."""
+def workers(server, port: int | None = None) -> list:
+    """The supervisor's two workers, once both listen on ``port`` (default the Thrift one)."""
+    port = server.port if port is None else port
     deadline = time.monotonic() + 30
     while True:
         children = psutil.Process(server.popen.pid).children()
         listening = [c for c in children if any(
-            k.status == psutil.CONN_LISTEN and k.laddr.port == server.port
+            k.status == psutil.CONN_LISTEN and k.laddr.port == port
             for k in c.net_connections())]
         if len(listening) == 2 or time.monotonic() > deadline:
             return listening
@@ -127,15 +128,7 @@ def test_http_port_is_served_by_every_worker(tmp_path):
         base = f"http://127.0.0.1:{port}"
         wait_http(base, server.popen, server.log_path)
         pids = {w.pid for w in workers(server)}
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            on_http = {pid for pid in pids if any(
-                k.status == psutil.CONN_LISTEN and k.laddr.port == port
-                for k in psutil.Process(pid).net_connections())}
-            if on_http == pids:
-                break
-            time.sleep(0.2)
-        assert len(pids) == 2 and on_http == pids
+        assert len(pids) == 2 and {w.pid for w in workers(server, port)} == pids
         api = Client(base)
         assert api.post("/branches", {"name": "review", "from": "main"}).status == 201
         for _ in range(20):  # new connections, spread by the kernel over both workers
