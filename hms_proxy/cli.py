@@ -318,7 +318,7 @@ def cmd_serve(args) -> int:
     server = make_server(args)
     extras = server.extra_listeners
     close_store, server.on_stop = server.on_stop, None  # closed once every listener is done
-    server.install_signal_handlers()
+    signals = server.install_signal_handlers()
     srv.pid_file_write(args.pid_file)
     log = logging.getLogger("hms_proxy")
     log.info("serving %s (ref %s) on %s:%d", args.store, args.ref, args.host, server.port)
@@ -353,6 +353,7 @@ def cmd_serve(args) -> int:
     for t in threads:
         t.join(timeout=15)
     close_store()
+    signals.finish()
     return 0
 
 
@@ -360,7 +361,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = list(argv) if argv is not None else sys.argv[1:]
-    return args.func(args) or 0
+    try:
+        return args.func(args) or 0
+    except KeyboardInterrupt:  # a run-to-completion command (bench, stats, import) stopped
+        print("hms-proxy: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ import io
 import logging
 import os
 import select
-import signal
 import socket
 import struct
 import threading
@@ -25,6 +24,7 @@ from thrift.transport.TTransport import CReadableTransport, TTransportException
 
 from hms_proxy.limits import ClientConnections, wait_for_call
 from hms_proxy.processor import CallContext, CloseConnection, Processor
+from hms_proxy.shutdown import StopRequest
 
 log = logging.getLogger("hms_proxy.server")
 
@@ -227,6 +227,7 @@ class MetastoreServer:
         self._connections: dict[int, socket.socket] = {}
         self._threads: set[threading.Thread] = set()
         self._listener: socket.socket | None = None
+        self.signals: StopRequest | None = None  # set by install_signal_handlers
         self.port = config.port
         # connections per client address; the CLI shares one between a server's listeners
         self.clients = ClientConnections(config.max_connections_per_client)
@@ -247,12 +248,17 @@ class MetastoreServer:
         if self._listener is None:
             self.bind()
         listener = self._listener
+        signals = self.signals
+        waited = [listener] if signals is None else [listener, signals]
         while not self._stopping.is_set():
             try:
-                ready, _, _ = select.select([listener], [], [], 0.5)
+                ready, _, _ = select.select(waited, [], [], 0.5)
             except (OSError, ValueError):
                 break
-            if not ready:
+            if signals is not None and signals.requested:
+                self.stop()  # here, on ordinary code: never in the handler
+                break
+            if listener not in ready:
                 continue
             try:
                 conn, addr = listener.accept()
@@ -265,9 +271,11 @@ class MetastoreServer:
         """Stop accepting; in-flight calls finish, idle connections are closed."""
         self._stopping.set()
 
-    def install_signal_handlers(self) -> None:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: self.stop())
+    def install_signal_handlers(self) -> StopRequest:
+        """SIGTERM and SIGINT stop :meth:`serve_forever` (any number of them, in any burst:
+        the handler takes no lock, see hms_proxy.shutdown)."""
+        self.signals = StopRequest().install()
+        return self.signals
 
     def _shutdown(self) -> None:
         if self._listener is not None:

@@ -91,7 +91,9 @@ class Supervisor:
         self.workers[i] = subprocess.Popen(self._command(i), env=env)
         log.info("worker %d started (pid %d)", i, self.workers[i].pid)
 
-    def _signal(self, signum, _frame) -> None:
+    def _stop_workers(self) -> None:
+        """SIGTERM to every live worker (each finishes its calls in flight); on ordinary code,
+        never in a signal handler (hms_proxy.shutdown)."""
         self.stopping = True
         for proc in self.workers.values():
             if proc.poll() is None:
@@ -101,9 +103,10 @@ class Supervisor:
                     pass
 
     def run(self) -> int:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._signal)
         from hms_proxy.server import pid_file_write
+        from hms_proxy.shutdown import StopRequest
+
+        stop = StopRequest().install()
 
         pid_file_write(getattr(self.args, "pid_file", None))
         for i in range(self.n):
@@ -113,7 +116,8 @@ class Supervisor:
         status = 0
         try:
             while True:
-                time.sleep(0.2)
+                if stop.wait(0.2) and not self.stopping:
+                    self._stop_workers()
                 alive = [i for i, p in self.workers.items() if p.poll() is None]
                 if self.stopping:
                     if not alive:
@@ -129,7 +133,7 @@ class Supervisor:
                         log.error("worker %d exited (%s) and %d restarts in %.0f s: giving up",
                                   i, code, len(self.restarts), RESTART_WINDOW)
                         status = 1
-                        self._signal(signal.SIGTERM, None)
+                        self._stop_workers()
                         break
                     self.restarts.append(now)
                     log.warning("worker %d (pid %d) exited with %s: restarting it", i,
@@ -145,6 +149,7 @@ class Supervisor:
                     self._embedded.shutdown()
                 except Exception:  # noqa: BLE001 - already gone
                     pass
+            stop.finish()
         return status
 
 

@@ -18,9 +18,9 @@ lookups import pyarrow at their first request.
 from __future__ import annotations
 
 import os
-import signal
 import sys
-import threading
+
+from hms_proxy.shutdown import StopRequest
 
 DEFAULT_PORT = 8083
 
@@ -134,9 +134,7 @@ def cmd_api(args) -> int:
         print(f"hms-proxy: error: {str(exc).splitlines()[0] if str(exc) else exc!r}",
               file=sys.stderr)
         return 2
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = StopRequest().install()  # a handler that takes no lock (hms_proxy.shutdown)
     http.start()
     _announce(args.host, http.port)
     try:
@@ -147,4 +145,5 @@ def cmd_api(args) -> int:
         store.close()
         if policy.audit is not None:
             policy.audit.close()
+        stop.finish()
     return 0
