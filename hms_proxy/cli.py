@@ -9,6 +9,8 @@ import os
 import sys
 
 from hms_proxy import server as srv
+from hms_proxy.extras import install_hint
+from kvmodel.errors import StoreError
 
 DEFAULT_STORE = "./metastore"
 
@@ -366,6 +368,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # a run-to-completion command (bench, stats, import) stopped
         print("hms-proxy: interrupted", file=sys.stderr)
         return 130
+    except ModuleNotFoundError as exc:  # an optional part not installed: one line, no traceback
+        hint = install_hint(exc.name, args.command)
+        if hint is None:
+            raise
+        print(hint, file=sys.stderr)
+        return 2
+    except StoreError as exc:  # a store that cannot be opened (lakeFS unconfigured, unreachable)
+        print(f"hms-proxy {args.command}: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

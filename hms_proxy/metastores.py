@@ -33,9 +33,9 @@ def pyspark_jars() -> Path:
     """PySpark's jars directory: hive-metastore-2.3.10, libthrift and all they need."""
     try:
         import pyspark
-    except ImportError as exc:
-        raise RuntimeError("PySpark is needed (its jars hold the stock HMS 2.3.10): "
-                           "pip install 'pyspark>=4,<5'") from exc
+    except ImportError:  # the CLI turns this into one line naming the extra to install
+        raise ModuleNotFoundError("PySpark is needed (its jars hold the stock HMS 2.3.10)",
+                                  name="pyspark") from None
     jars = Path(pyspark.__file__).resolve().parent / "jars"
     if not (jars / STOCK_HMS_JAR).exists():
         raise RuntimeError(f"{STOCK_HMS_JAR} not found in {jars}")

@@ -81,6 +81,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
+from hms_proxy import extras
 from hms_proxy.warehouse import local_path
 
 
@@ -1251,6 +1252,7 @@ def _compute(args) -> int:
                       exact_distinct_limit=args.exact_distinct_limit, engine=args.engine,
                       task_values=args.task_values)
     author = args.author or os.environ.get("USER") or getpass.getuser()
+    extras.require("pyarrow", "numpy")  # every engine; one line naming the extra if missing
     with ExitStack() as stack:
         store = open_store(args.store)
         stack.callback(store.close)
@@ -1268,6 +1270,7 @@ def _compute(args) -> int:
         from stats import formats
         spark = None  # Iceberg and Delta tables are read without Spark (stats.formats)
         if formats.format_of(uri, db.lower(), tbl.lower(), args.ref) is None:
+            extras.require("pyspark", "pandas")
             spark = build_session(uri, args.master, conf, workdir)
             stack.callback(spark.stop)
         progress = None if args.no_progress else Progress(f"stats compute {db}.{tbl}")

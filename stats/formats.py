@@ -28,6 +28,8 @@ table), recorded with the partitions' pointers.
 """
 from __future__ import annotations
 
+from hms_proxy import extras
+
 ICEBERG = "iceberg"
 DELTA = "delta"
 
@@ -154,12 +156,7 @@ def _delta_location(table) -> str:
 
 
 def _delta_partitions(location: str):
-    try:
-        from deltalake import DeltaTable
-    except ImportError:
-        from stats.compute import ComputeError
-        raise ComputeError("this is a Delta table: reading it needs the deltalake package "
-                           "(install deltalake: pip install deltalake)") from None
+    from deltalake import DeltaTable  # missing: the CLI says "pip install 'hms-proxy[delta]'"
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.dataset as pds
@@ -271,6 +268,7 @@ def compute_table(uri: str, store, db: str, tbl: str, *, ref: str = "main",
         reader = lambda: _delta_partitions(location)  # noqa: E731
     if not location:
         raise ComputeError(f"{db}.{tbl} has no location")
+    extras.require("pyiceberg" if fmt == ICEBERG else "deltalake")  # else one line, the extra
     try:
         schema, parts = reader()
     except ComputeError:

@@ -902,10 +902,8 @@ MAX_PLOTTED = 12
 def plot(path: str, ts: TableStats, summary, tops: dict, hist, partition) -> None:
     """A PNG: per chosen column (at most :data:`MAX_PLOTTED`), its histogram (numeric) or top
     frequencies (discrete); then the summary as a text table."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise QueryError("--plot needs matplotlib (pip install 'hms-proxy[stats]')") from None
+    import matplotlib  # missing: the CLI says "pip install 'hms-proxy[plot]'"
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
