@@ -191,13 +191,13 @@ class IndexCalls(Family):
             # HMS's lookup of a null name breaks its transaction: the index table it creates
             # next is committed on its own, and the index is not stored.
             table_calls.create_table_with_environment_context(ctx, index_table, None)
-            return index
+            return javafmt.as_java_writes(index)
         try:
             table_calls.create_table_with_environment_context(
                 ctx, index_table, None, lambda cat: self._store(cat, index))
         except _Silently:
             pass  # HMS rolls the index table back and answers the index all the same
-        return index
+        return javafmt.as_java_writes(index)  # the client's index, as Java writes it back
 
     def _store(self, cat, index) -> None:
         """ObjectStore.addIndex in the transaction that created the index table: an index

@@ -36,6 +36,48 @@ OPTIONAL_FIELDS = frozenset({
     "highValue", "partName", "lastAnalyzed",
 })
 _NUMERIC = (TType.BYTE, TType.I16, TType.I32, TType.I64, TType.DOUBLE)
+_JAVA_DEFAULTS = {TType.BOOL: False, TType.BYTE: 0, TType.I16: 0, TType.I32: 0, TType.I64: 0,
+                  TType.DOUBLE: 0.0}
+_ECHO_PLAN: dict[type, tuple] = {}
+
+
+def _echo_plan(cls) -> tuple:
+    """(primitive fields Java always writes, struct fields, list-of-struct fields) of a
+    generated struct class."""
+    plan = _ECHO_PLAN.get(cls)
+    if plan is None:
+        prims, structs, lists = [], [], []
+        for field in cls.thrift_spec:
+            if field is None:
+                continue
+            _, ftype, fname, fargs, _ = field
+            if ftype in _JAVA_DEFAULTS and fname not in OPTIONAL_FIELDS:
+                prims.append((fname, _JAVA_DEFAULTS[ftype]))
+            elif ftype == TType.STRUCT:
+                structs.append(fname)
+            elif ftype in (TType.LIST, TType.SET) and fargs and fargs[0] == TType.STRUCT:
+                lists.append(fname)
+        plan = _ECHO_PLAN[cls] = (tuple(prims), tuple(structs), tuple(lists))
+    return plan
+
+
+def as_java_writes(obj):
+    """``obj`` (changed in place) as a Java Thrift server writes back a struct it was sent:
+    a field of default requiredness holding a primitive is always written, unset ones as Java's
+    default (0, false); optional fields and unset objects stay out. HMS answers some write calls
+    with the very object the client sent (add_partition), and clients see those zeros."""
+    if obj is None:
+        return obj
+    prims, structs, lists = _echo_plan(type(obj))
+    for fname, default in prims:
+        if getattr(obj, fname) is None:
+            setattr(obj, fname, default)
+    for fname in structs:
+        as_java_writes(getattr(obj, fname))
+    for fname in lists:
+        for item in getattr(obj, fname) or ():
+            as_java_writes(item)
+    return obj
 
 
 def to_string(value, ttype=TType.STRUCT, targ=None) -> str:

@@ -31,6 +31,15 @@ def part_name(table, values) -> str:
     return names.make_part_name(key_names, values)
 
 
+def _sent_sd(sd):
+    """A copy of the client's storage descriptor deep enough to survive its normalisation in
+    place (which replaces the descriptor's fields and changes its serde and skew info)."""
+    sent = copy.copy(sd)
+    sent.serdeInfo = copy.copy(sd.serdeInfo)
+    sent.skewedInfo = copy.copy(sd.skewedInfo)
+    return sent
+
+
 def limit(items, max_parts):
     if max_parts is None or max_parts < 0:
         return items
@@ -39,9 +48,11 @@ def limit(items, max_parts):
 
 class PartitionCalls(Family):
     # --- add ----------------------------------------------------------------------------
-    def _prepare(self, cat, table, part, env_context=None):
+    def _prepare(self, cat, table, part, env_context=None, reply=False):
         """The partition as HMS stores it: names lower-case, a location, times and stats;
-        returns (name, partition)."""
+        returns (name, partition), or with ``reply`` (name, partition, answer): the answer is
+        the client's partition as HMS sends it back, only the location, times and parameters
+        filled in (an unset skewedInfo stays unset, names keep their case)."""
         if part.sd is None:
             raise errors.MetaError(
                 'java.lang.NullPointerException: Cannot invoke "org.apache.hadoop.hive.metastore.'
@@ -51,6 +62,7 @@ class PartitionCalls(Family):
         p = copy.copy(part)
         p.dbName, p.tableName = table.dbName, table.tableName
         p.values = list(part.values)
+        sent_sd = _sent_sd(part.sd) if reply else None
         p.sd = normalize_sd(part.sd, self.t, copy_first=False)  # the request's own struct
         made_dir = False
         if not is_view(table):
@@ -67,7 +79,13 @@ class PartitionCalls(Family):
         p.privileges = None
         from hms_proxy import privileges  # PARTITION_LEVEL_PRIVILEGE tables
         privileges.copy_to_new_partition(cat, table, name, p.values)
-        return name, p
+        if not reply:
+            return name, p
+        answer = copy.copy(part)
+        answer.sd = sent_sd
+        sent_sd.location = p.sd.location
+        answer.createTime, answer.parameters = p.createTime, p.parameters
+        return name, p, javafmt.as_java_writes(answer)
 
     def _table_for_add(self, cat, db, tbl):
         table = cat.table(lower(db), lower(tbl))
@@ -86,12 +104,14 @@ class PartitionCalls(Family):
         with self.writing(ctx) as cat:
             table = self._table_for_add(cat, new_part.dbName, new_part.tableName)
             described = _describe(new_part)  # the client's partition, as HMS prints it
-            name, part = self._prepare(cat, table, new_part, environment_context)
+            name, part, answer = self._prepare(cat, table, new_part, environment_context,
+                                               reply=True)
             key = keys.part_key(table.dbName, table.tableName, name)
             if cat.raw(key) is not None:
                 sep = "" if appended else " "  # HMS words the two paths differently
                 raise errors.AlreadyExists(f"Partition already exists:{sep}{described}")
-            return Raw(cat.put(key, part))
+            cat.put(key, part)
+            return answer
 
     def add_partitions(self, ctx, new_parts):
         if not new_parts:
@@ -100,16 +120,18 @@ class PartitionCalls(Family):
         return len(self._add_many(ctx, db, tbl, new_parts, if_not_exists=False))
 
     def add_partitions_req(self, ctx, request):
+        need = request.needResult is None or request.needResult
         added = self._add_many(ctx, request.dbName, request.tblName, request.parts or [],
-                               bool(request.ifNotExists))
+                               bool(request.ifNotExists), reply=need)
         result = self.t.AddPartitionsResult()
-        if request.needResult is None or request.needResult:
-            result.partitions = [Raw(data) for data in added]
+        if need:
+            result.partitions = added
         return result
 
-    def _add_many(self, ctx, db, tbl, parts, if_not_exists):
-        """Add partitions all or nothing; returns the bytes of those added."""
-        added: list[bytes] = []
+    def _add_many(self, ctx, db, tbl, parts, if_not_exists, reply=False):
+        """Add partitions all or nothing; returns those added (as HMS answers them with
+        ``reply``, else only counted)."""
+        added: list = []
         if not parts:
             return added
         with self.writing(ctx) as cat:
@@ -137,10 +159,10 @@ class PartitionCalls(Family):
                 staged.append((name, part))
             rows = []
             for name, part in staged:
-                _, prepared = self._prepare(cat, table, part)
-                data = codec.encode(prepared)
-                rows.append((keys.part_key(table.dbName, table.tableName, name), data))
-                added.append(data)
+                _, prepared, *answer = self._prepare(cat, table, part, reply=reply)
+                rows.append((keys.part_key(table.dbName, table.tableName, name),
+                             codec.encode(prepared)))
+                added.append(answer[0] if reply else name)
             cat.view.put_many(rows)
         return added
 
@@ -158,12 +180,9 @@ class PartitionCalls(Family):
             part.sd.location = warehouse.join(table.sd.location, part_name(table, part.values))
         added = self.add_partition_with_environment_context(ctx, part, environment_context,
                                                             appended=True)
-        if (db_name, tbl_name) == (table.dbName, table.tableName):
-            return added
         # HMS answers with the database and table names as the caller spelled them
-        out = codec.decode(self.t.Partition, added.data)
-        out.dbName, out.tableName = db_name, tbl_name
-        return out
+        added.dbName, added.tableName = db_name, tbl_name
+        return added
 
     def append_partition_by_name(self, ctx, db_name, tbl_name, part_name_):
         return self.append_partition_by_name_with_environment_context(

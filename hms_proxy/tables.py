@@ -42,8 +42,8 @@ def normalize_sd(sd, t, copy_first: bool = True):
     if sd.location:
         sd.location = warehouse.qualify(sd.location)
     sd.compressed = bool(sd.compressed)
-    if sd.numBuckets is None:
-        sd.numBuckets = -1
+    if sd.numBuckets is None:  # what Java's unset int reads as, and HMS stores
+        sd.numBuckets = 0
     serde = sd.serdeInfo or t.SerDeInfo()
     if serde.parameters is None:
         serde.parameters = {}
