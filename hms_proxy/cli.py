@@ -61,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "identity: set_ugi user or TLS client CN; "
                             "message: the call and its object); default: writes stay staged on "
                             "the branch until 'hms-proxy commit', as in lakeFS")
+    serve.add_argument("--lock-wait", type=float, default=1.0, metavar="SECONDS",
+                       help="how long lock and check_lock hold back a WAITING answer, granting "
+                            "the lock the moment its holder releases it (default 1.0; 0 "
+                            "answers WAITING at once, as the stock HMS does)")
     serve.add_argument("--redis", default=None, metavar="URL",
                        help="keep locks and transactions in Redis (redis://host:port/db or "
                             "unix:///path/to/redis.sock) so that several "
@@ -254,7 +258,8 @@ def make_server(args) -> srv.MetastoreServer:
     store = served_store(store, args)
     env = Env(store=store, warehouse=Warehouse(warehouse_root), ref=args.ref,
               conf=_conf(args.conf), cache=LRUCache(args.cache_size),
-              autocommit=args.autocommit, redis_url=getattr(args, "redis", None) or None)
+              autocommit=args.autocommit, redis_url=getattr(args, "redis", None) or None,
+              lock_wait=getattr(args, "lock_wait", 1.0))
     env.access = guard
     from hms_proxy import limits
 

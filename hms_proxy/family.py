@@ -34,6 +34,7 @@ class Env:
     cache: LRUCache = field(default_factory=lambda: LRUCache(256 << 20))
     autocommit: bool = False
     redis_url: str | None = None  # serve --redis: locks and transactions shared in Redis
+    lock_wait: float = 1.0  # serve --lock-wait: seconds a WAITING lock answer is held back
     access: object | None = None  # hms_proxy.access.Guard: rules, read-only, audit (or None)
 
 

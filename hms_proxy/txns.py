@@ -454,8 +454,14 @@ class TxnManager:
     def __init__(self, timeout: float = DEFAULT_TIMEOUT,
                  clock: Callable[[], float] = time.time,
                  max_open_batch: int = DEFAULT_MAX_OPEN_BATCH,
-                 state: TxnState | RedisTxnState | None = None, hms23_lock_scan: bool = False):
+                 state: TxnState | RedisTxnState | None = None, hms23_lock_scan: bool = False,
+                 lock_wait: float = 0.0):
         self.timeout = float(timeout)
+        # seconds lock() and check_lock() hold a WAITING answer back for the lock to be granted
+        # (0: answer at once, as HMS does); see :meth:`_await_grant`
+        self.lock_wait = max(0.0, float(lock_wait))
+        self._released = threading.Condition(threading.Lock())
+        self._releases = 0  # bumped (under _released) whenever a session removed locks
         self.hms23_lock_scan = hms23_lock_scan
         self.clock = clock
         self.max_open_batch = max_open_batch
@@ -477,9 +483,17 @@ class TxnManager:
         """The state to this call alone, timed-out locks and transactions already reaped:
         (state, now in ms)."""
         with self.state.session() as s:
-            now = self._now()
-            self._time_out(s, now)
-            yield s, now
+            held = len(s.locks)
+            try:
+                now = self._now()
+                self._time_out(s, now)
+                yield s, now
+            finally:
+                freed = len(s.locks) < held
+        if freed:  # unlock, commit, abort, a timeout: a waiting lock may be granted now
+            with self._released:
+                self._releases += 1
+                self._released.notify_all()
 
     # --- timeouts ---------------------------------------------------------------------------
     def reap(self) -> None:
@@ -697,9 +711,48 @@ class TxnManager:
                 LockRow(ext_id, i, txnid, c.dbname, c.tablename, c.partitionname, c.type,
                         WAITING, 0 if txnid else now, None, user, host, agent_info)
                 for i, c in enumerate(components, start=1)]
-            return ext_id, self._check(s, ext_id, now)
+            with self._released:
+                seen = self._releases
+            state = self._check(s, ext_id, now)
+        if state == T.LockState.WAITING and self.lock_wait:
+            state = self._await_grant(ext_id, seen)
+        return ext_id, state
 
     def check_lock(self, lockid: int) -> int:
+        with self._released:
+            seen = self._releases
+        state = self._check_lock(lockid)
+        if state == T.LockState.WAITING and self.lock_wait:
+            state = self._await_grant(lockid, seen)
+        return state
+
+    def _await_grant(self, lockid: int, seen: int) -> int:
+        """Hold a WAITING answer back up to ``lock_wait`` seconds, checking the lock again
+        each time a lock is released here (and every :data:`LOCK_RECHECK` seconds, for
+        releases by other processes sharing the state in Redis): ACQUIRED the moment the lock
+        is granted, else WAITING, as HMS would have answered at once.
+
+        HMS answers WAITING at once and the client sleeps before asking again (pyiceberg:
+        0.1 s doubling to its max; Iceberg's Java client 50 ms to 5 s; Hive's DbLockManager
+        alike), so a contended lock sits unused between the holder's unlock and the next
+        check. Granted here, the lock passes to the next waiter within milliseconds, in the
+        same order (HMS's: by lock id). The wait is well under every client's socket timeout,
+        and the state is never locked while waiting."""
+        deadline = time.monotonic() + self.lock_wait
+        state = T.LockState.WAITING
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return state
+            with self._released:
+                if self._releases == seen:
+                    self._released.wait(min(left, LOCK_RECHECK))
+                seen = self._releases
+            state = self._check_lock(lockid)  # unlocked meanwhile: HMS's NoSuchLock, as then
+            if state != T.LockState.WAITING:
+                return state
+
+    def _check_lock(self, lockid: int) -> int:
         with self._session() as (s, now):
             rows = s.locks.get(lockid)
             if rows is None:
@@ -771,6 +824,10 @@ class TxnManager:
                 lockIdInternal=r.int_id) for r in rows]
 
 
+LOCK_RECHECK = 0.05  # seconds between checks of a held-back lock when no release is seen
+DEFAULT_LOCK_WAIT = 1.0  # serve --lock-wait
+
+
 def shared_manager(env) -> TxnManager:
     """The server's one manager (kept on its :class:`~hms_proxy.family.Env`), so that the
     families using the transaction state (locks and transactions, the compaction queue) share
@@ -782,7 +839,8 @@ def shared_manager(env) -> TxnManager:
         if url:
             state = RedisTxnState(url)
             state.redis.ping()  # an unreachable Redis fails the start, not the first lock
-        manager = env.__dict__["_txn_manager"] = TxnManager.from_conf(env.conf, state=state)
+        manager = env.__dict__["_txn_manager"] = TxnManager.from_conf(
+            env.conf, state=state, lock_wait=getattr(env, "lock_wait", DEFAULT_LOCK_WAIT))
     return manager
 
 

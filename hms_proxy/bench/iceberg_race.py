@@ -28,20 +28,27 @@ from pathlib import Path
 from hms_proxy import metastores
 
 
-# pyiceberg polls a WAITING lock with wait_exponential(multiplier=2, min, max): every wait is
-# at least 2 s unless max is lower, so with the defaults (max 60 s, 4 checks) a writer that
-# finds the table locked sleeps 2 + 4 + 8 s and then gives up. The race polls every 50 ms
-# instead (see docs/benchmarks.md); --pyiceberg-lock-defaults restores pyiceberg's settings.
+# What users run (the default): pyiceberg's own commit retries (``commit.retry.*`` untouched:
+# 4 retries inside append(), sleeping 100, 200, 400, 800 ms plus jitter, refreshing the table
+# in between) and lock checks as a user tunes them for a busy table: pyiceberg polls a WAITING
+# lock with wait_exponential(multiplier=2, min, max), so with max 0.5 s every poll sleeps 0.5 s,
+# up to 60 polls. Each writer appends one batch of one row.
+USER_LOCK_PROPERTIES = {
+    "lock-check-min-wait-time": "0.05",
+    "lock-check-max-wait-time": "0.5",
+    "lock-check-retries": "60",
+}
+USER_TABLE_PROPERTIES: dict[str, str] = {}
+# The tuned configuration of earlier measurements (--tuned): polls every 10-50 ms, and
+# pyiceberg's in-append retries off so that the race's own loop (reload, append again, 0-20 ms
+# jitter) is the only retry and every CommitFailedException is counted; 5 batches of 10 rows.
 RACE_LOCK_PROPERTIES = {
     "lock-check-min-wait-time": "0.01",
     "lock-check-max-wait-time": "0.05",
     "lock-check-retries": "400",
 }
-ROWS_PER_BATCH = 10
-# pyiceberg (0.12) also retries a failed commit inside append(), sleeping 100, 200, 400, 800 ms;
-# the race turns that off so that its own loop (reload, append again, 0-20 ms jitter) is the
-# only retry and every CommitFailedException is counted.
 RACE_TABLE_PROPERTIES = {"commit.retry.num-retries": "0"}
+ROWS_PER_BATCH = 10
 
 
 class _LockWaits(logging.Handler):
@@ -54,6 +61,90 @@ class _LockWaits(logging.Handler):
     def emit(self, record):
         if record.getMessage().startswith("Wait on lock"):
             self.count += 1
+
+
+class _Calls:
+    """Per writer thread: what its commits spent where, from pyiceberg's Thrift client calls
+    (lock, check_lock, alter_table, unlock) and its retry log lines."""
+
+    def __init__(self):
+        self.by_thread: dict[str, dict] = {}
+        self._lock = threading.Lock()
+
+    def row(self) -> dict:
+        name = threading.current_thread().name
+        with self._lock:
+            return self.by_thread.setdefault(name, {
+                "attempts": 0, "waiting_answers": 0, "lock_wait_s": 0.0, "acquired": 0,
+                "lock_failed": 0, "altered": 0, "backoff_s": 0.0, "backoffs": 0})
+
+    def patch(self):
+        """Wrap pyiceberg's generated client class; returns the undo."""
+        from pyiceberg.catalog import hive
+        from hive_metastore.ttypes import LockState
+
+        client = hive.Client
+        saved = {n: getattr(client, n) for n in ("lock", "check_lock", "unlock",
+                                                  "alter_table_with_environment_context")}
+        calls = self
+        local = threading.local()
+
+        def lock(this, rqst):
+            row = calls.row()
+            row["attempts"] += 1
+            local.asked = time.perf_counter()
+            resp = saved["lock"](this, rqst)
+            if resp.state == LockState.ACQUIRED:  # maybe after the server held it back
+                row["acquired"] += 1
+                row["lock_wait_s"] += time.perf_counter() - local.asked
+            elif resp.state == LockState.WAITING:
+                row["waiting_answers"] += 1
+            return resp
+
+        def check_lock(this, rqst):
+            row = calls.row()
+            resp = saved["check_lock"](this, rqst)
+            if resp.state == LockState.ACQUIRED:
+                row["acquired"] += 1
+                row["lock_wait_s"] += time.perf_counter() - local.asked
+            elif resp.state == LockState.WAITING:
+                row["waiting_answers"] += 1
+            return resp
+
+        def unlock(this, rqst):
+            return saved["unlock"](this, rqst)
+
+        def alter(this, *a, **kw):
+            out = saved["alter_table_with_environment_context"](this, *a, **kw)
+            calls.row()["altered"] += 1
+            return out
+
+        client.lock, client.check_lock, client.unlock = lock, check_lock, unlock
+        client.alter_table_with_environment_context = alter
+
+        def undo():
+            for n, f in saved.items():
+                setattr(client, n, f)
+        return undo
+
+
+class _RetryLog(logging.Handler):
+    """pyiceberg's "Commit failed due to a concurrent update, retrying (i/n) in N ms": the
+    backoff sleeps of its in-append retries, per thread."""
+
+    def __init__(self, calls: _Calls):
+        super().__init__(logging.WARNING)
+        self.calls = calls
+
+    def emit(self, record):
+        text = record.getMessage()
+        if text.startswith("Commit failed due to a concurrent update"):
+            row = self.calls.row()
+            row["backoffs"] += 1
+            try:
+                row["backoff_s"] += float(text.rsplit(" in ", 1)[1].split()[0]) / 1000
+            except (IndexError, ValueError):
+                pass
 
 
 @dataclass
@@ -71,6 +162,8 @@ class RaceResult:
     missing: list = field(default_factory=list)  # (writer, batch) not (fully) there
     snapshots: int = 0
     errors: list = field(default_factory=list)   # writers that gave up
+    rows: int = ROWS_PER_BATCH                   # rows per batch
+    per_writer: dict = field(default_factory=dict)  # writer -> where its time went (_Calls)
 
     @property
     def exactly_once(self) -> bool:
@@ -90,7 +183,7 @@ def make_batch(writer: int, batch: int, rows: int = ROWS_PER_BATCH):
 
 
 def create_race_table(uri: str, warehouse: Path, namespace: str, table: str = "race",
-                      lock_properties: dict | None = None):
+                      lock_properties: dict | None = None, table_properties: dict | None = None):
     """The namespace (located in ``warehouse``) and an empty table with the race's schema."""
     from pyiceberg.schema import Schema
     from pyiceberg.types import IntegerType, NestedField
@@ -100,20 +193,24 @@ def create_race_table(uri: str, warehouse: Path, namespace: str, table: str = "r
     schema = Schema(NestedField(1, "writer", IntegerType(), required=False),
                     NestedField(2, "batch", IntegerType(), required=False),
                     NestedField(3, "seq", IntegerType(), required=False))
-    return cat.create_table(f"{namespace}.{table}", schema=schema, properties=RACE_TABLE_PROPERTIES)
+    return cat.create_table(f"{namespace}.{table}", schema=schema,
+                            properties=RACE_TABLE_PROPERTIES if table_properties is None
+                            else table_properties)
 
 
 def run_race(uri: str, warehouse: Path | str, namespace: str, *, side: str = "",
              writers: int = 8, batches: int = 5, max_retries: int = 50, jitter: float = 0.02,
-             table: str = "race", lock_properties: dict | None = None) -> RaceResult:
-    """Create ``namespace.table``, race ``writers`` threads appending ``batches`` batches each,
-    then read the table back and count what arrived."""
+             table: str = "race", lock_properties: dict | None = None,
+             table_properties: dict | None = None, rows: int = ROWS_PER_BATCH) -> RaceResult:
+    """Create ``namespace.table``, race ``writers`` threads appending ``batches`` batches of
+    ``rows`` rows each, then read the table back and count what arrived. Lock and table
+    properties default to the tuned configuration (RACE_*); USER_* is what users run."""
     from pyiceberg.exceptions import CommitFailedException
 
     warehouse = Path(warehouse)
     props = RACE_LOCK_PROPERTIES if lock_properties is None else lock_properties
     ident = f"{namespace}.{table}"
-    create_race_table(uri, warehouse, namespace, table, props)
+    create_race_table(uri, warehouse, namespace, table, props, table_properties)
     start = threading.Barrier(writers + 1)
     retries = [0] * writers
     errors: list = []
@@ -133,7 +230,7 @@ def run_race(uri: str, warehouse: Path | str, namespace: str, *, side: str = "",
         rng = random.Random(w)
         try:
             for b in range(batches):
-                data = make_batch(w, b)
+                data = make_batch(w, b, rows)
                 for attempt in range(max_retries + 1):
                     try:
                         tbl.append(data)
@@ -150,6 +247,11 @@ def run_race(uri: str, warehouse: Path | str, namespace: str, *, side: str = "",
     waits = _LockWaits()
     hive_log = logging.getLogger("pyiceberg.catalog.hive")
     hive_log.addHandler(waits)
+    calls = _Calls()
+    retry_log = _RetryLog(calls)
+    table_log = logging.getLogger("pyiceberg.table")
+    table_log.addHandler(retry_log)
+    undo = calls.patch()
     threads = [threading.Thread(target=writer, args=(w,), name=f"writer-{w}") for w in range(writers)]
     for t in threads:
         t.start()
@@ -162,21 +264,32 @@ def run_race(uri: str, warehouse: Path | str, namespace: str, *, side: str = "",
         t.join()
     wall = time.perf_counter() - t0
     hive_log.removeHandler(waits)
+    table_log.removeHandler(retry_log)
+    undo()
 
     final = catalog(uri, warehouse, **props).load_table(ident)
-    rows = final.scan().to_arrow()
-    triples = list(zip(rows.column("writer").to_pylist(), rows.column("batch").to_pylist(),
-                       rows.column("seq").to_pylist()))
+    read = final.scan().to_arrow()
+    triples = list(zip(read.column("writer").to_pylist(), read.column("batch").to_pylist(),
+                       read.column("seq").to_pylist()))
     per_triple = Counter(triples)
     counts = Counter((w, b) for w, b, _ in triples)
     missing = [(w, b) for w in range(writers) for b in range(batches)
-               if counts.get((w, b), 0) != ROWS_PER_BATCH or
-               any(per_triple.get((w, b, s), 0) < 1 for s in range(ROWS_PER_BATCH))]
+               if counts.get((w, b), 0) != rows or
+               any(per_triple.get((w, b, s), 0) < 1 for s in range(rows))]
+    per_writer = {}
+    for name, row in sorted(calls.by_thread.items()):
+        if name.startswith("writer-"):
+            w = int(name.split("-")[1])
+            row = dict(row, outer_retries=retries[w], lock_wait_s=round(row["lock_wait_s"], 3),
+                       backoff_s=round(row["backoff_s"], 3))
+            row["conflicts"] = row["acquired"] - row["altered"]  # held the lock, base stale
+            per_writer[w] = row
     return RaceResult(side=side, writers=writers, batches=batches, wall_seconds=wall,
                       commits=writers * batches, retries=sum(retries),
                       retries_per_writer=retries, lock_waits=waits.count, counts={f"{w},{b}": n for (w, b), n in counts.items()},
                       duplicates=sum(n - 1 for n in per_triple.values() if n > 1),
-                      missing=missing, snapshots=len(final.metadata.snapshots), errors=errors)
+                      missing=missing, snapshots=len(final.metadata.snapshots), errors=errors,
+                      rows=rows, per_writer=per_writer)
 
 
 # --- the stock HMS with its lock tables -------------------------------------------------------
@@ -187,60 +300,89 @@ def start_stock(workdir: Path) -> metastores.MetastoreProcess:
 
 # --- the program ------------------------------------------------------------------------------
 
+CONFIGS = {
+    # name: (lock properties, table properties, batches per writer, rows per batch)
+    "users": (USER_LOCK_PROPERTIES, USER_TABLE_PROPERTIES, 1, 1),
+    "tuned": (RACE_LOCK_PROPERTIES, RACE_TABLE_PROPERTIES, 5, ROWS_PER_BATCH),
+}
+
+
+def _med(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+def _where(res: RaceResult) -> str:
+    """Where one race's time went, summed over its writers."""
+    tot = Counter()
+    for row in res.per_writer.values():
+        tot.update({k: v for k, v in row.items() if isinstance(v, (int, float))})
+    return (f"attempts {tot['attempts']}, WAITING answers {tot['waiting_answers']}, "
+            f"lock wait {tot['lock_wait_s']:.1f} s, conflicts {tot['conflicts']}, "
+            f"pyiceberg backoffs {tot['backoffs']} ({tot['backoff_s']:.1f} s), "
+            f"outer retries {tot['outer_retries']}")
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m hms_proxy.bench.iceberg_race", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m hms_proxy.bench.iceberg_race",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", choices=sorted(CONFIGS), default="users",
+                    help="users (default): pyiceberg's commit retries, lock checks 0.05-0.5 s "
+                         "x 60, one row per writer; tuned: the race's own retries only, "
+                         "lock checks every 10-50 ms, 5 batches of 10 rows")
     ap.add_argument("--writers", type=int, default=8)
-    ap.add_argument("--batches", type=int, default=5)
+    ap.add_argument("--batches", type=int, default=None, help="per writer (default: the config's)")
+    ap.add_argument("--rows", type=int, default=None, help="per batch (default: the config's)")
     ap.add_argument("--max-retries", type=int, default=50)
-    ap.add_argument("--rounds", type=int, default=1, help="races per side (fresh table each)")
-    ap.add_argument("--pyiceberg-lock-defaults", action="store_true",
-                    help="poll WAITING locks with pyiceberg's defaults (2 s, 4 s, 8 s, then fail)")
+    ap.add_argument("--rounds", type=int, default=5, help="races per side, interleaved "
+                    "(fresh table each; default 5)")
+    ap.add_argument("--proxy-arg", action="append", default=[],
+                    help="an option for our server (repeat), e.g. --proxy-arg=--lock-wait=0")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
     logging.getLogger("pyiceberg").propagate = False   # the waits are counted, not printed
-    lock_props = {} if args.pyiceberg_lock_defaults else RACE_LOCK_PROPERTIES
+    lock_props, table_props, batches, rows = CONFIGS[args.config]
+    batches = args.batches or batches
+    rows = args.rows or rows
 
     work = Path(tempfile.mkdtemp(prefix="iceberg-race-"))
     procs: dict[str, metastores.MetastoreProcess] = {}
     results: dict[str, list[RaceResult]] = {"proxy": [], "stock": []}
     try:
         print("starting our server and the stock HMS 2.3.10 ...", file=sys.stderr)
-        procs["proxy"] = metastores.start_proxy(work / "proxy", cwd=work)
+        procs["proxy"] = metastores.start_proxy(work / "proxy", *args.proxy_arg, cwd=work)
         procs["stock"] = start_stock(work / "stock")
         for r in range(args.rounds):
-            for side in ("stock", "proxy"):
+            order = ("stock", "proxy") if r % 2 == 0 else ("proxy", "stock")
+            for side in order:
                 warehouse = work / f"iceberg-{side}"
                 warehouse.mkdir(exist_ok=True)
                 res = run_race(procs[side].uri, warehouse, f"race_{r}", side=side,
-                               writers=args.writers, batches=args.batches,
-                               max_retries=args.max_retries, lock_properties=lock_props)
+                               writers=args.writers, batches=batches, rows=rows,
+                               max_retries=args.max_retries, lock_properties=lock_props,
+                               table_properties=table_props)
                 results[side].append(res)
-                print(f"round {r + 1} {side:5}: {res.wall_seconds:7.2f} s, {res.retries:3d} retries, "
-                      f"{res.lock_waits:3d} lock waits, "
-                      f"{res.snapshots} snapshots, exactly once: {res.exactly_once}"
+                print(f"round {r + 1} {side:5}: {res.wall_seconds:7.2f} s, exactly once: "
+                      f"{res.exactly_once}; {_where(res)}"
                       + (f", errors: {res.errors}" if res.errors else ""), file=sys.stderr)
     finally:
         for p in procs.values():
             p.stop()
 
-    def med(xs):
-        xs = sorted(xs)
-        return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
-
-    print(f"pyiceberg racing writers: {args.writers} writers x {args.batches} batches of "
-          f"{ROWS_PER_BATCH} rows, one table, lock poll "
-          f"{'pyiceberg defaults' if args.pyiceberg_lock_defaults else '50 ms'}")
-    print(f"{'side':<6} {'wall s':>8} {'retries':>8} {'lock waits':>11} {'snapshots':>10} {'exactly once':>13}")
+    print(f"pyiceberg racing writers ({args.config}): {args.writers} writers x {batches} "
+          f"batch(es) of {rows} row(s), one table; lock properties {lock_props}, table "
+          f"properties {table_props or 'pyiceberg defaults'}")
+    print(f"{'side':<6} {'round':>5} {'wall s':>8}  where the time went")
     for side in ("stock", "proxy"):
-        for res in results[side]:
-            print(f"{side:<6} {res.wall_seconds:8.2f} {res.retries:8d} {res.lock_waits:11d} {res.snapshots:10d} "
-                  f"{str(res.exactly_once):>13}")
+        for i, res in enumerate(results[side], 1):
+            print(f"{side:<6} {i:5d} {res.wall_seconds:8.2f}  {_where(res)}"
+                  + ("" if res.exactly_once else "  NOT EXACTLY ONCE"))
     ok = all(r.exactly_once for rs in results.values() for r in rs)
     if results["stock"] and results["proxy"]:
-        s = med([r.wall_seconds for r in results["stock"]])
-        p = med([r.wall_seconds for r in results["proxy"]])
-        print(f"median wall: stock {s:.2f} s, ours {p:.2f} s; ratio {s / p:.2f}x "
-              f"(target >= 2x: {'met' if s / p >= 2 else 'missed'})")
+        st = _med([r.wall_seconds for r in results["stock"]])
+        pr = _med([r.wall_seconds for r in results["proxy"]])
+        print(f"median wall: stock {st:.2f} s, ours {pr:.2f} s; ratio {st / pr:.2f}x "
+              f"(target >= 2x: {'met' if st / pr >= 2 else 'missed'})")
     if args.json:
         Path(args.json).write_text(json.dumps(
             {side: [asdict(r) for r in rs] for side, rs in results.items()}, indent=1, default=str))

@@ -10,7 +10,8 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("pyiceberg.catalog.hive")
 
-from hms_proxy.bench.iceberg_race import catalog, run_race  # noqa: E402
+from hms_proxy.bench.iceberg_race import (USER_LOCK_PROPERTIES, USER_TABLE_PROPERTIES,  # noqa: E402
+                                          catalog, run_race)
 
 pytestmark = [pytest.mark.oracle, pytest.mark.timeout(300)]
 
@@ -82,3 +83,46 @@ def test_racing_writers_every_row_exactly_once(server, tmp_path):
     assert result.duplicates == 0
     assert result.counts == {f"{w},{b}": 10 for w in range(writers) for b in range(batches)}
     assert result.snapshots == writers * batches
+
+
+def test_racing_writers_with_the_clients_defaults(server, tmp_path):
+    """What users run: pyiceberg's own commit retries, lock checks every 0.5 s at most."""
+    warehouse = tmp_path / "warehouse"
+    warehouse.mkdir()
+    result = run_race(server.uri, warehouse, unique("users"), writers=8, batches=1, rows=1,
+                      lock_properties=USER_LOCK_PROPERTIES,
+                      table_properties=USER_TABLE_PROPERTIES)
+    assert result.errors == [] and result.missing == [] and result.duplicates == 0
+    assert result.snapshots == 8
+    assert sum(w["altered"] for w in result.per_writer.values()) == 8
+
+
+def test_a_contended_lock_passes_to_the_next_writer_on_release(proxy):
+    """Our server holds a WAITING lock answer back (serve --lock-wait, default 1 s) and grants
+    the lock the moment its holder unlocks: the next writer is not left sleeping through its
+    poll interval. The stock HMS answers WAITING at once."""
+    import threading
+    import time
+
+    from hive_metastore.ttypes import LockComponent, LockLevel, LockRequest, LockState, LockType, \
+        UnlockRequest
+
+    def request():
+        return LockRequest(component=[LockComponent(LockType.EXCLUSIVE, LockLevel.TABLE,
+                                                    "default", unique("t"), None)],
+                           user="u", hostname="h")
+
+    one, two = catalog(proxy.uri, "/tmp"), catalog(proxy.uri, "/tmp")
+    req = request()
+    with one._client as c1, two._client as c2:
+        held = c1.lock(req)
+        assert held.state == LockState.ACQUIRED
+        out = {}
+        t = threading.Thread(target=lambda: out.update(r=c2.lock(req)))
+        t.start()
+        time.sleep(0.3)
+        assert t.is_alive()
+        c1.unlock(UnlockRequest(lockid=held.lockid))
+        t.join(5)
+        assert out["r"].state == LockState.ACQUIRED
+        c2.unlock(UnlockRequest(lockid=out["r"].lockid))

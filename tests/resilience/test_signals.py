@@ -46,7 +46,7 @@ def _start(args: list[str], tmp_path, marker: str) -> tuple[subprocess.Popen, in
             port = int(line.split(":")[-1].split()[0].split("/")[0])
             threading.Thread(target=proc.stdout.read, daemon=True).start()  # keep draining
             return proc, port
-    proc.kill()
+    os.killpg(proc.pid, signal.SIGKILL)
     raise AssertionError(f"{args} did not start: {(tmp_path / 'stderr.log').read_text()[-3000:]}")
 
 
@@ -66,7 +66,7 @@ def _assert_stopped(proc: subprocess.Popen, port: int, tmp_path) -> None:
     try:
         code = proc.wait(EXIT_WITHIN)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)  # the group: workers too
         proc.wait()
         raise AssertionError(f"no exit {EXIT_WITHIN} s after a burst of signals (wedged)")
     err = (tmp_path / "stderr.log").read_text()

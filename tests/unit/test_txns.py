@@ -457,3 +457,71 @@ def test_redis_session_that_lost_its_lease_changes_nothing(redis_url):
     assert state.redis.get(state.key_mutex) == "someone else"  # not released by us
     state.redis.delete(state.key_mutex)
     assert m.show_locks() == []
+
+
+# --- a WAITING answer held back until the lock is granted (serve --lock-wait) --------------
+def _in_thread(fn):
+    out = {}
+
+    def run():
+        try:
+            out["value"] = fn()
+        except Exception as exc:  # noqa: BLE001
+            out["error"] = exc
+    t = threading.Thread(target=run)
+    t.start()
+    return t, out
+
+
+@pytest.mark.parametrize("call", ["lock", "check_lock"])
+def test_a_waiting_lock_is_granted_within_the_call_when_released(make, call):
+    import time
+
+    m = make(timeout=300, lock_wait=5.0)
+    held, state = lock(m, comp(EX, "db", "t"))
+    assert state == ACQUIRED
+    if call == "lock":
+        t, out = _in_thread(lambda: lock(m, comp(EX, "db", "t")))
+    else:
+        quick = TxnManager(state=m.state, timeout=300)  # the same state, answering at once
+        waiting, state = lock(quick, comp(EX, "db", "t"))
+        assert state == WAITING
+        t, out = _in_thread(lambda: (waiting, m.check_lock(waiting)))
+    time.sleep(0.3)
+    assert t.is_alive()  # held back, not answered WAITING
+    released = time.monotonic()
+    m.unlock(held)
+    t.join(5)
+    assert not t.is_alive() and "error" not in out, out
+    assert out["value"][1] == ACQUIRED
+    assert time.monotonic() - released < 2.0  # granted on release, not at the end of the wait
+
+
+def test_a_held_back_lock_still_answers_waiting_after_the_wait(make):
+    import time
+
+    m = make(timeout=300, lock_wait=0.3)
+    lock(m, comp(EX, "db", "t"))
+    started = time.monotonic()
+    lockid, state = lock(m, comp(EX, "db", "t"))
+    assert state == WAITING and time.monotonic() - started >= 0.3
+    assert m.check_lock(lockid) == WAITING  # the lock stays queued, as on HMS
+
+
+def test_held_back_locks_are_granted_in_hms_order(make):
+    import time
+
+    m = make(timeout=300, lock_wait=5.0)
+    first, _ = lock(m, comp(EX, "db", "t"))
+    tb, b = _in_thread(lambda: lock(m, comp(EX, "db", "t")))
+    time.sleep(0.2)
+    tc, c = _in_thread(lambda: lock(m, comp(EX, "db", "t")))
+    time.sleep(0.2)
+    m.unlock(first)
+    tb.join(5)
+    assert b["value"][1] == ACQUIRED
+    time.sleep(0.3)
+    assert tc.is_alive()  # behind b, which holds the lock now
+    m.unlock(b["value"][0])
+    tc.join(5)
+    assert c["value"][1] == ACQUIRED
