@@ -83,6 +83,45 @@ _ABSENT = ("absent",)
 _BRANCH_NAME = "lakeFS branch names are letters, digits, '_' and '-'"
 
 
+def _children_first(stream) -> Iterator[Commit]:
+    """lakeFS's log, newest first, with every commit after its children (the contract's order).
+
+    lakeFS orders its log by creation date, kept in whole seconds, so commits of one second
+    come in any order, a parent possibly before its child (found against a real lakeFS; a
+    merge of commits made within a second shows it). The stream is read lazily, a second's
+    worth at a time, and each second's commits are put children first (stable otherwise)."""
+    group: list[Commit] = []
+    second = None
+    for stamp, commit in stream:  # (lakeFS's creation date in seconds, the commit)
+        if group and stamp != second:
+            yield from _topological(group)
+            group = []
+        second = stamp
+        group.append(commit)
+    yield from _topological(group)
+
+
+def _topological(group: list[Commit]) -> list[Commit]:
+    """``group`` with every commit before its parents within the group (Kahn's, stable)."""
+    if len(group) < 2:
+        return group
+    ids = {c.id for c in group}
+    children = {c.id: 0 for c in group}
+    for c in group:
+        for p in c.parents:
+            if p in ids:
+                children[p] += 1
+    out, pending = [], list(group)
+    while pending:
+        ready = next((c for c in pending if children[c.id] == 0), pending[0])
+        pending.remove(ready)
+        out.append(ready)
+        for p in ready.parents:
+            if p in children:
+                children[p] -= 1
+    return out
+
+
 class LakeFSError(StoreError):
     """lakeFS answered something the store cannot map to a catalog error."""
 
@@ -845,6 +884,11 @@ class LakeFSStore(VersionedStore):
             txn = _Write(self, ref, state.staged, None)
             yield txn
             if txn.changes:
+                # lakeFS applies a new protection rule to writes only after its settings cache
+                # expires (1 s, seconds in practice): ask for the rules themselves, always fresh
+                if self._protected(resolved.branch):
+                    raise ProtectedRef(f"branch {resolved.branch!r} is protected: it changes "
+                                       "only by merges")
                 self._apply(resolved.branch, state, txn.changes)
 
     def _apply(self, branch: str, state: _BranchState, changes: dict) -> None:
@@ -902,6 +946,8 @@ class LakeFSStore(VersionedStore):
         self._check_open()
         if self._branch(branch) is None:
             raise RefNotFound(f"no branch {branch!r}")
+        if self._protected(branch):  # fresh rules: lakeFS's own check may lag (see write)
+            raise ProtectedRef(f"branch {branch!r} is protected: it changes only by merges")
         with self._branch_lock(branch):
             state = self._branch_state(branch, force=True)
             if expected_head is not None and state.head != expected_head:
@@ -931,8 +977,9 @@ class LakeFSStore(VersionedStore):
         if limit is not None and limit <= 0:
             return
         seen = 0
-        for raw in self._paged(self.api.refs.log_commits, head):
-            yield self._commit_of(raw)
+        for commit in _children_first((int(raw.creation_date), self._commit_of(raw))
+                                      for raw in self._paged(self.api.refs.log_commits, head)):
+            yield commit
             seen += 1
             if limit is not None and seen >= limit:
                 return

@@ -5,13 +5,11 @@ returns an empty store (one ``main`` branch with its initial commit). A backend 
 server should ``pytest.skip`` from its factory when none is configured.
 
 * ``local``: the embedded SQLite store;
-* ``lakefs-double``: the lakeFS backend against :class:`tests.support.lakefs_double.
-  LakeFSDouble`, an in-process **test double** of the lakeFS REST API (no lakeFS server can run
-  on the machines this project is built on), a fresh repository per test;
-* ``lakefs``: the lakeFS backend against a real lakeFS, started by testcontainers where a
-  Docker engine answers (``treeverse/lakefs``, local block storage) or named by
-  ``HMS_TEST_LAKEFS_ENDPOINT`` / ``..._ACCESS_KEY_ID`` / ``..._SECRET_ACCESS_KEY``; skipped with
-  the reason otherwise.
+* ``lakefs``: the lakeFS backend against a real lakeFS, built from its Go module and started
+  once per test session (:mod:`tests.support.lakefs`), a fresh repository per test.
+
+The in-process **test double** of lakeFS's REST API (:func:`lakefs_double`) is kept only for
+what a real lakeFS cannot be made to do on demand: injected faults (tests/store/test_lakefs.py).
 """
 from __future__ import annotations
 
@@ -26,7 +24,6 @@ from kvmodel.contract import VersionedStore
 from kvmodel.store.local import LocalStore
 
 _DOUBLE = None
-_REAL = None
 
 
 def _local(tmp_path: Path) -> VersionedStore:
@@ -53,36 +50,15 @@ def _lakefs_double(tmp_path: Path) -> VersionedStore:
     return LakeFSStore(repo, LakeFSConfig(double.endpoint, "AKIAHMSPROXYTEST", "secret"))
 
 
-def real_lakefs():
-    """(endpoint, key, secret) of a real lakeFS, or pytest.skip with the reason."""
-    global _REAL
-    if _REAL is not None:
-        return _REAL
-    env = os.environ
-    if env.get("HMS_TEST_LAKEFS_ENDPOINT"):
-        _REAL = (env["HMS_TEST_LAKEFS_ENDPOINT"], env["HMS_TEST_LAKEFS_ACCESS_KEY_ID"],
-                 env["HMS_TEST_LAKEFS_SECRET_ACCESS_KEY"])
-        return _REAL
-    from tests.support.lakefs_container import start_lakefs
-
-    _REAL = start_lakefs()  # skips when no Docker engine answers
-    return _REAL
-
-
 def _lakefs_real(tmp_path: Path) -> VersionedStore:
     pytest.importorskip("lakefs_sdk")
-    from kvmodel.store.lakefs import LakeFSConfig, LakeFSStore
-    from tests.support.lakefs_container import create_repository
+    from tests.support.lakefs import new_store
 
-    endpoint, key, secret = real_lakefs()
-    repo = f"r{uuid.uuid4().hex[:16]}"
-    create_repository(endpoint, key, secret, repo)
-    return LakeFSStore(repo, LakeFSConfig(endpoint, key, secret))
+    return new_store()
 
 
 BACKENDS: dict[str, Callable[[Path], VersionedStore]] = {
     "local": _local,
-    "lakefs-double": _lakefs_double,
     "lakefs": _lakefs_real,
 }
 

@@ -1,0 +1,89 @@
+"""The real lakeFS of the test session: built from its Go module and started once, on first use
+(:mod:`hms_proxy.lakefs_local`), stopped when the session ends.
+
+``HMS_TEST_LAKEFS_ENDPOINT`` (with ``..._ACCESS_KEY_ID`` and ``..._SECRET_ACCESS_KEY``) points
+the tests at another lakeFS instead. Every test that needs lakeFS makes its own repository
+(:func:`new_repository`), so tests never see each other's branches.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import tempfile
+import uuid
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RealLakeFS:
+    endpoint: str          # http://127.0.0.1:PORT (the API is under /api/v1, S3 at the root)
+    access_key_id: str
+    secret_access_key: str
+    log_path: str | None = None
+
+    @property
+    def api_url(self) -> str:
+        return self.endpoint + "/api/v1"
+
+    def env(self) -> dict:
+        return {"LAKEFS_ENDPOINT": self.endpoint, "LAKEFS_ACCESS_KEY_ID": self.access_key_id,
+                "LAKEFS_SECRET_ACCESS_KEY": self.secret_access_key}
+
+    def config(self):
+        from kvmodel.store.lakefs import LakeFSConfig
+
+        return LakeFSConfig(self.api_url, self.access_key_id, self.secret_access_key)
+
+    def sdk(self):
+        """A lakefs_sdk ApiClient (close it, or use it in ``with``)."""
+        import lakefs_sdk
+
+        return lakefs_sdk.ApiClient(lakefs_sdk.Configuration(
+            host=self.api_url, username=self.access_key_id, password=self.secret_access_key))
+
+
+_SERVER: RealLakeFS | None = None
+
+
+def real_lakefs() -> RealLakeFS:
+    """The session's lakeFS (started on first call; the first build takes minutes)."""
+    global _SERVER
+    if _SERVER is not None:
+        return _SERVER
+    env = os.environ
+    if env.get("HMS_TEST_LAKEFS_ENDPOINT"):
+        endpoint = env["HMS_TEST_LAKEFS_ENDPOINT"].rstrip("/").removesuffix("/api/v1")
+        _SERVER = RealLakeFS(endpoint, env["HMS_TEST_LAKEFS_ACCESS_KEY_ID"],
+                             env["HMS_TEST_LAKEFS_SECRET_ACCESS_KEY"])
+        return _SERVER
+    from hms_proxy import lakefs_local
+
+    workdir = tempfile.mkdtemp(prefix="hms-test-lakefs-")
+    proc = lakefs_local.start_lakefs(workdir)
+    atexit.register(proc.stop)
+    _SERVER = RealLakeFS(proc.endpoint, proc.access_key_id, proc.secret_access_key,
+                         str(proc.log_path))
+    return _SERVER
+
+
+def new_repository(prefix: str = "r", branch: str = "main") -> str:
+    """A fresh repository on the session's lakeFS; its name."""
+    import lakefs_sdk
+
+    server = real_lakefs()
+    name = f"{prefix}{uuid.uuid4().hex[:16]}".lower()
+    with server.sdk() as client:
+        lakefs_sdk.RepositoriesApi(client).create_repository(
+            lakefs_sdk.RepositoryCreation(name=name, storage_namespace=f"local://{name}",
+                                          default_branch=branch))
+    return name
+
+
+def new_store(prefix: str = "r", **kwargs):
+    """A LakeFSStore over a fresh repository of the session's lakeFS."""
+    from kvmodel.store.lakefs import LakeFSStore
+
+    return LakeFSStore(new_repository(prefix), real_lakefs().config(), **kwargs)
+
+
+__all__ = ["RealLakeFS", "real_lakefs", "new_repository", "new_store"]
