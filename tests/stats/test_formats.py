@@ -316,23 +316,24 @@ def test_delta_tables(env, iceberg):
     _check_pointers(env, "delta_flat", flat, before)
 
 
-def test_delta_without_deltalake_says_install(env, monkeypatch, tmp_path):
-    import builtins
+def test_delta_without_deltalake_names_its_extra(env, iceberg, monkeypatch):
+    """Without deltalake the computation stops before reading anything, and the command line
+    turns the missing module into "pip install 'hms-proxy[delta]'" (tests/unit/
+    test_optional_extras.py runs that line end to end)."""
+    import importlib.util
 
-    from stats import compute, formats
+    from hms_proxy import extras
 
-    real = builtins.__import__
-
-    def no_deltalake(name, *args, **kwargs):
-        if name == "deltalake" or name.startswith("deltalake."):
-            raise ImportError("No module named 'deltalake'")
-        return real(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_deltalake)
-    with pytest.raises(compute.ComputeError, match="install deltalake"):
-        formats._delta_partitions(str(tmp_path))
-
-
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "deltalake" else real(name, *a))
+    location = f"{env['warehouse']}/{DB}.db/delta_unread"  # registered, never read
+    _register_delta(env, "delta_unread", location)
+    with pytest.raises(ModuleNotFoundError) as info:
+        _compute(env, "delta_unread")
+    assert info.value.name == "deltalake"
+    assert extras.install_hint(info.value.name, "stats").endswith(
+        "pip install 'hms-proxy[delta]'")
 def test_cli_computes_an_iceberg_table_without_spark(env, iceberg, capsys, monkeypatch):
     from hms_proxy import cli
     from stats import compute
