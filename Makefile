@@ -6,7 +6,7 @@ HMS_PORT  ?= 9083
 HMS_STORE ?= ./metastore
 PYTEST_ARGS ?=
 
-.PHONY: run test venv test-deps browser-deps check-java regen bench clean
+.PHONY: run test venv test-deps browser-deps check-java lakefs-build demo regen bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,8 +50,23 @@ browser-deps:
 	      || echo "chromium could not be installed: the console's browser tests will be skipped"; \
 	  else echo "no chromium (and no apt-get as root): the console's browser tests will be skipped"; fi; }
 
-test: check-java test-deps browser-deps
+# A real lakeFS, built once from its Go module and cached in ~/.cache/hms-proxy/lakefs/ (the
+# lakeFS suites start it; a first build takes several minutes, later ones nothing).
+lakefs-build: test-deps
+	$(BIN)/python -m hms_proxy.lakefs_local --build-only
+
+test: check-java test-deps browser-deps lakefs-build
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The whole stack without Docker: a real lakeFS (built from its Go module), hms-proxy over it,
+# Spark writing through lakeFS's S3 gateway on a branch, diff, merge, read back; then up until
+# Ctrl-C (hms_proxy/demo.py).
+$(VENV)/.demo-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[lakefs,stats]'
+	touch $@
+
+demo: check-java $(VENV)/.demo-installed
+	$(BIN)/python -m hms_proxy.demo --port $(HMS_PORT)
 
 regen:
 	bash thrift/generate.sh

@@ -303,7 +303,11 @@ def main(argv=None) -> int:
     parser.add_argument("--build-only", action="store_true", help="build, print paths, exit")
     args = parser.parse_args(argv)
     if args.build_only:
-        bins = ensure_lakefs(args.version)
+        try:
+            bins = ensure_lakefs(args.version)
+        except RuntimeError as exc:  # no Go, a failed download or build: say so in short
+            print(f"lakefs_local: {str(exc).splitlines()[0]}", file=sys.stderr)
+            return 2
         print(f"lakefs: {bins.lakefs}\nlakectl: {bins.lakectl}")
         return 0
     # Until lakeFS is up, SIGINT/SIGTERM interrupt (the build too) like Python's default
@@ -329,6 +333,9 @@ def main(argv=None) -> int:
         server = start_lakefs(args.dir, args.port, args.version)
     except KeyboardInterrupt:
         return 130
+    except RuntimeError as exc:
+        print(f"lakefs_local: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
     _say(f"lakeFS {args.version} ready in {time.monotonic() - started:.1f} s, "
          f"pid {server.pid}, log {server.log_path}")
     for key, value in server.env().items():

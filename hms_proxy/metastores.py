@@ -247,7 +247,7 @@ def start_stock_hms(workdir: Path | str, *, with_transactions: bool = False,
 def start_proxy(workdir: Path | str, *extra_args: str, store: Path | str | None = None,
                 warehouse: Path | str | None = None, cwd: Path | None = None,
                 name: str = "proxy", timeout: float = 60.0,
-                env: dict | None = None) -> MetastoreProcess:
+                env: dict | None = None, port: int | None = None) -> MetastoreProcess:
     """Start our server in ``workdir`` (its log) over ``store`` (default ``workdir/store``:
     a fresh one; give the same store to several servers to share it; a URL such as
     ``lakefs://REPO`` is passed as is); returns when it answers. ``warehouse=False``: no
@@ -264,7 +264,7 @@ def start_proxy(workdir: Path | str, *extra_args: str, store: Path | str | None 
         store = str(store)
     else:
         store = Path(store).resolve() if store is not None else workdir / "store"
-    port = free_port()
+    port = port or free_port()
     cmd = [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(store),
            "--port", str(port), "--host", "127.0.0.1", *warehouse_args, *extra_args]
     return spawn(name, cmd, workdir=workdir, port=port, warehouse=warehouse,

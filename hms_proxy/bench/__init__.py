@@ -28,10 +28,10 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="with --start-proxy: the store it serves (default a fresh local one), "
                         "e.g. lakefs://REPO with LAKEFS_ENDPOINT, LAKEFS_ACCESS_KEY_ID and "
                         "LAKEFS_SECRET_ACCESS_KEY set")
-    p.add_argument("--lakefs-double", action="store_true",
-                   help="with --start-proxy: serve a fresh repository of the in-process lakeFS "
-                        "test double (tests/support/lakefs_double.py, a source checkout only; "
-                        "not lakeFS: no network, no object store behind it)")
+    p.add_argument("--start-lakefs", action="store_true",
+                   help="with --start-proxy: serve a fresh repository of a real lakeFS that the "
+                        "bench starts on a loopback port (built once from its Go module, "
+                        "hms_proxy/lakefs_local.py; local KV and blocks)")
     p.add_argument("--start-oracle", action="store_true",
                    help="start the stock HMS 2.3.10 (PySpark's jars, embedded Derby) in a temporary "
                         "directory as the --against side, stop it afterwards")

@@ -162,8 +162,8 @@ def command_line(args) -> str:
     parts = ["hms-proxy", "bench"]
     if args.start_proxy:
         parts.append("--start-proxy")
-        if getattr(args, "lakefs_double", False):
-            parts.append("--lakefs-double")
+        if getattr(args, "start_lakefs", False):
+            parts.append("--start-lakefs")
         elif getattr(args, "proxy_store", None):
             parts += ["--proxy-store", args.proxy_store]
     elif args.target:
@@ -262,23 +262,19 @@ def run_bench(args) -> dict:
 
 
 def _proxy_store(args, cleanup: list) -> dict:
-    """start_proxy's options for --proxy-store / --lakefs-double."""
-    if getattr(args, "lakefs_double", False):
-        root = Path(__file__).resolve().parents[2]  # the source checkout holding tests/
-        if (root / "tests" / "support" / "lakefs_double.py").exists() and \
-                str(root) not in sys.path:
-            sys.path.insert(0, str(root))
+    """start_proxy's options for --proxy-store / --start-lakefs."""
+    if getattr(args, "start_lakefs", False):
+        from hms_proxy import lakefs_local
+
         try:
-            from tests.support.lakefs_double import LakeFSDouble
-        except ImportError:
-            raise SystemExit("--lakefs-double needs a source checkout (tests/support)") from None
-        double = LakeFSDouble(access_key_id="AKIAHMSBENCH", secret_access_key="bench")
-        cleanup.append(double.stop)
-        double.create_repository("bench", default_branch="main")
-        log(f"lakeFS test double at {double.endpoint}, repository bench")
-        env = dict(os.environ, LAKEFS_ENDPOINT=double.endpoint,
-                   LAKEFS_ACCESS_KEY_ID="AKIAHMSBENCH", LAKEFS_SECRET_ACCESS_KEY="bench")
-        return {"store": "lakefs://bench", "warehouse": False, "env": env}
+            lakefs = lakefs_local.start_lakefs()
+        except RuntimeError as exc:
+            raise SystemExit(f"hms-proxy bench: --start-lakefs: {str(exc).splitlines()[0]}")
+        cleanup.append(lakefs.stop)
+        lakefs.create_repository("bench")
+        log(f"lakeFS {lakefs_local.DEFAULT_VERSION} at {lakefs.endpoint}, repository bench")
+        return {"store": "lakefs://bench", "warehouse": False,
+                "env": dict(os.environ, **lakefs.env())}
     if getattr(args, "proxy_store", None):
         url = args.proxy_store
         return {"store": url, "warehouse": False} if "://" in url else {"store": url}

@@ -53,6 +53,7 @@ from __future__ import annotations
 import base64
 import fnmatch
 import os
+import posixpath
 import threading
 import time
 import uuid
@@ -83,6 +84,26 @@ _ABSENT = ("absent",)
 _BRANCH_NAME = "lakeFS branch names are letters, digits, '_' and '-'"
 
 
+def _rewrites(src: dict, dst: dict) -> list[str]:
+    """Directories (``a/b/``) that one side rewrote while the other changed them differently.
+
+    Spark's INSERT OVERWRITE of a partition deletes its files and writes new ones under new
+    names, so two branches that both rewrote a partition share no changed path: lakeFS's merge
+    finds no conflict and keeps both sides' new files (the rows twice, or mixed). A directory is
+    a conflict when the two sides' changes in it differ and at least one side removed a file
+    there; two sides only adding files (appends) merge cleanly, as in lakeFS."""
+    def by_dir(changes: dict) -> dict:
+        out: dict = {}
+        for path, entry in changes.items():
+            out.setdefault(posixpath.dirname(path), {})[path] = entry.type
+        return out
+
+    s, d = by_dir(src), by_dir(dst)
+    return [f"{directory}/" for directory in sorted(set(s) & set(d))
+            if s[directory] != d[directory]
+            and "removed" in (*s[directory].values(), *d[directory].values())]
+
+
 def _children_first(stream) -> Iterator[Commit]:
     """lakeFS's log, newest first, with every commit after its children (the contract's order).
 
@@ -102,7 +123,7 @@ def _children_first(stream) -> Iterator[Commit]:
 
 
 def _topological(group: list[Commit]) -> list[Commit]:
-    """``group`` with every commit before its parents within the group (Kahn's, stable)."""
+    """``group`` with every commit before its parents within the group, newest first."""
     if len(group) < 2:
         return group
     ids = {c.id for c in group}
@@ -113,7 +134,10 @@ def _topological(group: list[Commit]) -> list[Commit]:
                 children[p] += 1
     out, pending = [], list(group)
     while pending:
-        ready = next((c for c in pending if children[c.id] == 0), pending[0])
+        # the newest of those whose children are out (our commits carry their time to the
+        # microsecond, META_CREATED); lakeFS's order among equals
+        ready = max((c for c in pending if children[c.id] == 0), default=pending[0],
+                    key=lambda c: c.created)
         pending.remove(ready)
         out.append(ready)
         for p in ready.parents:
@@ -1060,8 +1084,10 @@ class LakeFSStore(VersionedStore):
             return out
 
         src, dst = changed(source), changed(dest)
-        both = sorted(set(src) & set(dst))
-        conflicts = []
+        rewritten = _rewrites(src, dst)
+        both = sorted(p for p in set(src) & set(dst)
+                      if posixpath.dirname(p) + "/" not in rewritten)
+        conflicts = list(rewritten)
         for path in both:
             if src[path].type == "removed" and dst[path].type == "removed":
                 continue
@@ -1074,7 +1100,23 @@ class LakeFSStore(VersionedStore):
                 except RefNotFound:
                     pass
             conflicts.append(path)
-        return conflicts
+        return sorted(conflicts)
+
+    def _rewrite_to(self, branch: str, directory: str, winner: CommitID) -> None:
+        """Make ``directory`` on ``branch`` hold exactly the objects it holds at ``winner``
+        (a rewrite conflict resolved by a strategy: the winner's files, none of the other's)."""
+        def listing(ref):
+            return {o.path: o.checksum for o in self._paged(self.api.objects.list_objects, ref,
+                                                            prefix=directory, delimiter="")
+                    if o.path_type == "object"}
+        have, want = listing(branch), listing(winner)
+        extra = sorted(p for p in have if p not in want)
+        for i in range(0, len(extra), PAGE):
+            self.api(self.api.objects.delete_objects, branch,
+                     self.api.sdk.PathList(paths=extra[i:i + PAGE]))
+        for path in sorted(p for p, sum_ in want.items() if have.get(p) != sum_):
+            self.api(self.api.objects.copy_object, branch, path,
+                     self.api.sdk.ObjectCopyCreation(src_path=path, src_ref=winner))
 
     def commit_snapshot(self, branch: BranchName, parents: list[CommitID],
                         changes: Iterator[tuple[Key, Value | None]], message: str,
@@ -1151,6 +1193,13 @@ class LakeFSStore(VersionedStore):
             strategy = data_strategy if data_strategy in ("source-wins", "dest-wins") else \
                 "source-wins"
             self._merge(source, temp, f"Merge {source[:12]} for {branch}", author, {}, strategy)
+            rewrites = [c for c in conflicts if c.endswith("/")]
+            if rewrites:  # lakeFS kept both sides' files there: the winner's alone
+                winner = dest if data_strategy == "dest-wins" else source
+                for directory in rewrites:
+                    self._rewrite_to(temp, directory, winner)
+                self._commit(temp, f"Merge: rewritten directories as {data_strategy} says",
+                             author, {}, allow_empty=True)
             tstate = self._branch_state(temp, force=True)
             every = sorted(set(keys) | dst_changed)
             extra = [k for k in every if k not in final]  # changed by dest alone: kept

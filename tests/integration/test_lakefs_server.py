@@ -1,7 +1,6 @@
 """``hms-proxy serve --store lakefs://REPO``: the server over the lakeFS backend, driven over
-Thrift, with the lakeFS REST API played by :class:`tests.support.lakefs_double.LakeFSDouble`
-(a **test double**: no lakeFS server can run on these machines; ``tests/store/conftest.py``
-wires the same backend to a real lakeFS where Docker exists).
+Thrift, against the real lakeFS of the test session (:mod:`tests.support.lakefs`, built from
+lakeFS's Go module); lakeFS calls are counted by lakeFS itself (its Prometheus metrics).
 
 Checked here: the catalog lands as objects under ``_hms/`` of the repository; locations under
 the repository are stored ref-free and rendered for the ref served (a table created on dev
@@ -27,31 +26,31 @@ from kvmodel import codec  # noqa: E402
 from kvmodel.locations import RefLocations  # noqa: E402
 from kvmodel.store.lakefs import LakeFSConfig, LakeFSStore  # noqa: E402
 from tests.support.client import connect  # noqa: E402
-from tests.support.lakefs_double import LakeFSDouble  # noqa: E402
+from tests.support.lakefs import new_repository, real_lakefs  # noqa: E402
 from tests.support.process import REPO_ROOT  # noqa: E402
 from tests.support.proxy import start_proxy  # noqa: E402
 
-KEY, SECRET, REPO = "AKIAHMSSERVERTEST", "server-secret", "lake"
+REPO = "lake"  # the module's repository: set by the fixture to a fresh one
 PARTITIONS = 10_000
 
 
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory):
+    global REPO
     work = tmp_path_factory.mktemp("lakefs-server")
-    double = LakeFSDouble(access_key_id=KEY, secret_access_key=SECRET)
-    double.create_repository(REPO, default_branch="main")
-    env = dict(os.environ, LAKEFS_ENDPOINT=double.endpoint, LAKEFS_ACCESS_KEY_ID=KEY,
-               LAKEFS_SECRET_ACCESS_KEY=SECRET, PYTHONPATH=str(REPO_ROOT))
-    store = LakeFSStore(REPO, LakeFSConfig(double.endpoint, KEY, SECRET))
+    server_lakefs = real_lakefs()
+    REPO = new_repository("lake")
+    env = dict(os.environ, **server_lakefs.env(), PYTHONPATH=str(REPO_ROOT))
+    store = LakeFSStore(REPO, server_lakefs.config())
     store.create_branch("dev", "main")
     server = start_proxy(work, "--bind", "0=dev", store=f"lakefs://{REPO}", warehouse=False,
                          env=env)
     try:
-        yield {"double": double, "env": env, "store": store, "server": server, "work": work}
+        yield {"lakefs": server_lakefs, "env": env, "store": store, "server": server,
+               "work": work}
     finally:
         server.stop()
         store.close()
-        double.stop()
 
 
 def cli(lake, *args) -> subprocess.CompletedProcess:
@@ -140,7 +139,7 @@ def test_locations_elsewhere_are_stored_as_given(lake):
 def test_ten_thousand_partitions_list_in_pages(lake):
     """get_partitions of 10,000 partitions reads listing pages (values inline in the objects'
     user metadata), not 10,000 objects; the warm listing comes from the caches."""
-    double, store = lake["double"], lake["store"]
+    real, store = lake["lakefs"], lake["store"]
     with connect(lake["server"]) as client:
         client.create_database(T.Database("big", "", None, {}))
         client.create_table(T.Table(
@@ -154,27 +153,26 @@ def test_ten_thousand_partitions_list_in_pages(lake):
                 for i in range(start, start + 1000)])
     store.commit("main", "10,000 partitions")
     with connect(lake["server"]) as client:
-        before = dict(double.calls)
+        before = real.api_calls()
         started = time.perf_counter()
         parts = client.get_partitions("big", "events", -1)
         cold = time.perf_counter() - started
-        calls = {k: v - before.get(k, 0) for k, v in double.calls.items()
-                 if v != before.get(k, 0)}
+        calls = real.api_calls() - before
         assert len(parts) == PARTITIONS
         assert parts[0].sd.location == f"{table.sd.location}/ds=d00000"
         assert table.sd.location.startswith(f"s3a://{REPO}/main/warehouse/big.db/")
-        listing = calls.get("GET /repositories/{repository}/refs/{ref}/objects/ls", 0)
-        reads = sum(v for k, v in calls.items() if k.endswith(("/objects", "/objects/stat")))
+        listing = calls.get("ListObjects", 0)
+        reads = calls.get("GetObject", 0) + calls.get("StatObject", 0)
         assert listing <= PARTITIONS // 1000 + 3, calls
         assert reads <= 5, calls  # the table and a few keys, not the partitions
-        before = dict(double.calls)
+        before = real.api_calls()
         started = time.perf_counter()
         again = client.get_partitions("big", "events", -1)
         warm = time.perf_counter() - started
         assert len(again) == PARTITIONS
-        warm_calls = sum(v - before.get(k, 0) for k, v in double.calls.items())
+        warm_calls = sum((real.api_calls() - before).values())
         assert warm_calls <= 3, warm_calls  # the branch's head and journal: the rest cached
-    print(f"get_partitions({PARTITIONS}) over the lakeFS double: cold {cold:.2f} s, "
+    print(f"get_partitions({PARTITIONS}) over a real local lakeFS: cold {cold:.2f} s, "
           f"warm {warm:.2f} s")
 
 

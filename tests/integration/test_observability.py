@@ -349,50 +349,47 @@ def test_doctor_names_the_failing_checks_of_a_dead_deployment(tmp_path):
 
 def test_doctor_checks_a_lakefs_repository(tmp_path):
     pytest.importorskip("lakefs_sdk")
-    from tests.support.lakefs_double import LakeFSDouble
+    from tests.support.lakefs import new_repository, real_lakefs
 
-    with LakeFSDouble(access_key_id="AKIADOCTOR", secret_access_key="doctor-secret") as double:
-        double.create_repository("lake", default_branch="main")
-        env = dict(os.environ, LAKEFS_ENDPOINT=double.endpoint, LAKEFS_ACCESS_KEY_ID="AKIADOCTOR",
-                   LAKEFS_SECRET_ACCESS_KEY="doctor-secret", PYTHONPATH=str(REPO_ROOT))
-        out = doctor("--store", "lakefs://lake", env=env)
-        assert out.returncode == 0, out.stdout + out.stderr
-        assert re.search(r"^OK\s+store\s+lakefs://lake: lakeFS repository reachable", out.stdout,
-                         re.M), out.stdout
-        assert re.search(r"^OK\s+refs\s+1 branch ", out.stdout, re.M), out.stdout
-        out = doctor("--store", "lakefs://lake",
-                     env={**env, "LAKEFS_SECRET_ACCESS_KEY": "wrong"})
-        assert out.returncode == 1
-        assert re.search(r"^FAIL\s+store\s+lakefs://lake: ", out.stdout, re.M), out.stdout
+    lakefs = real_lakefs()
+    repo = new_repository("doctor")
+    env = dict(os.environ, **lakefs.env(), PYTHONPATH=str(REPO_ROOT))
+    out = doctor("--store", f"lakefs://{repo}", env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert re.search(rf"^OK\s+store\s+lakefs://{repo}: lakeFS repository reachable", out.stdout,
+                     re.M), out.stdout
+    assert re.search(r"^OK\s+refs\s+1 branch ", out.stdout, re.M), out.stdout
+    out = doctor("--store", f"lakefs://{repo}", env={**env, "LAKEFS_SECRET_ACCESS_KEY": "wrong"})
+    assert out.returncode == 1
+    assert re.search(rf"^FAIL\s+store\s+lakefs://{repo}: ", out.stdout, re.M), out.stdout
 
 
 def test_metrics_of_a_server_over_lakefs(tmp_path):
     pytest.importorskip("lakefs_sdk")
-    from tests.support.lakefs_double import LakeFSDouble
+    from tests.support.lakefs import new_repository, real_lakefs
 
-    with LakeFSDouble(access_key_id="AKIAMETRICS", secret_access_key="metrics-secret") as double:
-        double.create_repository("lake", default_branch="main")
-        env = dict(os.environ, LAKEFS_ENDPOINT=double.endpoint, LAKEFS_ACCESS_KEY_ID="AKIAMETRICS",
-                   LAKEFS_SECRET_ACCESS_KEY="metrics-secret", PYTHONPATH=str(REPO_ROOT))
-        port = free_port()
-        # (no --autocommit: over lakeFS its commit waits for the branch lock that the write
-        # transaction around it holds)
-        proc = start_proxy(tmp_path, "--metrics-port", str(port),
-                           store="lakefs://lake", warehouse=False, env=env)
-        proc.metrics_url = f"http://127.0.0.1:{port}"
-        try:
-            before = settled(proc)
-            with Session(proc, "dana") as s:
-                s.client.create_database(T.Database("lake_db", "", None, {}))
-                s.client.get_database("lake_db")
-            after = settled(proc)
-            assert value(after, "hms_calls_total", method="create_database") == 1
-            assert value(after, "hms_commits_total") == 0
-            assert value(after, "hms_lakefs_requests_total") > \
-                value(before, "hms_lakefs_requests_total") > 0
-            assert value(after, "hms_branches") == 1 and value(after, "hms_store_up") == 1
-            assert not any(name == "hms_store_size_bytes" for name, _ in after)
-            with urllib.request.urlopen(proc.metrics_url + "/healthz", timeout=10) as resp:
-                assert resp.status == 200
-        finally:
-            proc.stop()
+    lakefs = real_lakefs()
+    repo = new_repository("metrics")
+    env = dict(os.environ, **lakefs.env(), PYTHONPATH=str(REPO_ROOT))
+    port = free_port()
+    # (no --autocommit: over lakeFS its commit waits for the branch lock that the write
+    # transaction around it holds)
+    proc = start_proxy(tmp_path, "--metrics-port", str(port),
+                       store=f"lakefs://{repo}", warehouse=False, env=env)
+    proc.metrics_url = f"http://127.0.0.1:{port}"
+    try:
+        before = settled(proc)
+        with Session(proc, "dana") as s:
+            s.client.create_database(T.Database("lake_db", "", None, {}))
+            s.client.get_database("lake_db")
+        after = settled(proc)
+        assert value(after, "hms_calls_total", method="create_database") == 1
+        assert value(after, "hms_commits_total") == 0
+        assert value(after, "hms_lakefs_requests_total") > \
+            value(before, "hms_lakefs_requests_total") > 0
+        assert value(after, "hms_branches") == 1 and value(after, "hms_store_up") == 1
+        assert not any(name == "hms_store_size_bytes" for name, _ in after)
+        with urllib.request.urlopen(proc.metrics_url + "/healthz", timeout=10) as resp:
+            assert resp.status == 200
+    finally:
+        proc.stop()

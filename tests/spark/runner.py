@@ -87,10 +87,13 @@ def error_result(exc: BaseException) -> dict:
     return {"error": condition or name, "class": name, "message": message}
 
 
-def build_session(uri: str, warehouse: str):
+def build_session(uri: str, warehouse: str, conf: dict | None = None):
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder
+    builder = SparkSession.builder
+    for key, value in (conf or {}).items():  # --conf: e.g. the s3a settings of a lakeFS
+        builder = builder.config(key, value)
+    spark = (builder
              .master("local[1]")
              .appName("hms-proxy-e2e")
              .config("spark.ui.enabled", "false")
@@ -155,12 +158,15 @@ def main(argv=None) -> int:
     parser.add_argument("--warehouse", required=True)
     parser.add_argument("--statements", required=True)
     parser.add_argument("--output", required=True)
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting (repeatable)")
     args = parser.parse_args(argv)
+    conf = dict(item.split("=", 1) for item in args.conf)
 
     with open(args.statements) as f:
         items = json.load(f)
     started = time.monotonic()
-    spark = build_session(args.uri, args.warehouse)
+    spark = build_session(args.uri, args.warehouse, conf)
     print(f"runner: session ready in {time.monotonic() - started:.1f}s", file=sys.stderr, flush=True)
     with open(args.output, "w") as out:
         for index, raw in enumerate(items):

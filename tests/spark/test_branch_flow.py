@@ -3,9 +3,12 @@ and a column; a session on main sees none of it; ``shop@dev`` reaches the same s
 main's port; commit, diff and merge (the CLI) bring main to it; a conflicting change on both
 branches is reported with its table and field, and ``--strategy`` resolves it.
 
-It runs over the embedded store and over the lakeFS backend (``lakefs://REPO``) against
-:class:`tests.support.lakefs_double.LakeFSDouble`, the in-process **test double** of lakeFS's
-REST API (the data stays in a local warehouse there: the double has no S3 gateway)."""
+It runs over the embedded store (data in a local warehouse) and over a real lakeFS
+(``lakefs://REPO``, :mod:`tests.support.lakefs`), where Spark writes the tables' files through
+lakeFS's S3 gateway (``s3a://REPO/<ref>/warehouse/...``, hadoop-aws from Maven Central,
+:mod:`hms_proxy.spark_s3`): the branch holds both the catalog and the data, lakeFS's diff shows
+the data objects, one lakeFS merge commit publishes both, and a partition rewritten on both
+branches is a data conflict."""
 from __future__ import annotations
 
 import json
@@ -30,9 +33,14 @@ def spark(workdir: Path, uri: str, name: str, statements: list) -> list[dict]:
     run = workdir / name
     run.mkdir(parents=True, exist_ok=True)
     (run / "statements.json").write_text(json.dumps(statements))
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYSPARK_PYTHON=sys.executable)
-    cmd = [sys.executable, str(RUNNER), "--uri", uri, "--warehouse", str(workdir / "warehouse"),
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYSPARK_PYTHON=sys.executable,
+               SPARK_LOCAL_IP="127.0.0.1")
+    warehouse = _SPARK.get("warehouse") or str(workdir / "warehouse")
+    cmd = [sys.executable, str(RUNNER), "--uri", uri, "--warehouse", warehouse,
            "--statements", str(run / "statements.json"), "--output", str(run / "out.jsonl")]
+    for key, value in _SPARK.items():
+        if key != "warehouse":
+            cmd += ["--conf", f"{key}={value}"]
     done = subprocess.run(cmd, cwd=run, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return [json.loads(line)["result"] for line in (run / "out.jsonl").read_text().splitlines()]
@@ -44,6 +52,7 @@ def rows(result: dict):
 
 
 _ENV: dict = {}  # the store's environment (LAKEFS_* for the lakeFS backend)
+_SPARK: dict = {}  # Spark settings of the sessions (the s3a file system over lakeFS)
 
 
 def cli(store, *args: str) -> subprocess.CompletedProcess:
@@ -53,43 +62,36 @@ def cli(store, *args: str) -> subprocess.CompletedProcess:
 
 
 def serve(workdir: Path, store, *extra: str):
-    if "://" in str(store):
-        return start_proxy(workdir, *extra, store=store, cwd=REPO_ROOT,
-                           warehouse=workdir.parent / "warehouse", env=dict(os.environ, **_ENV))
+    if "://" in str(store):  # the repository's own warehouse, at the ref served
+        return start_proxy(workdir, *extra, store=store, cwd=REPO_ROOT, warehouse=False,
+                           env=dict(os.environ, **_ENV))
     return start_proxy(workdir, *extra, store=store, cwd=REPO_ROOT)
 
 
-@pytest.fixture(params=["local", "lakefs-double", "lakefs"])
+@pytest.fixture(params=["local", "lakefs"])
 def store(request, tmp_path):
-    """The store the flow runs over: a path, ``lakefs://REPO`` of the lakeFS test double, or
-    of a real lakeFS (testcontainers; skipped without a Docker engine)."""
+    """The store the flow runs over: a path, or ``lakefs://REPO`` of the real lakeFS of the
+    session with Spark's files going through its S3 gateway."""
     _ENV.clear()
+    _SPARK.clear()
     if request.param == "local":
         yield tmp_path / "store"
         return
     pytest.importorskip("lakefs_sdk")
-    if request.param == "lakefs":
-        import uuid
+    from hms_proxy import spark_s3
+    from tests.support.lakefs import new_repository, real_lakefs
 
-        from tests.store.conftest import real_lakefs
-        from tests.support.lakefs_container import create_repository
-
-        endpoint, key, secret = real_lakefs()
-        repo = f"flow{uuid.uuid4().hex[:12]}"
-        create_repository(endpoint, key, secret, repo)
-        _ENV.update(LAKEFS_ENDPOINT=endpoint, LAKEFS_ACCESS_KEY_ID=key,
-                    LAKEFS_SECRET_ACCESS_KEY=secret)
-        yield f"lakefs://{repo}"
-        _ENV.clear()
-        return
-    from tests.support.lakefs_double import LakeFSDouble
-
-    with LakeFSDouble(access_key_id="AKIASPARKFLOW", secret_access_key="flow") as double:
-        double.create_repository("flow", default_branch="main")
-        _ENV.update(LAKEFS_ENDPOINT=double.endpoint, LAKEFS_ACCESS_KEY_ID="AKIASPARKFLOW",
-                    LAKEFS_SECRET_ACCESS_KEY="flow")
-        yield "lakefs://flow"
+    lakefs = real_lakefs()
+    repo = new_repository("flow")
+    _ENV.update(lakefs.env())
+    _SPARK.update(spark_s3.spark_conf(lakefs.endpoint, lakefs.access_key_id,
+                                      lakefs.secret_access_key))
+    # Spark gives new databases a location under its warehouse: the repository's, on main
+    # (stored ref-free, so a database made on main is under dev's warehouse on dev)
+    _SPARK["warehouse"] = f"s3a://{repo}/main/warehouse"
+    yield f"lakefs://{repo}"
     _ENV.clear()
+    _SPARK.clear()
 
 
 def columns(describe_rows) -> list[str]:
@@ -156,8 +158,19 @@ def test_branch_write_review_merge_with_spark(tmp_path, store):
         human = cli(store, "diff", "main", "dev").stdout
         assert "shop.orders" in human and "discount" in human
 
+        lake = _lakefs(store)
+        if lake is not None:  # the data went to dev through the S3 gateway, not to main
+            data = lake.data_diff("main", "dev")
+            assert any(p.startswith("warehouse/shop.db/orders/ds=2024-01-02/") and
+                       p.endswith(".parquet") for p in data), data
+            main_before, dev_head = lake.head("main"), lake.head("dev")
         merged = cli(store, "merge", "dev", "main")
         assert merged.returncode == 0, merged.stdout + merged.stderr
+        if lake is not None:  # ONE lakeFS merge commit moved catalog and data together
+            head = lake.commit(lake.head("main"))
+            assert head.parents == [main_before, dev_head], head
+            assert lake.data_diff("main", "dev") == []
+            assert lake.data_diff(main_before, "main")  # the data files arrived with it
 
         # Both branches now change one property differently, each through Spark.
         with ThreadPoolExecutor(2) as pool:
@@ -206,3 +219,75 @@ def test_branch_write_review_merge_with_spark(tmp_path, store):
         assert "discount" in [c.name for c in table.sd.cols]
     finally:
         check.close()
+    if _lakefs(store) is not None:
+        _data_conflict(tmp_path, store)
+
+
+class _Lake:
+    """lakeFS's own view of the flow's repository (lakefs-sdk)."""
+
+    def __init__(self, repo: str):
+        from tests.support.lakefs import real_lakefs
+
+        self.repo, self.server = repo, real_lakefs()
+
+    def head(self, branch: str) -> str:
+        import lakefs_sdk
+
+        with self.server.sdk() as client:
+            return lakefs_sdk.BranchesApi(client).get_branch(self.repo, branch).commit_id
+
+    def commit(self, commit_id: str):
+        import lakefs_sdk
+
+        with self.server.sdk() as client:
+            return lakefs_sdk.CommitsApi(client).get_commit(self.repo, commit_id)
+
+    def data_diff(self, left: str, right: str) -> list[str]:
+        """Paths of the data objects (not the catalog's ``_hms*``) that differ."""
+        import lakefs_sdk
+
+        out, after = [], ""
+        with self.server.sdk() as client:
+            api = lakefs_sdk.RefsApi(client)
+            while True:
+                page = api.diff_refs(self.repo, left, right, after=after, amount=1000)
+                out += [d.path for d in page.results if d.path_type == "object"
+                        and not d.path.startswith("_hms")]
+                if not page.pagination.has_more:
+                    return sorted(out)
+                after = page.pagination.next_offset
+
+
+def _lakefs(store) -> _Lake | None:
+    return _Lake(str(store).removeprefix("lakefs://")) if str(store).startswith("lakefs://") \
+        else None
+
+
+def _data_conflict(tmp_path: Path, store) -> None:
+    """Both branches rewrite one partition's files: the merge reports a data conflict (lakeFS's)
+    and moves neither catalog nor data."""
+    assert cli(store, "branch", "create", "redo", "--from", "main").returncode == 0
+    redo_port = free_port()
+    proc = serve(tmp_path / "s2", store, "--bind", f"{redo_port}=redo")
+    try:
+        spark(tmp_path, f"thrift://127.0.0.1:{redo_port}", "redo-rewrite", [
+            "INSERT OVERWRITE TABLE shop.orders PARTITION (ds='2024-01-01') "
+            "VALUES (1, 11.0, NULL)"])
+        spark(tmp_path, proc.uri, "main-rewrite", [
+            "INSERT OVERWRITE TABLE shop.orders PARTITION (ds='2024-01-01') "
+            "VALUES (1, 12.0, NULL)"])
+    finally:
+        proc.stop()
+    assert cli(store, "commit", "redo", "-m", "redo day 1").returncode == 0
+    assert cli(store, "commit", "main", "-m", "fix day 1").returncode == 0
+    lake = _lakefs(store)
+    before = lake.head("main")
+    conflict = cli(store, "merge", "redo", "main", "--json")
+    assert conflict.returncode == 1, conflict.stdout + conflict.stderr
+    report = json.loads(conflict.stdout)
+    kinds = {c.get("kind") for c in report["conflicts"]}
+    assert "data" in kinds, report
+    assert any("ds=2024-01-01" in json.dumps(c) for c in report["conflicts"]
+               if c.get("kind") == "data"), report
+    assert lake.head("main") == before

@@ -311,3 +311,55 @@ def test_redis_shares_what_commits_hold(tmp_path, calls, repo, lake):
         first.close()
         second.close()
         server.shutdown()
+
+
+def _rewrite(lake, branch, old, new, content):
+    """What Spark's INSERT OVERWRITE of a partition does to its directory: the old files go,
+    new ones under new names come."""
+    lake.api(lake.api.objects.delete_object, branch, old)
+    lake.api.upload(branch, new, content)
+
+
+@pytest.mark.parametrize("strategy", ["fail", "source-wins", "dest-wins"])
+def test_a_partition_rewritten_on_both_sides_is_a_data_conflict(lake, repo, strategy):
+    part = "data/t/ds=1/"
+    lake.api.upload("main", part + "part-0000-base.parquet", b"base rows")
+    put(lake, "main", {"k": b"0"})
+    lake.create_branch("dev", "main")
+    _rewrite(lake, "dev", part + "part-0000-base.parquet", part + "part-0000-dev.parquet", b"d")
+    put(lake, "dev", {"k": b"1"})
+    _rewrite(lake, "main", part + "part-0000-base.parquet", part + "part-0000-main.parquet",
+             b"m")
+    put(lake, "main", {"other": b"x"})
+
+    def files(ref):
+        return sorted(o.path for o in lake.api.objects.list_objects(repo, ref, prefix=part).results)
+    if strategy == "fail":
+        with pytest.raises(MergeConflict) as info:
+            merge_refs(lake, "dev", "main")
+        assert [(c.type, c.kind, c.path) for c in info.value.result.conflicts] == \
+            [("DATA_CONFLICT", "data", (part,))]
+        assert files("main") == [part + "part-0000-main.parquet"]  # nothing moved
+        return
+    result = merge_refs(lake, "dev", "main", strategy=strategy)
+    assert [c.path for c in result.conflicts] == [(part,)]
+    winner = "dev" if strategy == "source-wins" else "main"
+    assert files("main") == [part + f"part-0000-{winner}.parquet"]  # never both sides' rows
+    assert lake.get("main", "k") == b"1" and lake.get("main", "other") == b"x"
+
+
+def test_appends_on_both_sides_merge_cleanly(lake, repo):
+    part = "data/t/ds=1/"
+    lake.api.upload("main", part + "part-0000-base.parquet", b"base rows")
+    put(lake, "main", {"k": b"0"})
+    lake.create_branch("dev", "main")
+    lake.api.upload("dev", part + "part-0001-dev.parquet", b"d")
+    put(lake, "dev", {"k": b"1"})
+    lake.api.upload("main", part + "part-0001-main.parquet", b"m")
+    put(lake, "main", {"other": b"x"})
+    result = merge_refs(lake, "dev", "main")
+    assert result.conflicts == []
+    listed = sorted(o.path for o in lake.api.objects.list_objects(repo, "main",
+                                                                   prefix=part).results)
+    assert listed == [part + n for n in ("part-0000-base.parquet", "part-0001-dev.parquet",
+                                          "part-0001-main.parquet")]

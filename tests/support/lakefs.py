@@ -34,6 +34,22 @@ class RealLakeFS:
 
         return LakeFSConfig(self.api_url, self.access_key_id, self.secret_access_key)
 
+    def api_calls(self):
+        """lakeFS's own count of the API calls it served, by operation (ListObjects, GetObject,
+        StatObject, GetBranch...), from its Prometheus metrics: calls made by any process, so a
+        test takes the difference around what it does (tests run one at a time)."""
+        import urllib.request
+        from collections import Counter
+
+        counts: Counter = Counter()
+        with urllib.request.urlopen(self.endpoint + "/metrics", timeout=10) as resp:
+            for line in resp.read().decode().splitlines():
+                if line.startswith("api_request_duration_seconds_count{"):
+                    labels, value = line.rsplit(" ", 1)
+                    op = labels.split('operation="', 1)[1].split('"', 1)[0]
+                    counts[op] += int(float(value))
+        return counts
+
     def sdk(self):
         """A lakefs_sdk ApiClient (close it, or use it in ``with``)."""
         import lakefs_sdk
