@@ -79,6 +79,8 @@ META_AUTHOR = "hms.author"
 META_CREATED = "hms.created"
 TEMP_BRANCH = "hms-tmp-"
 PAGE = 1000  # lakeFS's largest page
+CONNECT_TIMEOUT = float(os.environ.get("HMS_LAKEFS_CONNECT_TIMEOUT", "3"))  # seconds
+READ_TIMEOUT = float(os.environ.get("HMS_LAKEFS_READ_TIMEOUT", "8"))  # seconds per answer
 UPLOAD_THREADS = 8
 _ABSENT = ("absent",)
 _BRANCH_NAME = "lakeFS branch names are letters, digits, '_' and '-'"
@@ -217,6 +219,16 @@ class _Api:
                              "'hms-proxy[lakefs]'") from None
         conf = lakefs_sdk.Configuration(host=config.endpoint, username=config.access_key_id,
                                         password=config.secret_access_key)
+        try:  # a refused connection is tried again shortly; a call that got no answer is not
+            from urllib3 import Retry
+
+            conf.retries = Retry(total=2, connect=2, read=0, status=0, redirect=0,
+                                 backoff_factor=0.2)
+        except ImportError:  # pragma: no cover - lakefs-sdk brings urllib3
+            pass
+        # a lakeFS that accepts but does not answer (hung, overloaded) fails the call within
+        # seconds, before the metastore clients' own timeouts (Trino's is 10 s)
+        self.timeout = (CONNECT_TIMEOUT, READ_TIMEOUT)
         self.client = lakefs_sdk.ApiClient(conf)
         self.sdk = lakefs_sdk
         self.repo = repository
@@ -233,6 +245,7 @@ class _Api:
         from lakefs_sdk.exceptions import ApiException
 
         self.calls += 1
+        kwargs.setdefault("_request_timeout", self.timeout)
         try:
             return fn(self.repo, *args, **kwargs)
         except ApiException as exc:
@@ -259,7 +272,7 @@ class _Api:
                                     "403": "Error", "404": "Error", "412": "Error"},
                 auth_settings=["basic_auth", "cookie_auth", "jwt_token"],
                 _return_http_data_only=True, _preload_content=True,
-                collection_formats={})
+                collection_formats={}, _request_timeout=self.timeout)
         except ApiException as exc:
             raise _translate(exc, RefNotFound) from None
         except _UNREACHABLE as exc:
