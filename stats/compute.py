@@ -1154,6 +1154,20 @@ def _reduce(args) -> int:
     return 0
 
 
+def _lakefs_spark_conf() -> dict:
+    """Spark's s3a settings for the lakeFS the store is on (its S3 gateway), so that a job
+    reads the tables' ``s3a://REPO/<ref>/...`` files and writes the sets beside them."""
+    from hms_proxy import spark_s3
+    from kvmodel.store.lakefs import LakeFSConfig
+
+    config = LakeFSConfig.discover()
+    try:
+        return spark_s3.spark_conf(config.endpoint.removesuffix("/api/v1"),
+                                   config.access_key_id, config.secret_access_key)
+    except RuntimeError as exc:  # no Maven to fetch hadoop-aws with
+        raise ComputeError(str(exc).splitlines()[0]) from None
+
+
 def _table_name(text: str) -> tuple[str, str]:
     db, sep, tbl = text.partition(".")
     if not sep or not db or not tbl or "." in tbl:
@@ -1271,6 +1285,9 @@ def _compute(args) -> int:
         spark = None  # Iceberg and Delta tables are read without Spark (stats.formats)
         if formats.format_of(uri, db.lower(), tbl.lower(), args.ref) is None:
             extras.require("pyspark", "pandas")
+            if args.store.startswith("lakefs://") and \
+                    "spark.hadoop.fs.s3a.endpoint" not in conf:
+                conf = {**_lakefs_spark_conf(), **conf}  # s3a:// through lakeFS's gateway
             spark = build_session(uri, args.master, conf, workdir)
             stack.callback(spark.stop)
         progress = None if args.no_progress else Progress(f"stats compute {db}.{tbl}")

@@ -76,7 +76,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from stats import layout, serving
+from stats import files, layout, serving
 
 FREQUENCY_FIELDS = ("value", "frequency")
 READ_BUFFER = 16 << 10  # bytes per read when streaming a row group's pages
@@ -136,6 +136,7 @@ def open_table(store_or_path, name: str, ref: str = "main") -> "TableStats":
                     except ValueError:
                         continue
                     if isinstance(pointer, dict) and pointer.get("set"):
+                        pointer["set"] = files.at_ref(pointer["set"], view)
                         pointers[key[len(root):]] = pointer
         except (RefNotFound, InvalidRef) as exc:
             raise QueryError(f"no ref {ref!r} ({exc})") from None
@@ -149,15 +150,9 @@ def open_table(store_or_path, name: str, ref: str = "main") -> "TableStats":
 def _source(path: str):
     """What :class:`pyarrow.parquet.ParquetFile` opens for one file of a set (tests wrap it
     to count bytes)."""
-    from hms_proxy.warehouse import local_path
+    from stats import files
 
-    local = local_path(path)
-    if local is not None:
-        return local
-    from pyarrow import fs
-
-    filesystem, inner = fs.FileSystem.from_uri(path)
-    return filesystem.open_input_file(inner)
+    return files.open_input(path)
 
 
 def _parquet(path: str, **kw):

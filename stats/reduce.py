@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hms_proxy.warehouse import local_path
-from stats import layout
+from stats import files, layout
 
 # Spark's xxhash64 and the HyperLogLog sketches live in stats.sketch (names kept here).
 from stats.sketch import (SEED, hll_estimate, hll_merge, hll_registers,  # noqa: E402,F401
@@ -41,7 +41,7 @@ from stats.sketch import (SEED, hll_estimate, hll_merge, hll_registers,  # noqa:
 
 # --- partition sets -------------------------------------------------------------------------------
 def _read(path: str, columns=None) -> pa.Table:
-    return pq.ParquetFile(path).read(columns=columns, use_threads=False)
+    return pq.ParquetFile(files.open_input(path)).read(columns=columns, use_threads=False)
 
 
 @dataclass
@@ -80,7 +80,7 @@ class PartitionSet:
     def sketches(self) -> dict[str, bytes]:
         if self._sketches is None:
             path = self.file(layout.SKETCHES)
-            self._sketches = ({} if not os.path.exists(path) else
+            self._sketches = ({} if not files.exists(path) else
                               {r["column"]: r["hll"] for r in _read(path).to_pylist()})
         return self._sketches
 
@@ -90,10 +90,10 @@ class PartitionSet:
         if not wanted:
             return
         path = self.file(layout.HISTOGRAMS)
-        if not os.path.exists(path):
+        if not files.exists(path):
             self._hists.update(dict.fromkeys(wanted))
             return
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(files.open_input(path))
         present = [c for c in wanted if c in pf.schema_arrow.names]
         table = pf.read(columns=present, use_threads=False) if present else None
         for c in wanted:
@@ -118,8 +118,8 @@ class PartitionSet:
         if self._freq_groups is None:
             groups: dict[str, list[int]] = {}
             path = self.file(layout.FREQUENCIES)
-            if os.path.exists(path):
-                pf = pq.ParquetFile(path)
+            if files.exists(path):
+                pf = pq.ParquetFile(files.open_input(path))
                 for i in range(pf.metadata.num_row_groups):
                     st = pf.metadata.row_group(i).column(0).statistics
                     if st is not None and st.has_min_max and st.min == st.max:
@@ -136,7 +136,7 @@ class PartitionSet:
         groups = self._groups().get(column, [])
         if not groups:
             return 0
-        meta = pq.ParquetFile(self.file(layout.FREQUENCIES)).metadata
+        meta = pq.ParquetFile(files.open_input(self.file(layout.FREQUENCIES))).metadata
         if all(self._pure(meta, i) for i in groups):
             return sum(meta.row_group(i).num_rows for i in groups)
         return len(self.frequencies(column))
@@ -152,7 +152,7 @@ class PartitionSet:
         schema = pa.schema([("value", pa.string()), ("frequency", pa.int64())])
         if not groups:
             return schema.empty_table()
-        pf = pq.ParquetFile(self.file(layout.FREQUENCIES))
+        pf = pq.ParquetFile(files.open_input(self.file(layout.FREQUENCIES)))
         t = pf.read_row_groups(groups, columns=["column", "value", "frequency"])
         t = t.filter(pc.equal(t["column"], column))
         return pa.table({"value": t["value"], "frequency": t["frequency"]}, schema=schema)

@@ -90,22 +90,24 @@ def read_pointer(reader, db: str, tbl: str, partition: str | None) -> dict | Non
     if raw is None:
         return None
     pointer = _parse_pointer(bytes(raw))
-    return None if pointer is None else dict(pointer)
+    return None if pointer is None else _pinned(pointer, reader)
+
+
+def _pinned(pointer: dict, reader) -> dict:
+    """The pointer with a ref-free lakeFS set path read at the reader's ref."""
+    from stats import files
+
+    out = dict(pointer)
+    out["set"] = files.at_ref(out["set"], getattr(reader, "view", None))
+    return out
 
 
 # --- reading a set -----------------------------------------------------------------------------
 def _open(set_path: str, name: str):
     """(filesystem or None, path) of one file of a set."""
-    from hms_proxy.warehouse import local_path
+    from stats import files
 
-    full = set_path.rstrip("/") + "/" + name
-    local = local_path(full)
-    if local is not None:
-        return None, local
-    from pyarrow import fs
-
-    filesystem, path = fs.FileSystem.from_uri(full)
-    return filesystem, path
+    return files.locate(set_path.rstrip("/") + "/" + name)
 
 
 def read_rows(set_path: str, columns: list[str], cache=None) -> dict[str, dict]:
@@ -269,6 +271,7 @@ def served_flats_many(env, t, reader, table, partitions: list[str],
         if pointer is None or pointer.get("stale"):
             out.append({})
             continue
+        pointer = _pinned(pointer, reader)
         key = ("stats-set-flats", pointer["set"], pointer.get("schema"), request)
         flats = cache.get(key) if cache is not None else None
         if flats is None:
