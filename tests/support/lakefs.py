@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import tempfile
 import uuid
 from dataclasses import dataclass
 
@@ -74,8 +73,7 @@ def real_lakefs() -> RealLakeFS:
         return _SERVER
     from hms_proxy import lakefs_local
 
-    workdir = tempfile.mkdtemp(prefix="hms-test-lakefs-")
-    proc = lakefs_local.start_lakefs(workdir)
+    proc = lakefs_local.start_lakefs()  # a temporary work directory, removed by stop()
     atexit.register(proc.stop)
     _SERVER = RealLakeFS(proc.endpoint, proc.access_key_id, proc.secret_access_key,
                          str(proc.log_path))
