@@ -16,6 +16,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from hms_proxy.lakefs_local import cache_root  # ~/.cache/hms-proxy ($XDG_CACHE_HOME honoured)
+
 POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>hms-proxy</groupId><artifactId>s3a-classpath</artifactId><version>1</version>
@@ -27,11 +29,6 @@ POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   </dependencies>
 </project>
 """
-
-
-def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "hms-proxy"
 
 
 def hadoop_version() -> str:
