@@ -6,7 +6,7 @@ HMS_PORT  ?= 9083
 HMS_STORE ?= ./metastore
 PYTEST_ARGS ?=
 
-.PHONY: run test venv test-deps browser-deps check-java lakefs-build demo regen bench clean
+.PHONY: run test venv test-deps browser-deps thrift-deps check-java lakefs-build demo regen bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,7 +55,19 @@ browser-deps:
 lakefs-build: test-deps
 	$(BIN)/python -m hms_proxy.lakefs_local --build-only
 
-test: check-java test-deps browser-deps lakefs-build
+# The Thrift compiler proves hms_proxy/gen is what thrift/generate.sh makes of the IDL
+# (tests/unit/test_thrift_idl.py): Debian's thrift-compiler, installed when missing and
+# apt-get is usable as root; otherwise that test skips, saying why.
+thrift-deps:
+	@command -v thrift >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian's thrift-compiler for the generated-code test"; \
+	    { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq thrift-compiler >/dev/null 2>&1 || \
+	      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq thrift-compiler >/dev/null; }; } \
+	      || echo "thrift-compiler could not be installed: the generated-code test will be skipped"; \
+	  else echo "no thrift compiler (and no apt-get as root): the generated-code test will be skipped"; fi; }
+
+test: check-java test-deps browser-deps thrift-deps lakefs-build
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The whole stack without Docker: a real lakeFS (built from its Go module), hms-proxy over it,
