@@ -142,8 +142,14 @@ def test_concurrent_drops_and_adds_leave_no_lock_behind(server):
 
 
 def test_connect_disconnect_cycles_return_to_baseline(server):
+    from hms_proxy.gen.hive_metastore import ThriftHiveMetastore
+
     proc = psutil.Process(server.popen.pid)
-    time.sleep(0.5)
+    # the baseline after one call served: what a first call starts for good (the store's
+    # pooled connection, background helpers) is no leak of the cycles below
+    with open_protocol(server.host, server.port, timeout=10) as p:
+        ThriftHiveMetastore.Client(p).get_all_databases()
+    time.sleep(1.0)
     threads, fds = proc.num_threads(), proc.num_fds()
     for i in range(10_000):
         with open_protocol(server.host, server.port, timeout=10) as p:
