@@ -6,7 +6,7 @@ HMS_PORT  ?= 9083
 HMS_STORE ?= ./metastore
 PYTEST_ARGS ?=
 
-.PHONY: run test venv test-deps browser-deps thrift-deps check-java lakefs-build demo regen bench clean
+.PHONY: run test venv test-deps browser-deps thrift-deps check-java lakefs-build trino-download demo regen bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,11 @@ browser-deps:
 lakefs-build: test-deps
 	$(BIN)/python -m hms_proxy.lakefs_local --build-only
 
+# A real Trino (tests/trino): the server tarball from Maven Central, downloaded and unpacked
+# once into ~/.cache/hms-proxy/trino/ (Trino 476 on a Java 24+ JDK, else 435 on Java 17).
+trino-download: test-deps
+	$(BIN)/python -m hms_proxy.trino_local --download-only
+
 # The Thrift compiler proves hms_proxy/gen is what thrift/generate.sh makes of the IDL
 # (tests/unit/test_thrift_idl.py): Debian's thrift-compiler, installed when missing and
 # apt-get is usable as root; otherwise that test skips, saying why.
@@ -67,7 +72,7 @@ thrift-deps:
 	      || echo "thrift-compiler could not be installed: the generated-code test will be skipped"; \
 	  else echo "no thrift compiler (and no apt-get as root): the generated-code test will be skipped"; fi; }
 
-test: check-java test-deps browser-deps thrift-deps lakefs-build
+test: check-java test-deps browser-deps thrift-deps lakefs-build trino-download
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The whole stack without Docker: a real lakeFS (built from its Go module), hms-proxy over it,
