@@ -197,6 +197,10 @@ def served_store(store, args):
     store.cache_ttl = getattr(args, "lakefs_cache_ttl", 0.0)
     if getattr(args, "redis", None):  # what is read at commits, shared by the servers
         store.use_redis(args.redis)
+    from hms_proxy import warehouse
+
+    # managed tables' objects move on rename and go on drop, as HMS does on its file systems
+    warehouse.register(warehouse.LakeFSFiles(store))
     scheme = getattr(args, "lakefs_locations", "s3a")
     if scheme == "off":
         return store

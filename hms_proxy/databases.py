@@ -7,6 +7,7 @@ from hms_proxy.processor import Raw
 from kvmodel import catalog as keys
 
 DEFAULT_DB = "default"
+NO_EVENTS = "hms-proxy.no-events"  # commit metadata: the commit fires no notification events
 
 
 class DatabaseCalls(Family):
@@ -24,10 +25,23 @@ class DatabaseCalls(Family):
             name=DEFAULT_DB, description="Default Hive database", locationUri=location,
             parameters={}, ownerName="public", ownerType=self.t.PrincipalType.ROLE,
         )
+        # On a branch with nothing else uncommitted the new database is committed at once: left
+        # staged, it would make the branch dirty though no one wrote to it, and lakeFS (like
+        # `hms-proxy merge`) refuses to merge into a dirty branch.
+        clean = next(iter(store.staged(self.env.ref)), None) is None
         with store.write(self.env.ref) as txn:
             if txn.get(keys.db_key(DEFAULT_DB)) is None:
                 from kvmodel.codec import encode
                 txn.put(keys.db_key(DEFAULT_DB), encode(db))
+        if clean:
+            from kvmodel.errors import StoreError
+
+            try:
+                # HMS creates it with its schema, before any event: no notification for it
+                store.commit(self.env.ref, "create the default database", author="hms-proxy",
+                             metadata={NO_EVENTS: "true"})
+            except StoreError:  # another server committed it first, or the branch moved
+                pass
         warehouse.mkdirs(location)
 
     # --- create / alter / drop -----------------------------------------------------------

@@ -137,6 +137,10 @@ class NotificationCalls(Family):
             return self._last_id[head]
 
     def _commit_events(self, commit) -> tuple[Event, ...]:
+        from hms_proxy.databases import NO_EVENTS
+
+        if (getattr(commit, "metadata", None) or {}).get(NO_EVENTS) == "true":
+            return ()
         store = self.env.store
         if commit.parents:
             entries = [(e.key, e.left, e.right) for e in store.diff(commit.parents[0], commit.id)]

@@ -497,8 +497,10 @@ class PartitionCalls(Family):
                 part.dbName, part.tableName = db, tbl
                 part.sd = normalize_sd(new_part.sd, self.t)
                 part.parameters = dict(new_part.parameters or {})
-                part.createTime = old.createTime
-                part.lastAccessTime = new_part.lastAccessTime or old.lastAccessTime or 0
+                # HMS stores the times the client sent (ObjectStore.alterPartitionNoTxn): a
+                # client that rebuilds partitions from its own model (Trino) sends 0
+                part.createTime = new_part.createTime or 0
+                part.lastAccessTime = new_part.lastAccessTime or 0
                 part.privileges = None
                 if props.get("DO_NOT_UPDATE_STATS", "").lower() != "true" and not is_view(table):
                     update_stats_fast(part.parameters, part.sd.location, False, env_context,

@@ -358,6 +358,8 @@ class TableCalls(Family):
                 update_stats_fast(new.parameters, new.sd.location, False, env_context, force=True)
             if not new.parameters.get(DDL_TIME):
                 new.parameters[DDL_TIME] = str(now())
+            if not rename:
+                self._drop_stale_column_stats(cat, old, new)
             if cascade or rename:
                 self._rewrite_partitions(cat, old, new, cascade, moves)
             if rename:
@@ -365,6 +367,37 @@ class TableCalls(Family):
             cat.put(keys.table_key(new.dbName, new.tableName), new)
         if moves:
             warehouse.rename(*moves)
+
+    def _drop_stale_column_stats(self, cat, old, new) -> None:
+        """As HMS's alter (HiveAlterHandler.alterTableUpdateTableColumnStats): the table-level
+        statistics of a column dropped or retyped go, and so does its mark in the new
+        table's COLUMN_STATS_ACCURATE (a client sends back the mark it read)."""
+        def by_name_type(table):
+            return {(c.name.lower(), (c.type or "").lower())
+                    for c in (table.sd.cols if table.sd else None) or []}
+
+        new_cols = by_name_type(new)
+        if by_name_type(old) <= new_cols:
+            return
+        gone = []
+        for col, data in list(cat.table_colstats(old.dbName, old.tableName)):
+            obj = codec.decode(self.t.ColumnStatistics, data).statsObj[0]
+            if (obj.colName.lower(), (obj.colType or "").lower()) not in new_cols:
+                cat.delete(keys.table_colstats_key(old.dbName, old.tableName, col))
+                gone.append(obj.colName)
+        params = new.parameters or {}
+        if not gone or COLUMN_STATS_ACCURATE not in params:
+            return
+        try:
+            state = json.loads(params[COLUMN_STATS_ACCURATE])
+        except ValueError:
+            return
+        marks = state.get("COLUMN_STATS") if isinstance(state, dict) else None
+        if isinstance(marks, dict):
+            for col in gone:
+                marks.pop(col, None)
+            state["COLUMN_STATS"] = dict(sorted(marks.items()))  # HMS keeps them in a TreeMap
+            params[COLUMN_STATS_ACCURATE] = json.dumps(state, separators=(",", ":"))
 
     @staticmethod
     def _check_partition_keys(old, new) -> None:

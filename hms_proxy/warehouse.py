@@ -3,14 +3,87 @@
 The stock HMS creates a database's and a managed table's directory, moves a managed table's
 directory on rename and deletes it on drop; Spark relies on that (a dropped managed table that
 left its files behind would be read again by a new table of the same name). We do the same for
-local ``file:`` locations. Other schemes (s3a, lakefs, hdfs) are left alone: their data
-belongs to the engine or to lakeFS, and a metadata server here has no credentials for them.
+local ``file:`` locations, and for locations in the lakeFS repository the server's catalog
+lives in (:class:`LakeFSFiles`, registered by ``serve`` over ``lakefs://REPO``): on the branch
+of the location, like any lakeFS client's uncommitted changes. Other locations (other
+buckets, hdfs) are left alone: a metadata server here has no credentials for them.
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from urllib.parse import urlsplit
+
+log = logging.getLogger(__name__)
+_REMOTES: list = []  # objects with handles(location) and the operations below
+
+
+def register(remote) -> None:
+    """Let ``remote`` do the file operations on the locations it ``handles`` (in place of
+    one registered before for the same repository)."""
+    key = getattr(remote, "repository", None)
+    _REMOTES[:] = [r for r in _REMOTES if key is None or getattr(r, "repository", None) != key]
+    _REMOTES.append(remote)
+
+
+def unregister(remote) -> None:
+    if remote in _REMOTES:
+        _REMOTES.remove(remote)
+
+
+def _remote(location: str | None):
+    if location and _REMOTES and not location.startswith(("file:", "/")):
+        for remote in _REMOTES:
+            if remote.handles(location):
+                return remote
+    return None
+
+
+class LakeFSFiles:
+    """The file operations of HMS on ``s3a|s3|lakefs://REPO/BRANCH/path`` of one lakeFS
+    store's repository: a managed table's objects move on rename and go on drop. At a commit
+    or tag (a read-only ref) nothing is done."""
+
+    SCHEMES = ("s3a", "s3", "lakefs")
+
+    def __init__(self, store):
+        self.store = store
+        self.repository = store.repository
+
+    def _split(self, location: str) -> tuple[str, str] | None:
+        parts = urlsplit(location)
+        if parts.scheme not in self.SCHEMES or parts.netloc != self.repository:
+            return None
+        ref, _, path = parts.path.lstrip("/").partition("/")
+        if not ref or ref == "@" or not path:
+            return None
+        return ref, path.rstrip("/")
+
+    def handles(self, location: str) -> bool:
+        return self._split(location) is not None
+
+    def _branch(self, ref: str) -> bool:
+        return self.store.get_branch(ref) is not None
+
+    def mkdirs(self, location: str) -> bool:
+        return False  # object stores have no directories
+
+    def exists(self, location: str) -> bool:
+        ref, path = self._split(location)
+        return next(iter(self.store.data_objects(ref, path)), None) is not None
+
+    def delete(self, location: str) -> None:
+        ref, path = self._split(location)
+        if self._branch(ref):
+            n = self.store.delete_data(ref, path)
+            log.debug("deleted %d objects under %s", n, location)
+
+    def rename(self, src: str, dst: str) -> bool:
+        a, b = self._split(src), self._split(dst)
+        if b is None or a[0] != b[0] or not self._branch(a[0]):
+            return False
+        return self.store.move_data(a[0], a[1], b[1]) > 0
 
 
 class Warehouse:
@@ -60,6 +133,9 @@ def local_path(location: str | None) -> str | None:
 
 def mkdirs(location: str | None) -> bool:
     """Create the directory; True when it did not exist before."""
+    remote = _remote(location)
+    if remote is not None:
+        return remote.mkdirs(location)
     path = local_path(location)
     if path is None:
         return False
@@ -80,11 +156,17 @@ def mkdirs(location: str | None) -> bool:
 
 
 def exists(location: str | None) -> bool:
+    remote = _remote(location)
+    if remote is not None:
+        return remote.exists(location)
     path = local_path(location)
     return path is not None and os.path.exists(path)
 
 
 def delete(location: str | None) -> None:
+    remote = _remote(location)
+    if remote is not None:
+        return remote.delete(location)
     path = local_path(location)
     if path is None or not os.path.exists(path):
         return
@@ -98,6 +180,9 @@ def delete(location: str | None) -> None:
 
 
 def rename(src: str | None, dst: str | None) -> bool:
+    remote = _remote(src)
+    if remote is not None:
+        return remote.rename(src, dst)
     s, d = local_path(src), local_path(dst)
     if s is None or d is None or not os.path.exists(s):
         return False

@@ -1131,6 +1131,50 @@ class LakeFSStore(VersionedStore):
             self.api(self.api.objects.copy_object, branch, path,
                      self.api.sdk.ObjectCopyCreation(src_path=path, src_ref=winner))
 
+    # --- data objects: the table files the metastore itself manages (as HMS does) ---------
+    @staticmethod
+    def _data_path(path: str) -> str:
+        path = path.lstrip("/")
+        if path.startswith((PREFIX, JOURNAL)) or path.rstrip("/") + "/" in (PREFIX, JOURNAL):
+            raise StoreError(f"{path!r} is the catalog's, not a data location")
+        return path
+
+    def data_objects(self, branch: BranchName, directory: str) -> Iterator[tuple[str, int]]:
+        """(path, size) of the objects under ``directory/`` on ``branch``."""
+        prefix = self._data_path(directory).rstrip("/") + "/"
+        for o in self._paged(self.api.objects.list_objects, branch, prefix=prefix, delimiter=""):
+            if o.path_type == "object":
+                yield o.path, o.size_bytes or 0
+
+    def delete_data(self, branch: BranchName, directory: str) -> int:
+        """Delete everything under ``directory/`` on ``branch`` (uncommitted, as a client's
+        deletes are); how many objects."""
+        self._check_open()
+        if self._protected(branch):
+            raise ProtectedRef(f"branch {branch!r} is protected")
+        paths = [p for p, _ in self.data_objects(branch, directory)]
+        for i in range(0, len(paths), PAGE):
+            self.api(self.api.objects.delete_objects, branch,
+                     self.api.sdk.PathList(paths=paths[i:i + PAGE]))
+        return len(paths)
+
+    def move_data(self, branch: BranchName, src: str, dst: str) -> int:
+        """Move the objects under ``src/`` to ``dst/`` on ``branch`` (lakeFS copies are
+        metadata only: no data is read or written); how many objects."""
+        self._check_open()
+        if self._protected(branch):
+            raise ProtectedRef(f"branch {branch!r} is protected")
+        src_dir = self._data_path(src).rstrip("/") + "/"
+        dst_dir = self._data_path(dst).rstrip("/") + "/"
+        paths = [p for p, _ in self.data_objects(branch, src_dir)]
+        for path in paths:
+            self.api(self.api.objects.copy_object, branch, dst_dir + path[len(src_dir):],
+                     self.api.sdk.ObjectCopyCreation(src_path=path, src_ref=branch))
+        for i in range(0, len(paths), PAGE):
+            self.api(self.api.objects.delete_objects, branch,
+                     self.api.sdk.PathList(paths=paths[i:i + PAGE]))
+        return len(paths)
+
     def commit_snapshot(self, branch: BranchName, parents: list[CommitID],
                         changes: Iterator[tuple[Key, Value | None]], message: str,
                         author: str = "", metadata: dict[str, str] | None = None,

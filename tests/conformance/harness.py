@@ -45,7 +45,7 @@ from tests.support.client import connect
 SCENARIOS: dict[str, Callable] = {}
 
 TIME_FIELDS = {"createTime", "lastAccessTime", "lastAnalyzed", "lastheartbeat", "acquiredat",
-               "lastHeartbeat", "acquiredAt", "enqueueTime", "startedTime"}
+               "lastHeartbeat", "acquiredAt", "enqueueTime", "startedTime", "grantTime"}
 TIME_PARAMETERS = {"transient_lastDdlTime", "last_modified_time"}
 APP_EXCEPTION_TYPES = {v: k for k, v in vars(TApplicationException).items()
                        if k.isupper() and isinstance(v, int)}

@@ -384,7 +384,8 @@ def test_metrics_of_a_server_over_lakefs(tmp_path):
             s.client.get_database("lake_db")
         after = settled(proc)
         assert value(after, "hms_calls_total", method="create_database") == 1
-        assert value(after, "hms_commits_total") == 0
+        # (the only commit is the server's own, of the default database it created at start)
+        assert value(after, "hms_commits_total") == value(before, "hms_commits_total") <= 1
         assert value(after, "hms_lakefs_requests_total") > \
             value(before, "hms_lakefs_requests_total") > 0
         assert value(after, "hms_branches") == 1 and value(after, "hms_store_up") == 1

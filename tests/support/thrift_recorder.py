@@ -153,7 +153,7 @@ def decode_message(data: bytes) -> tuple[tuple[str, int, int, list], int]:
 
 def encode_call(name: str, args: list, seqid: int = 0) -> bytes:
     w = _Writer()
-    w.out += struct.pack("!i", VERSION_1 | TMessageType.CALL)
+    w.out += struct.pack("!I", VERSION_1 | TMessageType.CALL)
     w.value(TType.STRING, name)
     w.out += struct.pack("!i", seqid)
     w.fields(args)
@@ -179,8 +179,13 @@ class Recorder:
     them in this order keeps every dependency.
     """
 
-    def __init__(self, upstream: tuple[str, int]):
+    def __init__(self, upstream: tuple[str, int], lose_reply_of: set[str] | None = None):
         self.upstream = upstream
+        # Test double of a lost reply (an injected fault, nothing real does it on demand): the
+        # first CALL of each method named here reaches the server, and its reply is dropped
+        # with the connection, as when a network or a server dies between the two.
+        self.lose_reply_of = set(lose_reply_of or ())
+        self.lost: list[str] = []
         self.calls: list[tuple[float, int, str, list]] = []
         self.errors: list[str] = []
         self._lock = threading.Lock()
@@ -222,10 +227,14 @@ class Recorder:
             with self._lock:
                 self._conns += 1
                 conn = self._conns
-            threading.Thread(target=self._pump, args=(client, server, conn), daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client, None), daemon=True).start()
+            state = {"lose": False}
+            threading.Thread(target=self._pump, args=(client, server, conn, state),
+                             daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, None, state),
+                             daemon=True).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket, conn: int | None) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, conn: int | None,
+              state: dict) -> None:
         pending = b""
         try:
             while True:
@@ -247,6 +256,13 @@ class Recorder:
                         if mtype in (TMessageType.CALL, TMessageType.ONEWAY):
                             with self._lock:
                                 self.calls.append((time.time(), conn, name, args))
+                                if name in self.lose_reply_of:
+                                    self.lose_reply_of.discard(name)
+                                    self.lost.append(name)
+                                    state["lose"] = True
+                elif state["lose"]:  # server -> client: the reply to lose
+                    time.sleep(0.2)  # let the server finish what it does after replying
+                    break
                 dst.sendall(data)
         except OSError:
             pass
