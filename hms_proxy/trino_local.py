@@ -1,9 +1,8 @@
 """A real Trino on this machine: the server tarball from Maven Central, one coordinator node.
 
-``ensure_trino()`` picks the version the local Java can run (Trino 476 needs Java 24 or newer:
-a Java 25 JDK is looked for in ``$HMS_TRINO_JAVA_HOME``, ``$JAVA_HOME`` and ``/usr/lib/jvm``;
-with only Java 17 it falls back to Trino 435), downloads
-``io.trino:trino-server:VERSION:tar.gz`` once, checks its SHA-1 against Maven Central's, and
+``ensure_trino()`` finds a Java 24+ JDK, which Trino 476 needs (in ``$HMS_TRINO_JAVA_HOME``,
+``$JAVA_HOME``, ``/usr/lib/jvm`` or on PATH; RuntimeError with a one-line hint when there is
+none), downloads ``io.trino:trino-server:476:tar.gz`` once, checks its SHA-1 against Maven Central's, and
 unpacks the server's core and the plugins our tests use (hive, tpch) into
 ``~/.cache/hms-proxy/trino/VERSION/`` (``$XDG_CACHE_HOME`` honoured). A file lock makes
 concurrent callers download once; the tree appears by an atomic rename.
@@ -40,8 +39,7 @@ from pathlib import Path
 from hms_proxy.lakefs_local import cache_root, free_port
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
-NEWEST, NEWEST_JAVA = "476", 24   # the newest Trino served here and the Java it needs
-FALLBACK, FALLBACK_JAVA = "435", 17
+VERSION, MIN_JAVA = "476", 24   # the newest Trino served here and the Java it needs
 PLUGINS = ("hive", "tpch")        # what the tests use; the other ~60 plugins are not unpacked
 HEAP = "2G"
 
@@ -89,16 +87,12 @@ class TrinoInstall:
 
 def choose() -> tuple[str, str]:
     """(Trino version, java) for this machine, or RuntimeError with a one-line hint."""
-    forced = os.environ.get("HMS_TRINO_VERSION")
-    for version, minimum in ((NEWEST, NEWEST_JAVA), (FALLBACK, FALLBACK_JAVA)):
-        if forced and forced != version:
-            continue
-        java = find_java(minimum)
-        if java:
-            return version, java
-    raise RuntimeError(f"a real Trino needs Java {NEWEST_JAVA}+ (Trino {NEWEST}) or Java "
-                       f"{FALLBACK_JAVA}+ (Trino {FALLBACK}); none found: install a JDK or set "
-                       "HMS_TRINO_JAVA_HOME")
+    java = find_java(MIN_JAVA)
+    if java is None:
+        raise RuntimeError(f"a real Trino ({VERSION}) needs a Java {MIN_JAVA}+ JDK and none was "
+                           "found in $HMS_TRINO_JAVA_HOME, $JAVA_HOME, /usr/lib/jvm or on PATH: "
+                           "install one (e.g. Temurin 25) or set HMS_TRINO_JAVA_HOME")
+    return VERSION, java
 
 
 # --- download ----------------------------------------------------------------------------------
@@ -347,7 +341,8 @@ def main(argv=None) -> int:
     parser.add_argument("--port", type=int, help="HTTP port (default: a free one)")
     parser.add_argument("--dir", help="work directory, kept (default: a temporary one)")
     parser.add_argument("--download-only", action="store_true",
-                        help="download and unpack, print the path, exit")
+                        help="download and unpack, print the path, exit (2: no Java 24+ JDK "
+                             "or the download failed)")
     args = parser.parse_args(argv)
     try:
         if args.download_only:
