@@ -5,6 +5,7 @@ from hms_proxy import errors, names, warehouse
 from hms_proxy.family import Family, check_identifier_length, lower, match_names
 from hms_proxy.processor import Raw
 from kvmodel import catalog as keys
+from kvmodel.errors import StoreError
 
 DEFAULT_DB = "default"
 NO_EVENTS = "hms-proxy.no-events"  # commit metadata: the commit fires no notification events
@@ -34,8 +35,6 @@ class DatabaseCalls(Family):
                 from kvmodel.codec import encode
                 txn.put(keys.db_key(DEFAULT_DB), encode(db))
         if clean:
-            from kvmodel.errors import StoreError
-
             try:
                 # HMS creates it with its schema, before any event: no notification for it
                 store.commit(self.env.ref, "create the default database", author="hms-proxy",

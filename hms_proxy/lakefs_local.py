@@ -188,19 +188,59 @@ security: {{check_latest_version: false, audit_check_url: "http://127.0.0.1:1/au
 # stats off nothing leaves the machine. The audit check runs once at start: it goes nowhere.
 
 
-class LakeFSProcess:
+class LocalProcess:
+    """A server we started in its own process group, with a work directory (removed by
+    ``stop()`` when we made it) and a log; ``stop()`` or leaving ``with`` ends it."""
+
+    STOP_TIMEOUT = 15.0
+
+    def __init__(self, proc: subprocess.Popen, port: int, workdir: Path, log_path: Path,
+                 owned_workdir: bool):
+        self.proc, self.port, self.workdir, self.log_path = proc, port, workdir, log_path
+        self.pid = proc.pid
+        self._owned = owned_workdir
+        atexit.register(self.stop)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, timeout: float | None = None) -> None:
+        """SIGTERM the process group, SIGKILL it after ``timeout`` seconds. Idempotent."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                try:
+                    self.proc.wait(self.STOP_TIMEOUT if timeout is None else timeout)
+                except subprocess.TimeoutExpired:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                    self.proc.wait()
+        if self._owned:
+            self._owned = False
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def log_tail(self, n: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+
+class LakeFSProcess(LocalProcess):
     """One running lakeFS server; ``stop()`` (or leaving the ``with`` block) ends it."""
 
     def __init__(self, proc: subprocess.Popen, port: int, workdir: Path, log_path: Path,
                  owned_workdir: bool, binaries: LakeFSBinaries):
-        self.proc, self.port, self.workdir, self.log_path = proc, port, workdir, log_path
-        self.pid = proc.pid
+        super().__init__(proc, port, workdir, log_path, owned_workdir)
         self.binaries = binaries
         self.endpoint = f"http://127.0.0.1:{port}"
         self.api_url = self.endpoint + "/api/v1"
         self.access_key_id, self.secret_access_key = ACCESS_KEY_ID, SECRET_ACCESS_KEY
-        self._owned = owned_workdir
-        atexit.register(self.stop)
 
     def env(self) -> dict:
         """What :meth:`kvmodel.store.lakefs.LakeFSConfig.discover` and lakectl read."""
@@ -220,32 +260,6 @@ class LakeFSProcess:
             return lakefs_sdk.RepositoriesApi(client).create_repository(
                 lakefs_sdk.RepositoryCreation(name=name, storage_namespace=f"local://{name}",
                                               default_branch=branch))
-
-    def stop(self, timeout: float = 15.0) -> None:
-        """SIGTERM the process group, SIGKILL it after ``timeout`` seconds. Idempotent."""
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                try:
-                    self.proc.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                    self.proc.wait()
-        if self._owned:
-            self._owned = False
-            shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def __enter__(self) -> "LakeFSProcess":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    def log_tail(self, n: int = 30) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return ""
 
 
 def _ready(proc: LakeFSProcess) -> bool:

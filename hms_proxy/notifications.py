@@ -23,6 +23,7 @@ from thrift.TSerialization import serialize
 from thrift.protocol.TJSONProtocol import TJSONProtocolFactory
 
 from hms_proxy import errors
+from hms_proxy.databases import NO_EVENTS
 from hms_proxy.family import Family, lower
 from hms_proxy.gen.hive_metastore import ttypes
 from kvmodel import codec
@@ -137,8 +138,6 @@ class NotificationCalls(Family):
             return self._last_id[head]
 
     def _commit_events(self, commit) -> tuple[Event, ...]:
-        from hms_proxy.databases import NO_EVENTS
-
         if (getattr(commit, "metadata", None) or {}).get(NO_EVENTS) == "true":
             return ()
         store = self.env.store

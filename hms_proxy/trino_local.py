@@ -18,7 +18,6 @@ lakeFS, for
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import fcntl
 import hashlib
@@ -26,7 +25,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tarfile
@@ -36,7 +34,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from hms_proxy.lakefs_local import cache_root, free_port
+from hms_proxy.lakefs_local import LocalProcess, cache_root, free_port
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 VERSION, MIN_JAVA = "476", 24   # the newest Trino served here and the Java it needs
@@ -85,11 +83,15 @@ class TrinoInstall:
     java: str
 
 
+class JavaMissing(RuntimeError):
+    """No JDK on this machine can run the Trino we use."""
+
+
 def choose() -> tuple[str, str]:
-    """(Trino version, java) for this machine, or RuntimeError with a one-line hint."""
+    """(Trino version, java) for this machine, or JavaMissing with a one-line hint."""
     java = find_java(MIN_JAVA)
     if java is None:
-        raise RuntimeError(f"a real Trino ({VERSION}) needs a Java {MIN_JAVA}+ JDK and none was "
+        raise JavaMissing(f"a real Trino ({VERSION}) needs a Java {MIN_JAVA}+ JDK and none was "
                            "found in $HMS_TRINO_JAVA_HOME, $JAVA_HOME, /usr/lib/jvm or on PATH: "
                            "install one (e.g. Temurin 25) or set HMS_TRINO_JAVA_HOME")
     return VERSION, java
@@ -233,16 +235,16 @@ def _jvm_options(etc: Path, data: Path, port: int) -> list[str]:
             f"-Dlog.levels-file={etc / 'log.properties'}"]
 
 
-class TrinoProcess:
+class TrinoProcess(LocalProcess):
     """One running Trino coordinator; ``stop()`` (or leaving ``with``) ends it."""
+
+    STOP_TIMEOUT = 20.0
 
     def __init__(self, popen: subprocess.Popen, port: int, workdir: Path, log_path: Path,
                  install: TrinoInstall, owned: bool):
-        self.proc, self.port, self.workdir, self.log_path = popen, port, workdir, log_path
+        super().__init__(popen, port, workdir, log_path, owned)
         self.install, self.version = install, install.version
         self.url = f"http://127.0.0.1:{port}"
-        self._owned = owned
-        atexit.register(self.stop)
 
     def connect(self, catalog: str | None = None, schema: str | None = None, user: str = "hms",
                 **kwargs):
@@ -263,34 +265,6 @@ class TrinoProcess:
 
     def drop_catalog(self, name: str) -> None:
         self.execute(f"DROP CATALOG IF EXISTS {name}")
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def stop(self, timeout: float = 20.0) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                try:
-                    self.proc.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                    self.proc.wait()
-        if self._owned:
-            self._owned = False
-            shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def __enter__(self) -> "TrinoProcess":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    def log_tail(self, n: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return ""
 
 
 def _ready(url: str) -> bool:
@@ -321,7 +295,7 @@ def start_trino(workdir=None, port: int | None = None, timeout: float = 240.0) -
     while not _ready(proc.url):
         if popen.poll() is not None or time.monotonic() > deadline:
             why = "exited" if popen.poll() is not None else f"not ready after {timeout:.0f} s"
-            tail = proc.log_tail()
+            tail = proc.log_tail(40)
             proc.stop()
             raise RuntimeError(f"Trino {install.version} {why} (log {log_path}):\n{tail}")
         time.sleep(0.5)
@@ -372,7 +346,7 @@ def main(argv=None) -> int:
         server.stop()
         stop.finish()
     if died:
-        _say(f"Trino exited unexpectedly:\n{server.log_tail()}")
+        _say(f"Trino exited unexpectedly:\n{server.log_tail(40)}")
         return 1
     return 0
 

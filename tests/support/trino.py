@@ -20,10 +20,9 @@ def real_trino():
     from hms_proxy import trino_local
 
     try:
-        trino_local.choose()
-    except RuntimeError as exc:  # no Java 24+ JDK on this machine: say so, once per test
+        _SERVER = trino_local.start_trino()
+    except trino_local.JavaMissing as exc:  # no Java 24+ JDK on this machine: say so
         pytest.skip(str(exc))
-    _SERVER = trino_local.start_trino()
     atexit.register(_SERVER.stop)
     _SERVER.execute("CREATE CATALOG tpch USING tpch")  # data sets for the scenarios
     return _SERVER

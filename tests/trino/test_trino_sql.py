@@ -137,7 +137,6 @@ def side_by_side(trino, oracle, target_uri: str, target: dict, tmp_path: Path,
     for rec in recorders.values():
         rec.close()
     label = target.get("label", "local")
-    same_file_system = "lakefs" not in target.get("catalog", {})
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / f"sql-transcript-{label}.json").write_text(
         json.dumps(transcript, indent=1, default=str))
@@ -160,15 +159,14 @@ def side_by_side(trino, oracle, target_uri: str, target: dict, tmp_path: Path,
     # OVERWRITE of an existing partition on S3 does not alter the partition): there only the
     # methods called are compared.
     timing = {"update_partition_column_statistics", "update_table_column_statistics"}
-    counts = {name: collections.Counter(c["method"] for c in seq if c["method"] not in timing
-                                        and same_file_system)
-              for name, seq in calls.items()}
-    methods = {name: {c["method"] for c in seq} for name, seq in calls.items()}
-    if counts["oracle"] != counts["proxy"] or methods["oracle"] != methods["proxy"]:
-        diff = {m: (counts["oracle"][m], counts["proxy"][m])
-                for m in methods["oracle"] | methods["proxy"]
-                if counts["oracle"][m] != counts["proxy"][m]
-                or (m in methods["oracle"]) != (m in methods["proxy"])}
+    same_file_system = "lakefs" not in target.get("catalog", {})
+    counts = {name: collections.Counter(c["method"] for c in seq) for name, seq in calls.items()}
+    compared = set(counts["oracle"]) | set(counts["proxy"])
+    diff = {m: (counts["oracle"][m], counts["proxy"][m]) for m in compared
+            if (m in counts["oracle"]) != (m in counts["proxy"])
+            or (same_file_system and m not in timing
+                and counts["oracle"][m] != counts["proxy"][m])}
+    if diff:
         problems.append(f"metastore calls differ (stock HMS, hms-proxy): {diff}")
     return problems
 
