@@ -1,4 +1,4 @@
--- Run on branch dev (the `shop@dev` database name picks the branch: README "Choosing a ref").
+-- Run on branch dev (the `shop@dev` database name picks the branch: docs/branching.md "Choosing a ref").
 CREATE DATABASE IF NOT EXISTS `shop@dev`;
 CREATE TABLE IF NOT EXISTS `shop@dev`.orders (id BIGINT, amount DOUBLE, country STRING)
   PARTITIONED BY (ds STRING) STORED AS PARQUET;

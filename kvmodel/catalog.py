@@ -10,6 +10,7 @@ so an entity's subtree is one contiguous key range)::
     db/<db>/table/<tbl>/colstats/<col>             table column statistics
     db/<db>/table/<tbl>/partstats/<part>/<col>     partition column statistics
     role/<name>                                    Role
+    grant/role/<role>/<type>/<principal>           a role granted to a principal
 
 Listing the tables of a database seeks past each table's subtree, so it costs per table, not per
 partition. Values are canonical Thrift binary (:mod:`kvmodel.codec`).
@@ -19,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kvmodel import codec
-from kvmodel.cache import LRUCache
-from kvmodel.contract import ReadView, WriteTxn, prefix_end
+from kvmodel.store.cache import LRUCache
+from kvmodel.store.contract import ReadView, WriteTxn, prefix_end
 
 SUBTREE_END = chr(ord("/") + 1)  # the first character after '/': skips a whole subtree
 
@@ -58,8 +59,49 @@ def part_colstats_root(db: str, tbl: str) -> str:
     return f"db/{db}/table/{tbl}/partstats/"
 
 
+def path_prefix(path: str) -> str:
+    """``db.table`` -> ``db/<db>/table/<table>``, ``db`` -> ``db/<db>`` (HMS names are
+    lower-case); ValueError for anything else."""
+    text = path.strip().lower()
+    db, sep, table = text.partition(".")
+    if not db or (sep and not table) or "/" in text or "." in table:
+        raise ValueError(f"takes DB or DB.TABLE, not {path!r}")
+    return f"db/{db}/table/{table}" if sep else f"db/{db}"
+
+
+def under(key: str, prefix: str) -> bool:
+    """Whether ``key`` is the object at ``prefix`` or in its subtree."""
+    return key == prefix or key.startswith(prefix + "/")
+
+
 def role_key(name: str) -> str:
     return f"role/{name}"
+
+
+ROLE_GRANT_PREFIX = "grant/role/"  # grant/role/<role>/<principal type>/<principal>
+
+
+def _escape_part(name: str) -> str:
+    return name.replace("%", "%25").replace("/", "%2F")
+
+
+def unescape_role_grant(text: str) -> str:
+    return text.replace("%2F", "/").replace("%25", "%")
+
+
+def role_grant_prefix(role: str) -> str:
+    """All grants of one role."""
+    return f"{ROLE_GRANT_PREFIX}{_escape_part(role)}/"
+
+
+def role_grant_key(role: str, principal_type: str, principal: str) -> str:
+    return f"{role_grant_prefix(role)}{principal_type}/{_escape_part(principal)}"
+
+
+def split_role_grant_key(key: str) -> tuple[str, str, str]:
+    """(role, principal type, principal) of a role grant's key."""
+    role, type_name, principal = key[len(ROLE_GRANT_PREFIX):].split("/", 2)
+    return unescape_role_grant(role), type_name, unescape_role_grant(principal)
 
 
 class CatalogReader:

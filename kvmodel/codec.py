@@ -3,14 +3,13 @@
 An entity is stored as the Thrift binary encoding of its HMS struct, with every map sorted by
 key first, so the same content always encodes to the same bytes (equal content, equal hash:
 diff and merge skip it without decoding). Being plain Thrift binary, a stored value can also be
-sent to a client as it is, without decoding and re-encoding (see ``hms_proxy.processor.Raw``).
+sent to a client as it is, without decoding and re-encoding (see ``hms_proxy.thrift.replies.Raw``).
 """
 from __future__ import annotations
 
 from thrift.protocol import fastbinary
 from thrift.Thrift import TType
 from thrift.transport.TTransport import TMemoryBuffer
-
 
 _NESTED = (TType.STRUCT, TType.MAP, TType.LIST, TType.SET)
 

@@ -24,7 +24,7 @@ from typing import Callable
 
 from thrift.Thrift import TType
 
-from hms_proxy.gen.hive_metastore import ttypes
+from hms_proxy.thrift.gen.hive_metastore import ttypes
 from kvmodel import codec
 
 # Parameters that change with every DDL call: never shown in a diff, never a conflict.

@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote, urlparse
 
-from kvmodel.contract import Commit, VersionedStore
 from kvmodel.entities import decode
-from kvmodel.errors import HeadMoved, MergeConflict, ReadOnlyRef, StoreError
+from kvmodel.store.contract import Commit, VersionedStore
+from kvmodel.store.errors import HeadMoved, MergeConflict, ReadOnlyRef, StoreError
 from kvmodel.versioning import DiffReport, EntityChange, MergeResult, diff_refs, merge_refs
 
 __all__ = ["HookVeto", "HookConfigError", "HookEvent", "HookSet", "Hook", "load_hooks",

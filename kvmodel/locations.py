@@ -21,8 +21,11 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 
+from hms_proxy.thrift.gen.hive_metastore import ttypes
 from kvmodel import codec
-from kvmodel.contract import ReadView, WriteTxn
+from kvmodel.entities import parse_key
+from kvmodel.store.cache import LRUCache
+from kvmodel.store.contract import ReadView, WriteTxn
 
 CANONICAL_SCHEME = "lakefs"
 REF_MARK = "@"
@@ -39,7 +42,6 @@ class RefLocations:
         self.scheme = scheme
         self.canonical_prefix = f"{CANONICAL_SCHEME}://{repository}/{REF_MARK}/"
         self._marker = self.canonical_prefix.encode()
-        from kvmodel.cache import LRUCache
 
         self._rendered = LRUCache(64 << 20)  # (ref, key, stored value) -> rendered value
         self._repo_markers = tuple(f"{s}://{repository}/".encode() for s in SCHEMES)
@@ -77,8 +79,6 @@ class RefLocations:
         return hit
 
     def _rewrite(self, key: str, value: bytes, fix) -> bytes:
-        from hms_proxy.gen.hive_metastore import ttypes
-        from kvmodel.entities import parse_key
 
         kind, _ = parse_key(key)
         try:

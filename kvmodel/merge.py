@@ -26,15 +26,34 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from hms_proxy.gen.hive_metastore import ttypes
+from hms_proxy.thrift.gen.hive_metastore import ttypes
 from kvmodel import codec
-from kvmodel.contract import Commit, VersionedStore
-from kvmodel.entities import (FIELDS, MERGE_VOLATILE_PARAMS, ColumnsField, EntityChange,
-                              MapField, ancestors, columns_by_name, decode, dependents,
-                              entity_change, field_changes, get_field, jsonable, parse_key,
-                              set_field)
-from kvmodel.errors import (DirtyBranch, HeadMoved, MergeConflict, NothingToCommit, ReadOnlyRef,
-                            StoreError)
+from kvmodel.entities import (
+    FIELDS,
+    MERGE_VOLATILE_PARAMS,
+    ColumnsField,
+    EntityChange,
+    MapField,
+    ancestors,
+    columns_by_name,
+    decode,
+    dependents,
+    entity_change,
+    field_changes,
+    get_field,
+    jsonable,
+    parse_key,
+    set_field,
+)
+from kvmodel.store.contract import Commit, VersionedStore
+from kvmodel.store.errors import (
+    DirtyBranch,
+    HeadMoved,
+    MergeConflict,
+    NothingToCommit,
+    ReadOnlyRef,
+    StoreError,
+)
 
 STRATEGIES = ("fail", "source-wins", "dest-wins")
 _PREFER = {"fail": None, "source-wins": "source", "dest-wins": "dest"}

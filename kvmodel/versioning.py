@@ -11,12 +11,15 @@ Entities and fields live in :mod:`kvmodel.entities`, the merge in :mod:`kvmodel.
 """
 from __future__ import annotations
 
+import getpass
+import os
 from dataclasses import dataclass, field
 
-from kvmodel.contract import VersionedStore
+from kvmodel.catalog import under
 from kvmodel.entities import EntityChange, FieldChange, entity_change, parse_key
-from kvmodel.errors import DirtyBranch, MergeConflict
 from kvmodel.merge import STRATEGIES, Conflict, MergeResult, merge_refs, revert_commit
+from kvmodel.store.contract import VersionedStore
+from kvmodel.store.errors import DirtyBranch, MergeConflict
 
 __all__ = ["FieldChange", "EntityChange", "DiffReport", "diff_refs", "Conflict", "MergeResult",
            "merge_refs", "revert_commit", "MergeConflict", "DirtyBranch", "STRATEGIES",
@@ -54,3 +57,27 @@ def diff_refs(store: VersionedStore, left: str, right: str, prefix: str = "") ->
     and only modified entities are decoded."""
     return DiffReport(left, right, [entity_change(e.key, e.left, e.right)
                                     for e in store.diff(left, right, prefix)])
+
+
+def touches(store, commit, prefix: str) -> bool:
+    """Whether ``commit`` changed anything at or under the key ``prefix`` (a root commit:
+    whether it holds anything there)."""
+    if commit.parents:
+        return any(under(e.key, prefix)
+                   for e in store.diff(commit.parents[0], commit.id, prefix))
+    with store.read(commit.id) as view:
+        return any(under(k, prefix) for k, _ in view.scan_prefix(prefix))
+
+
+def author_or_user(explicit: str | None) -> str:
+    """A commit's author: the one given, else the user running the command ($USER, else the
+    account's name, else empty in a bare container)."""
+    if explicit is not None:
+        return explicit
+    user = os.environ.get("USER") or os.environ.get("USERNAME")
+    if user:
+        return user
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no user name anywhere
+        return ""

@@ -17,7 +17,9 @@ import shutil
 import numpy as np
 import pyarrow as pa
 
+from hms_proxy.hms.warehouse import local_path
 from stats import layout
+
 
 def text(value, hive_type: str) -> str | None:
     """Hive's text form of a value (``CAST(v AS STRING)``)."""
@@ -37,7 +39,7 @@ def text(value, hive_type: str) -> str | None:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, float):
-        from hms_proxy.javafmt import double_to_string
+        from hms_proxy.hms.javafmt import double_to_string
 
         return double_to_string(value)
     return str(value)
@@ -93,7 +95,6 @@ def write_set(tables: dict, table_location: str, partition: str) -> str:
     """Write a set into a fresh immutable ``<location>/_stats/<partition>/<id>/`` (through a
     hidden temporary directory renamed into place); returns its path as a location. Local
     (``file:`` or plain path) locations only."""
-    from hms_proxy.warehouse import local_path
 
     set_id = layout.new_set_id()
     target = layout.set_dir(table_location, partition, set_id)

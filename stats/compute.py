@@ -3,7 +3,7 @@
 The job reads the table through Spark with *our* server as its metastore (Hive support,
 ``hive.metastore.uris``): the server given by ``--metastore``, else one started for the job over
 ``--store`` on a free port. The ref is chosen with a qualified database name (``db@ref``, see
-the README), so any server over the store reaches any ref. For each selected partition
+docs/branching.md), so any server over the store reaches any ref. For each selected partition
 (``--partitions`` takes the filter language of ``get_partitions_by_filter``; an unpartitioned
 table is the one partition ``_``) it runs, over that partition's rows only:
 
@@ -82,7 +82,20 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from hms_proxy import extras
-from hms_proxy.warehouse import local_path
+from hms_proxy.hms.names import make_part_name
+from hms_proxy.hms.warehouse import local_path
+from hms_proxy.thrift.gen.hive_metastore import ttypes
+from hms_proxy.tools import spark_s3
+from hms_proxy.tools.metastores import start_proxy
+from kvmodel.catalog import db_key, table_key
+from kvmodel.entities import entity_change
+from kvmodel.hooks import HookEvent, _protected, load_hooks
+from kvmodel.store import open_store
+from kvmodel.store.errors import DirtyBranch, HeadMoved, StoreError
+from kvmodel.store.lakefs import LakeFSConfig
+from kvmodel.versioning import DiffReport
+from stats import engine, formats
+from stats.engine import file_format as detect
 
 
 class _Lazy:
@@ -228,8 +241,6 @@ def _qualified(db: str, ref: str) -> str:
 
 def describe_table(client, db: str, tbl: str, ref: str, partition_filter: str | None) -> TableInfo:
     """The table and its selected partitions, from the metastore (``db@ref`` names)."""
-    from hms_proxy.gen.hive_metastore import ttypes
-    from hms_proxy.names import make_part_name
 
     qdb = _qualified(db, ref)
     try:
@@ -250,7 +261,6 @@ def describe_table(client, db: str, tbl: str, ref: str, partition_filter: str | 
     provider = params.get("spark.sql.sources.provider")
 
     def file_format(psd):
-        from stats.engine import file_format as detect
 
         serde = psd.serdeInfo.serializationLib if psd.serdeInfo is not None else None
         return detect(psd.inputFormat, serde, provider)
@@ -746,7 +756,6 @@ def data_fingerprint(spark, location: str) -> str:
 # --- the pointers ------------------------------------------------------------------------------
 def check_branch(store, ref: str) -> tuple[str, str]:
     """(branch, commit) for a ref that can hold pointers, else ComputeError."""
-    from kvmodel.errors import StoreError
 
     try:
         resolved = store.resolve(ref)
@@ -769,8 +778,6 @@ def record_pointers(store, store_path, branch: str, db: str, tbl: str,
     uncommitted change there, else staged beside its changes. A store whose commits take a
     branch's staging whole (lakeFS: ``exact_snapshots`` false) stages them too when the branch
     has any uncommitted change. Returns the commit or None."""
-    from kvmodel.catalog import db_key, table_key
-    from kvmodel.errors import DirtyBranch, HeadMoved
 
     for _ in range(5):
         head = store.resolve(branch).commit
@@ -799,9 +806,6 @@ def record_pointers(store, store_path, branch: str, db: str, tbl: str,
 
 def _run_hooks(store, store_path, branch, head, changes, message, author, meta) -> None:
     """The branch's pre-commit hooks on the pointers' commit (HookVeto stops it)."""
-    from kvmodel.entities import entity_change
-    from kvmodel.hooks import HookEvent, _protected, load_hooks
-    from kvmodel.versioning import DiffReport
 
     hooks = load_hooks(store_path)
     protected = _protected(store, branch)
@@ -951,11 +955,10 @@ def compute(spark, uri: str, store, db: str, tbl: str, *, ref: str = "main",
     """Compute and record the statistics of a table's selected partitions (see the module
     docstring). ``spark``: a session whose metastore is ``uri``; ``store``: the store that
     server serves (where the pointers go)."""
-    from hms_proxy.importer import ImportFailed, open_client
+    from hms_proxy.hms.importer import ImportFailed, open_client
 
     options = options or Options()
     db, tbl = db.lower(), tbl.lower()
-    from stats import formats
     if formats.format_of(uri, db, tbl, ref) is not None:  # Iceberg, Delta: read with pyarrow
         return formats.compute_table(uri, store, db, tbl, ref=ref, partition_filter=partition_filter,
                                      options=options, store_path=store_path, progress=progress,
@@ -1011,7 +1014,6 @@ def _partition_results(spark, info: TableInfo, options: Options):
         return
     if options.engine != "arrow":
         raise ComputeError(f"unknown engine {options.engine!r} (one of {', '.join(ENGINES)})")
-    from stats import engine
 
     for index, rows, tables in engine.compute_sets(spark, info, options, stats):
         yield PartitionResult(info.partitions[index], rows, tables)
@@ -1131,7 +1133,6 @@ def cmd_reduce(args) -> int:
 
 
 def _reduce(args) -> int:
-    from kvmodel.store import open_store
 
     db, tbl = _table_name(args.table)
     if not 1 <= args.bins <= 1_000_000:
@@ -1157,8 +1158,6 @@ def _reduce(args) -> int:
 def _lakefs_spark_conf() -> dict:
     """Spark's s3a settings for the lakeFS the store is on (its S3 gateway), so that a job
     reads the tables' ``s3a://REPO/<ref>/...`` files and writes the sets beside them."""
-    from hms_proxy import spark_s3
-    from kvmodel.store.lakefs import LakeFSConfig
 
     config = LakeFSConfig.discover()
     try:
@@ -1221,7 +1220,6 @@ def _metastore(args, workdir: str):
     if args.metastore:
         yield args.metastore
         return
-    from hms_proxy.metastores import start_proxy
 
     try:
         proc = start_proxy(os.path.join(workdir, "server"), store=args.store,
@@ -1242,7 +1240,7 @@ def cmd_compute(args, run=None) -> int:
         print(f"hms-proxy: error: {exc}", file=sys.stderr)
         return exc.status
     except Exception as exc:  # noqa: BLE001 - StoreError, HookVeto, Spark's errors
-        from kvmodel.errors import StoreError
+        from kvmodel.store.errors import StoreError
 
         if not isinstance(exc, (StoreError, OSError, ValueError)) and \
                 not type(exc).__module__.startswith(("pyspark", "py4j", "redis")):
@@ -1253,7 +1251,6 @@ def cmd_compute(args, run=None) -> int:
 
 
 def _compute(args) -> int:
-    from kvmodel.store import open_store
 
     db, tbl = _table_name(args.table)
     if not 1 <= args.bins <= 1_000_000:
@@ -1275,7 +1272,7 @@ def _compute(args) -> int:
         stack.callback(shutil.rmtree, workdir, True)
         uri = stack.enter_context(_metastore(args, workdir))
         # the table must exist before a JVM is started for it
-        from hms_proxy.importer import ImportFailed, open_client
+        from hms_proxy.hms.importer import ImportFailed, open_client
         try:
             with open_client(uri) as client:
                 describe_table(client, db.lower(), tbl.lower(), args.ref, args.partitions)

@@ -44,6 +44,9 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from hms_proxy.hms.warehouse import local_path
+from stats import layout
+
 log = logging.getLogger("stats.engine")
 
 UNITS_PER_CORE = 4  # units per core when a wave has few partitions (Spark balances them)
@@ -88,7 +91,6 @@ def arrow_type(hive_type: str):
     """The Arrow type values of ``hive_type`` are cast to (None: read as stored)."""
     import pyarrow as pa
 
-    from stats import layout
     from stats.columns import is_complex, layout_scale
 
     base = layout.base_type(hive_type)
@@ -252,7 +254,6 @@ def spark_unit_function(unit: Unit, settings: Settings):
 def data_files(location: str) -> list[str] | None:
     """A local partition directory's data files (hidden ``_``/``.`` names left out), or None
     when Spark has to list it (another file system, or sub-directories)."""
-    from hms_proxy.warehouse import local_path
 
     path = local_path(location)
     if path is None:
@@ -286,7 +287,6 @@ def file_format(input_format: str | None, serde: str | None, provider: str | Non
 
 
 def _weight(hive_type: str) -> int:
-    from stats import layout
 
     base = layout.base_type(hive_type)
     if base in ("string", "varchar", "char", "binary"):

@@ -30,11 +30,14 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from hms_proxy.warehouse import local_path
+from hms_proxy.hms.warehouse import local_path
+from hms_proxy.thrift.gen.hive_metastore import ttypes
 from kvmodel import codec
-from kvmodel.contract import prefix_end
 from kvmodel.entities import parse_key
 from kvmodel.merge import is_stats_pointer
+from kvmodel.store import open_store
+from kvmodel.store.contract import prefix_end
+from kvmodel.store.errors import StoreError
 from stats import layout
 
 DEFAULT_MIN_AGE = 3600
@@ -89,7 +92,6 @@ class _References:
             return
         if key.count("/") != 3 or parse_key(key)[0] != "table":
             return
-        from hms_proxy.gen.hive_metastore import ttypes
 
         try:
             table = codec.decode(ttypes.Table, value)
@@ -215,8 +217,6 @@ def register(subparsers) -> None:
 
 
 def cmd_expire(args) -> int:
-    from kvmodel.errors import StoreError
-    from kvmodel.store import open_store
 
     if not os.path.exists(args.store) and "://" not in str(args.store):
         print(f"hms-proxy: error: no store at {args.store}", file=sys.stderr)

@@ -13,6 +13,9 @@ from __future__ import annotations
 import os
 import threading
 
+from hms_proxy.hms.warehouse import local_path
+from kvmodel.store.lakefs import LakeFSConfig
+
 _LOCK = threading.Lock()
 _S3: dict = {}
 
@@ -31,7 +34,6 @@ def at_ref(set_path: str, view) -> str:
 
 def _lakefs_s3():
     """pyarrow's S3 file system over lakeFS's S3 gateway (path-style), once per endpoint."""
-    from kvmodel.store.lakefs import LakeFSConfig
 
     config = LakeFSConfig.discover()
     with _LOCK:
@@ -57,7 +59,6 @@ def _lakefs_configured() -> bool:
 
 def locate(path: str):
     """(pyarrow file system or None for a local path, the path within it)."""
-    from hms_proxy.warehouse import local_path
 
     local = local_path(path)
     if local is not None:

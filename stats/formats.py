@@ -29,6 +29,9 @@ table), recorded with the partitions' pointers.
 from __future__ import annotations
 
 from hms_proxy import extras
+from hms_proxy.hms.names import make_part_name
+from hms_proxy.hms.warehouse import local_path
+from stats import layout
 
 ICEBERG = "iceberg"
 DELTA = "delta"
@@ -52,7 +55,7 @@ def format_of_table(table) -> str | None:
 def format_of(uri: str, db: str, tbl: str, ref: str = "main") -> str | None:
     """The format of ``db.tbl`` at ``ref`` on the metastore at ``uri`` (None: a Hive table,
     or no such table: the Spark path reports that)."""
-    from hms_proxy.importer import ImportFailed, open_client
+    from hms_proxy.hms.importer import ImportFailed, open_client
 
     try:
         with open_client(uri) as client:
@@ -111,8 +114,6 @@ def _iceberg_partitions(uri: str, db: str, tbl: str, ref: str):
     from pyiceberg.expressions import AlwaysTrue
     from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
 
-    from stats import layout
-
     catalog = HiveCatalog("hms-proxy", uri=uri)
     itable = catalog.load_table((f"{db}@{ref}", tbl))
     snapshot = itable.current_snapshot()
@@ -156,13 +157,10 @@ def _delta_location(table) -> str:
 
 
 def _delta_partitions(location: str):
-    from deltalake import DeltaTable  # missing: the CLI says "pip install 'hms-proxy[delta]'"
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.dataset as pds
-
-    from hms_proxy.names import make_part_name
-    from stats import layout
+    from deltalake import DeltaTable  # missing: the CLI says "pip install 'hms-proxy[delta]'"
 
     dt = DeltaTable(location)
     dataset = dt.to_pyarrow_dataset()
@@ -207,7 +205,6 @@ def _whole_table(location, result, partitioned, commit, fingerprint, bins, redis
     sets (:func:`stats.reduce.write_table_set`, under ``_stats/_table_/``), pointed to as the
     table's own (``.../stats/_``): in the metastore the table is unpartitioned, so that is the
     set the statistics calls and the query API read for it."""
-    from hms_proxy.warehouse import local_path
     from stats import layout, reduce
     from stats.compute import TableLevel
 
@@ -232,10 +229,9 @@ def compute_table(uri: str, store, db: str, tbl: str, *, ref: str = "main",
     :func:`stats.compute.compute` are accepted and ignored."""
     import pyarrow  # noqa: F401 - a clear ImportError before anything is read
 
-    from hms_proxy.importer import ImportFailed, open_client
+    from hms_proxy.hms.importer import ImportFailed, open_client
     from stats import arrow_compute, layout
-    from stats.compute import ComputeError, ComputeResult, Options, check_branch, \
-        record_pointers
+    from stats.compute import ComputeError, ComputeResult, Options, check_branch, record_pointers
 
     options = options or Options()
     db, tbl = db.lower(), tbl.lower()

@@ -76,6 +76,11 @@ import os
 import sys
 from dataclasses import dataclass, field
 
+from hms_proxy.hms import names
+from hms_proxy.hms.warehouse import local_path
+from hms_proxy.thrift.gen.hive_metastore import ttypes
+from kvmodel.catalog import CatalogReader
+from kvmodel.store.errors import InvalidRef, RefNotFound, StoreError
 from stats import files, layout, serving
 
 FREQUENCY_FIELDS = ("value", "frequency")
@@ -102,10 +107,7 @@ class Read:
 # --- opening -----------------------------------------------------------------------------------
 def open_table(store_or_path, name: str, ref: str = "main") -> "TableStats":
     """The statistics of table ``name`` (``db.table``) at ``ref`` of a store (an open
-    :class:`kvmodel.contract.VersionedStore` or the path of one)."""
-    from hms_proxy.gen.hive_metastore import ttypes
-    from kvmodel.catalog import CatalogReader
-    from kvmodel.errors import RefNotFound, InvalidRef
+    :class:`kvmodel.store.contract.VersionedStore` or the path of one)."""
 
     db, sep, tbl = (name or "").partition(".")
     if not sep or not db or not tbl or "." in tbl:
@@ -254,7 +256,6 @@ class TableStats:
             raise QueryError(f"{self.qualified} is not partitioned (no partition {spec!r})")
         if spec in self.partition_names:
             return spec
-        from hms_proxy import names
 
         keys = [k.name.lower() for k in self.table.partitionKeys]
         if "," in spec or "/" not in spec:
@@ -647,7 +648,6 @@ class TableStats:
 
 
 def _localish(set_path: str) -> str:
-    from hms_proxy.warehouse import local_path
 
     return local_path(set_path) or set_path
 
@@ -711,7 +711,6 @@ def register(subparsers) -> None:
 
 
 def cmd_show(args) -> int:
-    from kvmodel.errors import StoreError
 
     try:
         return _show(args, sys.stdout)

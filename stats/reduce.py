@@ -31,12 +31,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hms_proxy.warehouse import local_path
+from hms_proxy.hms.warehouse import local_path
 from stats import files, layout
 
 # Spark's xxhash64 and the HyperLogLog sketches live in stats.sketch (names kept here).
-from stats.sketch import (SEED, hll_estimate, hll_merge, hll_registers,  # noqa: E402,F401
-                          spark_xxhash64, xxhash64_bytes, xxhash64_int, xxhash64_long)
+from stats.sketch import (  # noqa: E402,F401
+    SEED,
+    hll_estimate,
+    hll_merge,
+    hll_registers,
+    spark_xxhash64,
+    xxhash64_bytes,
+    xxhash64_int,
+    xxhash64_long,
+)
 
 
 # --- partition sets -------------------------------------------------------------------------------

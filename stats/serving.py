@@ -34,7 +34,8 @@ import functools
 import logging
 import math
 
-from stats import layout
+from hms_proxy.hms.aggregate import _decimal_struct, to_flat
+from stats import files, layout
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,6 @@ def read_pointer(reader, db: str, tbl: str, partition: str | None) -> dict | Non
 
 def _pinned(pointer: dict, reader) -> dict:
     """The pointer with a ref-free lakeFS set path read at the reader's ref."""
-    from stats import files
 
     out = dict(pointer)
     out["set"] = files.at_ref(out["set"], getattr(reader, "view", None))
@@ -105,7 +105,6 @@ def _pinned(pointer: dict, reader) -> dict:
 # --- reading a set -----------------------------------------------------------------------------
 def _open(set_path: str, name: str):
     """(filesystem or None, path) of one file of a set."""
-    from stats import files
 
     return files.locate(set_path.rstrip("/") + "/" + name)
 
@@ -179,8 +178,6 @@ def _timestamp_seconds(number):
 def _decimal(text, number, t):
     from decimal import Decimal, InvalidOperation
 
-    from hms_proxy.aggregate import _decimal_struct
-
     for value in (text, None if number is None or not math.isfinite(number) else repr(number)):
         if value is None:
             continue
@@ -253,11 +250,10 @@ def served_objects(env, t, reader, table, partition: str | None,
 def served_flats_many(env, t, reader, table, partitions: list[str],
                       columns: list[str]) -> list[dict]:
     """For each of ``partitions`` (existing, canonical names) ``{column: (column type, flat
-    row)}``: what :func:`served_objects` serves, as :func:`hms_proxy.aggregate.to_flat` rows
+    row)}``: what :func:`served_objects` serves, as :func:`hms_proxy.hms.aggregate.to_flat` rows
     (``get_aggr_stats_for`` aggregates these). The pointers come in one multi-get, the table's
     shape is worked out once, and a set's flat rows for these columns and column types come
     from the cache in one lookup (the dicts are shared: read them, do not modify them)."""
-    from hms_proxy.aggregate import to_flat
 
     raws = reader.view.get_many([layout.pointer_key(table.dbName, table.tableName, p)
                                  for p in partitions])
@@ -395,8 +391,9 @@ def _relocated(value: bytes, old_location: str | None, new_location: str | None)
     return json.dumps(pointer, sort_keys=True, separators=(",", ":")).encode()
 
 
-def _rename_pointers(cat, old, new) -> None:
-    """tables.RENAME_HOOKS: the pointers follow the table to its new name (and location)."""
+def rename_pointers(cat, old, new) -> None:
+    """After a table rename (the ``table_renamed`` cascade of hms_proxy/hms/cascades.py,
+    declared by the column statistics family): the pointers follow the table to its new name (and location)."""
     old_root = layout.pointer_key(old.dbName, old.tableName, "x")[:-1]
     new_root = layout.pointer_key(new.dbName, new.tableName, "x")[:-1]
     old_loc = old.sd.location if old.sd is not None else None
@@ -404,12 +401,3 @@ def _rename_pointers(cat, old, new) -> None:
     for key, value in list(cat.view.scan_prefix(old_root)):
         cat.view.put(new_root + key[len(old_root):], _relocated(value, old_loc, new_loc))
 
-
-def _register() -> None:
-    from hms_proxy import tables
-
-    if _rename_pointers not in tables.RENAME_HOOKS:
-        tables.RENAME_HOOKS.append(_rename_pointers)
-
-
-_register()

@@ -24,6 +24,7 @@ from urllib.parse import unquote
 
 from hms_proxy.api import catalog, diffs, refs, stats
 from hms_proxy.api.auth import Policy
+from hms_proxy.api.diffs import ReportCache
 from hms_proxy.api.errors import ApiError, from_exception
 from hms_proxy.api.request import Request
 
@@ -77,7 +78,6 @@ class App:
 
     def __init__(self, store, policy: Policy | None = None, default_ref: str = "main",
                  store_path: str | None = None):
-        from hms_proxy.api.diffs import ReportCache
 
         self.store = store
         self.policy = policy or Policy()

@@ -1,7 +1,7 @@
 """Who calls the HTTP API, and whether the access rules let them.
 
 The same rules, secrets, audit log and read-only switch as the Thrift side
-(:mod:`hms_proxy.access`, :mod:`hms_proxy.audit`), with HTTP's ways of saying who one is:
+(:mod:`hms_proxy.security.access`, :mod:`hms_proxy.security.audit`), with HTTP's ways of saying who one is:
 
 * ``Authorization: Basic`` (user and password): a user listed in ``--auth-secrets`` is
   believed only with its secret as the password (else 401), exactly as ``set_ugi`` with
@@ -21,9 +21,9 @@ import base64
 import binascii
 from dataclasses import dataclass
 
-from hms_proxy import access
-from hms_proxy.access import READ, WRITE  # noqa: F401 - re-exported for the operations
 from hms_proxy.api.errors import ApiError
+from hms_proxy.security import access
+from hms_proxy.security.access import READ, WRITE  # noqa: F401 - re-exported for the operations
 
 USER_HEADER = "X-HMS-User"
 CHALLENGE = 'Basic realm="hms-proxy", charset="UTF-8"'
@@ -54,19 +54,6 @@ class Policy:
         self.audit = audit
         self.read_only = read_only
         self.listener = listener
-
-    @classmethod
-    def from_args(cls, args, read_only: bool = False) -> "Policy":
-        """From ``--access-rules``, ``--auth-secrets``, ``--audit-log`` (ConfigError on a file
-        that cannot be used)."""
-        from hms_proxy import audit as audit_log
-
-        rules = access.Rules.load(args.access_rules) \
-            if getattr(args, "access_rules", None) else None
-        secrets = access.Secrets.load(args.auth_secrets) \
-            if getattr(args, "auth_secrets", None) else None
-        log = audit_log.AuditLog.open(args.audit_log) if getattr(args, "audit_log", None) else None
-        return cls(rules, secrets, log, read_only)
 
     # --- who --------------------------------------------------------------------------------
     def identify(self, headers, peer: str) -> Caller:

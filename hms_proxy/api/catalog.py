@@ -9,10 +9,13 @@ from __future__ import annotations
 from hms_proxy.api.auth import READ
 from hms_proxy.api.errors import bad_request, not_found
 from hms_proxy.api.request import Request
+from hms_proxy.thrift.gen.hive_metastore import ttypes
+from kvmodel import codec
+from kvmodel.catalog import CatalogReader, part_prefix
+from stats import layout
 
 
 def _ttypes():
-    from hms_proxy.gen.hive_metastore import ttypes
 
     return ttypes
 
@@ -61,7 +64,6 @@ def partition_json(part, name: str) -> dict:
 
 # --- handlers ----------------------------------------------------------------------------------
 def list_databases(app, req: Request):
-    from kvmodel.catalog import CatalogReader
 
     ref, commit = _at(app, req, "get_databases", "*")
     with app.store.read(ref) as view:
@@ -72,7 +74,6 @@ def list_databases(app, req: Request):
 
 
 def get_database(app, req: Request):
-    from kvmodel.catalog import CatalogReader
 
     db = _name(req, "db")
     ref, commit = _at(app, req, "get_database", db)
@@ -83,16 +84,12 @@ def get_database(app, req: Request):
             raise not_found(f"no database {db!r} at {ref}")
         tables = []
         for name, data in reader.tables(db):
-            from kvmodel import codec
-
             tables.append(table_summary(codec.decode(_ttypes().Table, data)))
     return 200, {"ref": ref, "commit": commit, "database": database_json(database),
                  "tables": tables}
 
 
 def get_table(app, req: Request):
-    from kvmodel.catalog import CatalogReader, part_prefix
-    from stats import layout
 
     db, tbl = _name(req, "db"), _name(req, "table")
     ref, commit = _at(app, req, "get_table", f"{db}.{tbl}")
@@ -130,8 +127,6 @@ def get_table(app, req: Request):
 def list_partitions(app, req: Request):
     """A page of a table's partitions in name order; ``filter``: only names holding it
     (case-insensitive)."""
-    from kvmodel import codec
-    from kvmodel.catalog import CatalogReader, part_prefix
 
     db, tbl = _name(req, "db"), _name(req, "table")
     needle = (req.text("filter", "", max_length=300) or "").lower()

@@ -20,6 +20,11 @@ from collections import OrderedDict
 from hms_proxy.api.auth import READ, WRITE
 from hms_proxy.api.errors import ApiError, bad_request
 from hms_proxy.api.request import Request, page
+from kvmodel.catalog import path_prefix, table_key
+from kvmodel.hooks import merge_with_hooks
+from kvmodel.merge import STRATEGIES
+from kvmodel.store.errors import MergeConflict
+from kvmodel.versioning import diff_refs
 
 TOP_KINDS = ("database", "function", "database_item")
 GLOBAL_KINDS = ("role", "other")
@@ -83,7 +88,6 @@ class ReportCache:
         self._lock = threading.Lock()
 
     def get(self, store, left: str, right: str, prefix: str):
-        from kvmodel.versioning import diff_refs
 
         try:
             key = (store.token(left), store.token(right), prefix)
@@ -106,13 +110,11 @@ class ReportCache:
 
 
 def _prefix(path: str | None) -> str:
-    from hms_proxy import refs_cli
-
     if not path:
         return ""
     try:
-        return refs_cli.path_prefix(path)
-    except refs_cli.CliError:
+        return path_prefix(path)
+    except ValueError:
         raise bad_request(f"'path' takes DB or DB.TABLE, not {path!r}") from None
 
 
@@ -187,7 +189,6 @@ def diff_children(app, req: Request):
         raise bad_request(f"'kind' is one of {', '.join(CHILD_KINDS)}, not {kind!r}")
     needle = (req.text("filter", "", max_length=300) or "").lower()
     offset, limit = req.paging()
-    from kvmodel.catalog import table_key
 
     prefix = table_key(db, table) + "/"
     store = app.store
@@ -210,9 +211,6 @@ CHILD_KINDS = ("partition", "statistics", "table_column_stats", "partition_colum
 
 
 def merge(app, req: Request):
-    from kvmodel.errors import MergeConflict
-    from kvmodel.hooks import merge_with_hooks
-    from kvmodel.merge import STRATEGIES
 
     body = req.fields({"source": (str, True), "dest": (str, True), "strategy": (str, False),
                        "dry_run": (bool, False), "message": (str, False, True)})
@@ -253,7 +251,6 @@ def store_branch(store, name: str):
 
 
 def merge_json(result, strategy: str, dry_run: bool) -> dict:
-    from hms_proxy.api.refs import commit_json
 
     applied = sorted(result.applied or [], key=lambda c: c.key)
     by_kind: dict = {}
@@ -264,7 +261,7 @@ def merge_json(result, strategy: str, dry_run: bool) -> dict:
     return {
         "source": result.source, "dest": result.dest, "base": result.base,
         "strategy": strategy, "dry_run": dry_run,
-        "commit": commit_json(result.commit) if result.commit is not None else None,
+        "commit": result.commit.to_json() if result.commit is not None else None,
         "mergeable": not blocking,
         "up_to_date": not applied and not blocking,
         "resolved_by": result.resolved_by,

@@ -3,9 +3,11 @@
 Every error answer is ``{"error": {"type": ..., "message": ...}}`` (a hook veto adds
 ``messages``; a merge stopped by conflicts adds ``merge``, the conflicts as data). Domain errors
 of the store, the merge, the hooks and the statistics query are mapped here, in one place, the
-way ``hms_proxy/errors.py`` maps them to HMS's Thrift exceptions.
+way ``hms_proxy/thrift/errors.py`` maps them to HMS's Thrift exceptions.
 """
 from __future__ import annotations
+
+from kvmodel.store.errors import StoreError
 
 
 class ApiError(Exception):
@@ -60,7 +62,6 @@ def from_exception(exc: BaseException) -> ApiError | None:
     """The ApiError for a domain exception, or None for anything else (a bug: logged, 500)."""
     if isinstance(exc, ApiError):
         return exc
-    from kvmodel.errors import StoreError
 
     name = type(exc).__name__
     if isinstance(exc, StoreError):

@@ -6,21 +6,14 @@ read. They go to the store directly, as ``hms-proxy branch|tag`` do.
 """
 from __future__ import annotations
 
-import time
-
+from hms_proxy.api import diffs
 from hms_proxy.api.auth import READ, WRITE
 from hms_proxy.api.errors import ApiError, bad_request
 from hms_proxy.api.request import Request
-
-SHORT = 12
-
-
-def commit_json(commit) -> dict:
-    return {"id": commit.id, "short_id": commit.id[:SHORT], "parents": list(commit.parents),
-            "message": commit.message or "", "author": commit.author or "",
-            "created": float(commit.created),
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(commit.created)),
-            "metadata": {str(k): str(v) for k, v in (commit.metadata or {}).items()}}
+from kvmodel.catalog import path_prefix
+from kvmodel.store.errors import InvalidRef
+from kvmodel.store.refs import validate_name
+from kvmodel.versioning import touches
 
 
 def _uncommitted(store, name: str) -> bool:
@@ -30,12 +23,12 @@ def _uncommitted(store, name: str) -> bool:
 def branch_json(store, branch) -> dict:
     return {"name": branch.name, "head": branch.head, "protected": bool(branch.protected),
             "uncommitted": _uncommitted(store, branch.name),
-            "commit": commit_json(store.get_commit(branch.head))}
+            "commit": store.get_commit(branch.head).to_json()}
 
 
 def tag_json(store, tag) -> dict:
     return {"name": tag.name, "commit": tag.commit,
-            "commit_info": commit_json(store.get_commit(tag.commit))}
+            "commit_info": store.get_commit(tag.commit).to_json()}
 
 
 def _branch(store, name: str):
@@ -137,8 +130,6 @@ def delete_tag(app, req: Request):
 
 
 def _valid_name(name: str) -> None:
-    from kvmodel.errors import InvalidRef
-    from kvmodel.store.refs import validate_name
 
     try:
         validate_name(name)
@@ -150,29 +141,27 @@ def _valid_name(name: str) -> None:
 def log(app, req: Request):
     """The commits reachable from ``ref``, newest first, a page at a time; ``path`` keeps
     those that changed a database or table (as ``hms-proxy log --path``)."""
-    from hms_proxy import refs_cli
-
     ref = req.ref("ref", app.default_ref)
     offset, limit = req.paging()
     path = req.text("path", max_length=600)
     prefix = None
     if path:
         try:
-            prefix = refs_cli.path_prefix(path)
-        except refs_cli.CliError:
+            prefix = path_prefix(path)
+        except ValueError:
             raise bad_request(f"'path' takes DB or DB.TABLE, not {path!r}") from None
     app.policy.check(req.caller, ref, READ, "log", ref)
     store = app.store
     head = store.resolve(ref).commit
     commits, seen, more = [], 0, False
     for commit in store.log(ref):
-        if prefix is not None and not refs_cli._touches(store, commit, prefix):
+        if prefix is not None and not touches(store, commit, prefix):
             continue
         if seen >= offset + limit:
             more = True
             break
         if seen >= offset:
-            commits.append(commit_json(commit))
+            commits.append(commit.to_json())
         seen += 1
     return 200, {"ref": ref, "head": head, "path": path or None, "offset": offset,
                  "limit": limit, "next_offset": offset + limit if more else None,
@@ -182,7 +171,6 @@ def log(app, req: Request):
 def show_commit(app, req: Request):
     """One commit (an id, a prefix of one, or any ref) and its changes against its first
     parent, as the diff answers them (first page; page on with ``/diff``)."""
-    from hms_proxy.api import diffs
 
     expr = req.segment("id")
     app.policy.check(req.caller, expr, READ, "show", expr)
@@ -192,5 +180,5 @@ def show_commit(app, req: Request):
     if commit.parents:
         offset, limit = req.paging()
         diff = diffs.diff_page(app, commit.parents[0], commit.id, None, offset, limit)
-    return 200, {"commit": commit_json(commit), "diff": diff}
+    return 200, {"commit": commit.to_json(), "diff": diff}
 

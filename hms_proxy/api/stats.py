@@ -12,13 +12,14 @@ from hms_proxy.api.auth import READ
 from hms_proxy.api.catalog import _name
 from hms_proxy.api.errors import ApiError, bad_request
 from hms_proxy.api.request import Request, page
+from stats import layout
+from stats.query import QueryError, _number, _rows, open_table
 
 MAX_TOP = 1000
 UNITS = {"date": "days since 1970-01-01", "timestamp": "microseconds since the epoch (UTC)"}
 
 
 def _open(app, req: Request, operation: str):
-    from stats.query import open_table
 
     db, tbl = _name(req, "db"), _name(req, "table")
     ref = req.ref("ref", app.default_ref)
@@ -40,8 +41,6 @@ def _head(ts, partition) -> dict:
 def overview(app, req: Request):
     """Which statistics a table has at a ref: its columns (with what each can show), how many
     partitions have a set, whether there is a table-level answer and where it comes from."""
-    from stats import layout
-    from stats.query import QueryError
 
     ts = _open(app, req, "get_statistics")
     try:
@@ -66,7 +65,6 @@ def partitions(app, req: Request):
 
 
 def summary(app, req: Request):
-    from stats.query import _rows
 
     ts = _open(app, req, "get_statistics")
     text = req.text("columns", max_length=10_000)
@@ -80,7 +78,6 @@ def summary(app, req: Request):
 
 
 def top(app, req: Request):
-    from stats.query import _rows
 
     ts = _open(app, req, "get_statistics")
     column = req.text("column", required=True, max_length=300).strip().lower()
@@ -94,8 +91,6 @@ def top(app, req: Request):
 
 
 def histogram(app, req: Request):
-    from stats import layout
-    from stats.query import QueryError, _number, _rows
 
     ts = _open(app, req, "get_statistics")
     column = req.text("column", required=True, max_length=300).strip().lower()

@@ -4,7 +4,19 @@ from __future__ import annotations
 import os
 from urllib.parse import unquote, urlparse
 
-from kvmodel.contract import VersionedStore
+from kvmodel.store.contract import VersionedStore
+
+
+def local_path(location: str | os.PathLike) -> str | None:
+    """The directory of an embedded store at ``location`` (a path or a ``file://`` URL,
+    unquoted as :func:`open_store` reads it); None for any other store (``lakefs://``).
+    Not for table data locations, which Hadoop takes literally
+    (:func:`hms_proxy.hms.warehouse.local_path`)."""
+    target = os.fspath(location)
+    parsed = urlparse(target)
+    if parsed.scheme == "file":
+        return unquote(parsed.path)
+    return None if "://" in target else target
 
 
 def open_store(url_or_path: str | os.PathLike) -> VersionedStore:

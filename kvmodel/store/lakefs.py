@@ -6,7 +6,7 @@ lakeFS merge publishes both. Branches, tags, commits, log, diff, merge base and 
 lakeFS's own, reached through ``lakefs-sdk``; nothing but the catalog's objects is kept
 elsewhere (caches aside).
 
-**Mapping of the store contract** (:mod:`kvmodel.contract`):
+**Mapping of the store contract** (:mod:`kvmodel.store.contract`):
 
 * staging is lakeFS's staging (an uncommitted upload or delete under ``_hms/``); ``commit``
   is a lakeFS commit of the branch (data objects staged beside the catalog are committed with
@@ -62,14 +62,37 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from kvmodel.cache import LRUCache
-from kvmodel.contract import (Branch, BranchName, Commit, CommitID, DiffEntry, Key, ReadView,
-                              RefExpr, ResolvedRef, Tag, TagName, Value, VersionedStore, WriteTxn,
-                              prefix_end)
-from kvmodel.errors import (DirtyBranch, HeadMoved, InvalidRef, NothingToCommit, ProtectedRef,
-                            ReadOnlyRef, RefExists, RefNotFound, StoreError)
-from kvmodel.store.refs import (is_commit_prefix, merge_base, parse_ref, validate_name,
-                                walk_ancestry)
+from kvmodel.locations import RefLocations
+from kvmodel.store.cache import LRUCache
+from kvmodel.store.contract import (
+    Branch,
+    BranchName,
+    Commit,
+    CommitID,
+    DiffEntry,
+    Key,
+    ReadView,
+    RefExpr,
+    ResolvedRef,
+    Tag,
+    TagName,
+    Value,
+    VersionedStore,
+    WriteTxn,
+    prefix_end,
+)
+from kvmodel.store.errors import (
+    DirtyBranch,
+    HeadMoved,
+    InvalidRef,
+    NothingToCommit,
+    ProtectedRef,
+    ReadOnlyRef,
+    RefExists,
+    RefNotFound,
+    StoreError,
+)
+from kvmodel.store.refs import is_commit_prefix, merge_base, parse_ref, validate_name, walk_ancestry
 
 PREFIX = "_hms/"  # catalog key k is the object PREFIX + k
 JOURNAL = "_hms_journal/"  # JOURNAL + branch: rewritten by every write transaction
@@ -540,7 +563,6 @@ class LakeFSStore(VersionedStore):
     def __init__(self, repository: str, config: LakeFSConfig | None = None, *,
                  cache_bytes: int = 256 << 20, cache_ttl: float = 0.0, locations: bool = True,
                  redis_url: str | None = None):
-        from kvmodel.locations import RefLocations
 
         self.repository = repository
         self.locations = RefLocations(repository) if locations else None

@@ -27,15 +27,44 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kvmodel.cache import LRUCache
-from kvmodel.contract import (Branch, BranchName, Commit, CommitID, DiffEntry, Key, ReadView,
-                              RefExpr, ResolvedRef, Tag, TagName, Value, VersionedStore, WriteTxn,
-                              prefix_end)
-from kvmodel.errors import (HeadMoved, InvalidRef, NothingToCommit, ProtectedRef, ReadOnlyRef,
-                            RefExists, RefNotFound, StoreCorrupt, StoreError)
 from kvmodel.store import ranges
-from kvmodel.store.refs import (is_commit_prefix, iter_log, merge_base, parse_ref, validate_name,
-                                walk_ancestry)
+from kvmodel.store.cache import LRUCache
+from kvmodel.store.contract import (
+    Branch,
+    BranchName,
+    Commit,
+    CommitID,
+    DiffEntry,
+    Key,
+    ReadView,
+    RefExpr,
+    ResolvedRef,
+    Tag,
+    TagName,
+    Value,
+    VersionedStore,
+    WriteTxn,
+    prefix_end,
+)
+from kvmodel.store.errors import (
+    HeadMoved,
+    InvalidRef,
+    NothingToCommit,
+    ProtectedRef,
+    ReadOnlyRef,
+    RefExists,
+    RefNotFound,
+    StoreCorrupt,
+    StoreError,
+)
+from kvmodel.store.refs import (
+    is_commit_prefix,
+    iter_log,
+    merge_base,
+    parse_ref,
+    validate_name,
+    walk_ancestry,
+)
 
 SCHEMA_VERSION = "1"
 _SCHEMA = """

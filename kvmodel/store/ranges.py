@@ -48,7 +48,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
 
-from kvmodel.errors import StoreCorrupt
+from kvmodel.store.errors import StoreCorrupt
 
 # Ranges: byte-bounded, content-defined.
 MIN_BYTES = 8 * 1024          # no hash cut before the range weighs this much

@@ -7,15 +7,14 @@ function here works over a ``get_commit`` callable, so the embedded and the lake
 from __future__ import annotations
 
 import functools
-
 import heapq
 import re
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from kvmodel.contract import Commit, CommitID
-from kvmodel.errors import InvalidRef, RefNotFound
+from kvmodel.store.contract import Commit, CommitID
+from kvmodel.store.errors import InvalidRef, RefNotFound
 
 GetCommit = Callable[[CommitID], Commit]
 

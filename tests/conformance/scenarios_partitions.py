@@ -11,7 +11,6 @@ from tests.conformance.builders import cols, database, partition, table
 from tests.conformance.harness import scenario
 from tests.support.client import ttypes as T
 
-
 DUP = len("Partition already exists:")  # then a Java toString() of the request
 PARSE = len("Error parsing partition filter")  # then ANTLR internals
 

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from tests.conformance.builders import (cols, database, double_stats, long_stats, partition,
-                                        partition_stats, string_stats, table, table_stats)
+from tests.conformance.builders import (
+    cols,
+    database,
+    double_stats,
+    long_stats,
+    partition,
+    partition_stats,
+    string_stats,
+    table,
+    table_stats,
+)
 from tests.conformance.harness import scenario
 from tests.support.client import ttypes as T
 

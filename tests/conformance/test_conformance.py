@@ -14,9 +14,9 @@ import pkgutil
 import pytest
 
 import tests.conformance
-from hms_proxy.gen.fb303 import FacebookService
-from hms_proxy.gen.hive_metastore import ThriftHiveMetastore
-from hms_proxy.processor import _service_methods
+from hms_proxy.thrift.gen.fb303 import FacebookService
+from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
+from hms_proxy.thrift.processor import _service_methods
 from tests.conformance.harness import SCENARIOS, Recorder, diff, record
 from tests.support.process import REPO_ROOT
 

@@ -11,8 +11,8 @@ from contextlib import contextmanager
 import pytest
 from thrift.Thrift import TApplicationException
 
-from hms_proxy.gen.hive_metastore import ttypes
-from hms_proxy.metastores import free_port
+from hms_proxy.thrift.gen.hive_metastore import ttypes
+from hms_proxy.tools.metastores import free_port
 from kvmodel.store import open_store
 from tests.support.client import connect
 from tests.support.process import REPO_ROOT

@@ -20,9 +20,10 @@ import pytest
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
-from hms_proxy import federation
-from hms_proxy.gen.hive_metastore import ThriftHiveMetastore, ttypes as T
-from hms_proxy.metastores import free_port, start_proxy
+from hms_proxy.thrift import federation
+from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T
+from hms_proxy.tools.metastores import free_port, start_proxy
 from tests.support import upstream as up
 from tests.support.process import REPO_ROOT
 

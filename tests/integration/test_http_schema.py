@@ -23,10 +23,12 @@ os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(
 schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402
 from schemathesis.checks import not_a_server_error  # noqa: E402
-from schemathesis.specs.openapi.checks import (content_type_conformance,  # noqa: E402
-                                               negative_data_rejection,
-                                               response_schema_conformance,
-                                               status_code_conformance)
+from schemathesis.specs.openapi.checks import (  # noqa: E402
+    content_type_conformance,
+    negative_data_rejection,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from hms_proxy.api.openapi import document  # noqa: E402
 from tests.support import http_store  # noqa: E402

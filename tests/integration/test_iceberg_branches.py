@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from hms_proxy.metastores import start_proxy
+from hms_proxy.tools.metastores import start_proxy
 from kvmodel.store import open_store
 from tests.support.process import REPO_ROOT
 

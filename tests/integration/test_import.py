@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from hms_proxy.gen.hive_metastore import ttypes as T
-from hms_proxy.importer import open_client
-from hms_proxy.metastores import free_port, start_proxy
+from hms_proxy.hms.importer import open_client
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T
+from hms_proxy.tools.metastores import free_port, start_proxy
 from kvmodel.store import open_store
 from tests.support import upstream as U
 from tests.support.process import REPO_ROOT

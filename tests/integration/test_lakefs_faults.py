@@ -15,8 +15,8 @@ import pytest
 
 pytest.importorskip("lakefs_sdk")
 
-from hms_proxy import lakefs_local  # noqa: E402
-from hms_proxy.gen.hive_metastore import ttypes as T  # noqa: E402
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
+from hms_proxy.tools import lakefs_local  # noqa: E402
 from tests.support.client import connect  # noqa: E402
 from tests.support.process import REPO_ROOT  # noqa: E402
 from tests.support.proxy import start_proxy  # noqa: E402

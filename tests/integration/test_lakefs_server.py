@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("lakefs_sdk")
 
-from hms_proxy.gen.hive_metastore import ttypes as T  # noqa: E402
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
 from kvmodel import catalog as K  # noqa: E402
 from kvmodel import codec  # noqa: E402
 from kvmodel.locations import RefLocations  # noqa: E402

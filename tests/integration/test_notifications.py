@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from hms_proxy.gen.hive_metastore import ttypes
-from hms_proxy.metastores import start_proxy
+from hms_proxy.thrift.gen.hive_metastore import ttypes
+from hms_proxy.tools.metastores import start_proxy
 from tests.support.client import connect
 
 pytestmark = pytest.mark.timeout(180)

@@ -19,7 +19,8 @@ import pytest
 from thrift.Thrift import TApplicationException
 from thrift.transport import TTransport
 
-from tests.support.client import open_protocol, Client, ttypes as T
+from tests.support.client import Client, open_protocol
+from tests.support.client import ttypes as T
 from tests.support.process import REPO_ROOT, free_port
 from tests.support.proxy import start_proxy
 

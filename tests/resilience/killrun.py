@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from hms_proxy import metastores
+from hms_proxy.tools import metastores
 from tests.resilience import workload
 from tests.support.client import connect
 

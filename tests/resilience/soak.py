@@ -22,8 +22,8 @@ import threading
 import time
 from pathlib import Path
 
-from hms_proxy import metastores
-from hms_proxy.gen.hive_metastore import ttypes as T
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T
+from hms_proxy.tools import metastores
 from tests.resilience.workload import DB, partitions, table
 from tests.support.client import connect
 

@@ -11,7 +11,7 @@ import pytest
 
 psutil = pytest.importorskip("psutil")
 
-from hms_proxy.gen.hive_metastore import ttypes as T  # noqa: E402
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
 from tests.resilience import fuzz, killrun, soak  # noqa: E402
 from tests.resilience.workload import DB, partitions, table  # noqa: E402
 from tests.support.client import connect, open_protocol  # noqa: E402
@@ -142,7 +142,7 @@ def test_concurrent_drops_and_adds_leave_no_lock_behind(server):
 
 
 def test_connect_disconnect_cycles_return_to_baseline(server):
-    from hms_proxy.gen.hive_metastore import ThriftHiveMetastore
+    from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
 
     proc = psutil.Process(server.popen.pid)
     # the baseline after one call served: what a first call starts for good (the store's
@@ -154,7 +154,7 @@ def test_connect_disconnect_cycles_return_to_baseline(server):
     for i in range(10_000):
         with open_protocol(server.host, server.port, timeout=10) as p:
             if i % 10 == 0:  # a call now and then; most cycles only connect
-                from hms_proxy.gen.hive_metastore import ThriftHiveMetastore
+                from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
                 ThriftHiveMetastore.Client(p).get_all_databases()
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and proc.num_threads() > threads:

@@ -2,7 +2,7 @@
 group) stop every long-running command promptly and cleanly: exit status 0, the port free,
 calls in flight answered whole.
 
-Before hms_proxy.shutdown, the handler called ``Event.set`` and a second signal arriving inside
+Before hms_proxy.ops.shutdown, the handler called ``Event.set`` and a second signal arriving inside
 the first handler either waited forever for the event's lock (the server wedged, port bound) or
 recursed until a RecursionError (exit 1); both showed within a few dozen bursts.
 """
@@ -21,8 +21,8 @@ import pytest
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
-from hms_proxy.gen.hive_metastore import ThriftHiveMetastore
-from hms_proxy.shutdown import StopRequest
+from hms_proxy.ops.shutdown import StopRequest
+from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
 from tests.support.process import REPO_ROOT, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from hms_proxy.gen.hive_metastore import ttypes as T
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 
 DB = "rz"
 

@@ -19,11 +19,11 @@ import pytest
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
-from hms_proxy.bench import listing_memory
-from hms_proxy.bench.listing_memory import DB, TABLE
-from hms_proxy.gen.hive_metastore import ThriftHiveMetastore, ttypes
-from hms_proxy.metastores import MetastoreProcess, free_port, start_stock_hms
-from hms_proxy.replies import RawStream, write_stream_reply
+from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore, ttypes
+from hms_proxy.thrift.replies import RawStream, write_stream_reply
+from hms_proxy.tools.bench import listing_memory
+from hms_proxy.tools.bench.listing_memory import DB, TABLE
+from hms_proxy.tools.metastores import MetastoreProcess, free_port, start_stock_hms
 from tests.conformance.builders import cols, database, partition, table
 from tests.conformance.harness import LiveClient, Recorder, diff
 from tests.support.oracle import ORACLE_PROPERTIES
@@ -342,9 +342,9 @@ def test_streamed_listing_is_the_listing(big_store, tmp_path):
 
 def test_a_stream_to_a_transport_without_chunks_is_one_buffer():
     """A transport that cannot send pieces (here a memory buffer) gets the whole reply."""
-    from hms_proxy.processor import message_header
     from thrift.Thrift import TMessageType
 
+    from hms_proxy.thrift.replies import message_header
     from kvmodel import codec
 
     parts = [ttypes.Partition(values=[str(i)], dbName="d", tableName="t") for i in range(5)]
@@ -481,7 +481,7 @@ def test_connections_per_client_are_capped(tmp_path):
 @pytest.mark.slow
 def test_a_huge_listing_takes_less_memory_than_twice_its_size(tmp_path):
     """get_partitions of 200,000 partitions (~170 MiB): the server's RSS grows by less than
-    twice the reply (``python -m hms_proxy.bench.listing_memory`` runs this at 1,000,000)."""
+    twice the reply (``python -m hms_proxy.tools.bench.listing_memory`` runs this at 1,000,000)."""
     result = listing_memory.measure(tmp_path / "store", 200_000, tmp_path / "server")
     assert result["count"] == 200_000
     assert result["rss_growth"] < 2 * result["reply_bytes"], result

@@ -19,7 +19,7 @@ from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException, TMessageType
 from thrift.transport import TSocket, TTransport
 
-from hms_proxy.gen.hive_metastore import ThriftHiveMetastore, ttypes
+from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore, ttypes
 from tests.support.proxy import start_proxy
 
 pytestmark = pytest.mark.timeout(300)

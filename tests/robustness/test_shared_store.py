@@ -2,13 +2,12 @@
 through the other (the cache is keyed by the branch's content version, kept in the store)."""
 from __future__ import annotations
 
-
 import pytest
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
-from hms_proxy.gen.hive_metastore import ThriftHiveMetastore, ttypes
-from hms_proxy.metastores import start_proxy
+from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore, ttypes
+from hms_proxy.tools.metastores import start_proxy
 from tests.support.process import REPO_ROOT
 
 pytestmark = pytest.mark.timeout(120)

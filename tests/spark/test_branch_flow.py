@@ -6,7 +6,7 @@ branches is reported with its table and field, and ``--strategy`` resolves it.
 It runs over the embedded store (data in a local warehouse) and over a real lakeFS
 (``lakefs://REPO``, :mod:`tests.support.lakefs`), where Spark writes the tables' files through
 lakeFS's S3 gateway (``s3a://REPO/<ref>/warehouse/...``, hadoop-aws from Maven Central,
-:mod:`hms_proxy.spark_s3`): the branch holds both the catalog and the data, lakeFS's diff shows
+:mod:`hms_proxy.tools.spark_s3`): the branch holds both the catalog and the data, lakeFS's diff shows
 the data objects, one lakeFS merge commit publishes both, and a partition rewritten on both
 branches is a data conflict."""
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from hms_proxy.metastores import free_port, start_proxy
+from hms_proxy.tools.metastores import free_port, start_proxy
 from kvmodel.store import open_store
 from tests.support.process import REPO_ROOT
 
@@ -78,7 +78,7 @@ def store(request, tmp_path):
         yield tmp_path / "store"
         return
     pytest.importorskip("lakefs_sdk")
-    from hms_proxy import spark_s3
+    from hms_proxy.tools import spark_s3
     from tests.support.lakefs import new_repository, real_lakefs
 
     lakefs = real_lakefs()
@@ -210,7 +210,7 @@ def test_branch_write_review_merge_with_spark(tmp_path, store):
             else:
                 os.environ[k] = v
     try:
-        from hms_proxy.gen.hive_metastore import ttypes
+        from hms_proxy.thrift.gen.hive_metastore import ttypes
         from kvmodel import catalog, codec
 
         with check.read("main") as view:

@@ -405,8 +405,8 @@ def test_pointers_recorded_in_one_commit(env):
 def test_table_level_set_reduced_from_the_partition_sets(env):
     """The ``_table_`` set recorded with the partition pointers is the reduction of their
     sets, and the server answers table-level statistics from it."""
-    from hms_proxy.gen.hive_metastore import ttypes as T
-    from hms_proxy.importer import open_client
+    from hms_proxy.hms.importer import open_client
+    from hms_proxy.thrift.gen.hive_metastore import ttypes as T
     from stats import frequencies, reduce, serving
 
     store, result = env["store"], env["events"]

@@ -16,7 +16,7 @@ np = pytest.importorskip("numpy")
 import pyarrow.orc as orc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from hms_proxy.javafmt import double_to_string  # noqa: E402
+from hms_proxy.hms.javafmt import double_to_string  # noqa: E402
 from stats import arrow_compute, engine, layout, sketch  # noqa: E402
 from stats.compute import Partition, TableInfo  # noqa: E402
 

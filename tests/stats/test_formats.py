@@ -198,8 +198,7 @@ def iceberg(env):
     from pyiceberg.partitioning import PartitionField, PartitionSpec
     from pyiceberg.schema import Schema
     from pyiceberg.transforms import IdentityTransform
-    from pyiceberg.types import (BooleanType, DateType, DoubleType, LongType, NestedField,
-                                 StringType)
+    from pyiceberg.types import BooleanType, DateType, DoubleType, LongType, NestedField, StringType
 
     cat = HiveCatalog("hms", uri=env["uri"], warehouse=f"file://{env['warehouse']}")
     cat.create_namespace(DB, {"location": f"file://{env['warehouse']}/{DB}.db"})
@@ -264,8 +263,8 @@ def test_iceberg_unpartitioned_exact_quantiles(env, iceberg):
 
 # --- Delta ---------------------------------------------------------------------------------------
 def _register_delta(env, name: str, location: str):
-    from hms_proxy.gen.hive_metastore import ttypes
-    from hms_proxy.importer import open_client
+    from hms_proxy.hms.importer import open_client
+    from hms_proxy.thrift.gen.hive_metastore import ttypes
 
     sd = ttypes.StorageDescriptor(
         cols=[ttypes.FieldSchema("col", "array<string>", "from deserializer")],

@@ -15,8 +15,8 @@ import pytest
 pytest.importorskip("lakefs_sdk")
 pytest.importorskip("pyspark")
 
-from hms_proxy import spark_s3  # noqa: E402
-from hms_proxy.gen.hive_metastore import ttypes as T  # noqa: E402
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
+from hms_proxy.tools import spark_s3  # noqa: E402
 from tests.support.client import connect  # noqa: E402
 from tests.support.lakefs import new_repository, real_lakefs  # noqa: E402
 from tests.support.process import REPO_ROOT  # noqa: E402

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hms_proxy import cli
-from hms_proxy.warehouse import local_path
+from hms_proxy.hms.warehouse import local_path
 from kvmodel import catalog as K
 from kvmodel.store.local import LocalStore
 from stats import layout, query, reduce

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from hms_proxy.javafmt import double_to_string
+from hms_proxy.hms.javafmt import double_to_string
 from stats import arrow_compute, layout, reduce
 
 BINS = 50

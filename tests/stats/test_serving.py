@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 from thrift.Thrift import TApplicationException, TException
 
-from hms_proxy.warehouse import local_path
-from kvmodel.cache import LRUCache
+from hms_proxy.hms.warehouse import local_path
 from kvmodel.store import open_store
+from kvmodel.store.cache import LRUCache
 from stats import layout, serving
 from tests.conformance.builders import cols, database, partition, table
 from tests.support.client import connect
@@ -100,7 +100,7 @@ FLAT_ROWS = [
 
 
 def dec(text):
-    from hms_proxy.aggregate import _decimal_struct
+    from hms_proxy.hms.aggregate import _decimal_struct
 
     return _decimal_struct(text, T)
 

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hms_proxy.gen.hive_metastore import ttypes as T
-from hms_proxy.warehouse import local_path
+from hms_proxy.hms.warehouse import local_path
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 from kvmodel.catalog import CatalogReader
 from kvmodel.store.local import LocalStore
 from kvmodel.versioning import merge_refs, revert_commit
@@ -208,12 +208,13 @@ def test_reduced_table_set_follows_the_partitions_data(shop):
 def test_partition_drop_and_rename_take_the_pointer_along(shop, tmp_path):
     """A dropped partition takes its pointer along (a partition re-created under that name
     must not be served the old data's statistics); a renamed one keeps it (same data)."""
-    from hms_proxy.family import Env
-    from hms_proxy.partitions import PartitionCalls
-    from hms_proxy.processor import CallContext
-    from hms_proxy.warehouse import Warehouse
+    from hms_proxy.hms.family import Env
+    from hms_proxy.hms.handler import connect
+    from hms_proxy.hms.partitions import PartitionCalls
+    from hms_proxy.hms.warehouse import Warehouse
+    from hms_proxy.thrift.processor import CallContext
 
-    calls = PartitionCalls(Env(store=shop, warehouse=Warehouse(str(tmp_path / "wh"))))
+    calls = PartitionCalls(connect(Env(store=shop, warehouse=Warehouse(str(tmp_path / "wh")))))
     ctx = CallContext(ref="main")
     with shop.write("main") as txn:
         txn.put(layout.pointer_key("shop", "orders", "ds=2"), pointer("two"))

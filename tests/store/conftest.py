@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from kvmodel.contract import VersionedStore
+from kvmodel.store.contract import VersionedStore
 from kvmodel.store.local import LocalStore
 
 _DOUBLE = None

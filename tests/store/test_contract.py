@@ -8,9 +8,18 @@ from __future__ import annotations
 
 import pytest
 
-from kvmodel.contract import DiffEntry, VersionedStore
-from kvmodel.errors import (DirtyBranch, HeadMoved, InvalidRef, NothingToCommit, ProtectedRef,
-                            ReadOnlyRef, RefExists, RefNotFound, StoreError)
+from kvmodel.store.contract import DiffEntry, VersionedStore
+from kvmodel.store.errors import (
+    DirtyBranch,
+    HeadMoved,
+    InvalidRef,
+    NothingToCommit,
+    ProtectedRef,
+    ReadOnlyRef,
+    RefExists,
+    RefNotFound,
+    StoreError,
+)
 
 
 # --- helpers -------------------------------------------------------------------------------

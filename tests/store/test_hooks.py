@@ -15,12 +15,20 @@ from pathlib import Path
 import pytest
 
 from hms_proxy.cli import main
-from hms_proxy.gen.hive_metastore import ttypes as T
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 from kvmodel import catalog as K
 from kvmodel import codec
-from kvmodel.errors import HeadMoved, MergeConflict, NothingToCommit, StoreError
-from kvmodel.hooks import (HookConfigError, HookEvent, HookSet, HookVeto, commit_with_hooks,
-                           is_widening, load_hooks, merge_with_hooks)
+from kvmodel.hooks import (
+    HookConfigError,
+    HookEvent,
+    HookSet,
+    HookVeto,
+    commit_with_hooks,
+    is_widening,
+    load_hooks,
+    merge_with_hooks,
+)
+from kvmodel.store.errors import HeadMoved, MergeConflict, NothingToCommit, StoreError
 
 ORDERS = K.table_key("shop", "orders")
 

@@ -17,12 +17,12 @@ pytest.importorskip("lakefs_sdk")
 
 import lakefs_sdk  # noqa: E402
 
-from hms_proxy.gen.hive_metastore import ttypes as T  # noqa: E402
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
 from kvmodel import catalog as K  # noqa: E402
 from kvmodel import codec  # noqa: E402
-from kvmodel.errors import MergeConflict, ProtectedRef, StoreError  # noqa: E402
 from kvmodel.merge import merge_refs  # noqa: E402
 from kvmodel.store import open_store  # noqa: E402
+from kvmodel.store.errors import MergeConflict, ProtectedRef, StoreError  # noqa: E402
 from kvmodel.store.lakefs import INLINE_LIMIT, LakeFSConfig, LakeFSError, LakeFSStore  # noqa: E402
 from tests.store.conftest import lakefs_double  # noqa: E402
 from tests.support.lakefs import new_repository, real_lakefs  # noqa: E402

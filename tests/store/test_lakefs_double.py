@@ -13,11 +13,26 @@ from pathlib import Path
 
 import lakefs_sdk
 import pytest
-from lakefs_sdk.exceptions import (ApiException, BadRequestException, ForbiddenException,
-                                   NotFoundException, ServiceException, UnauthorizedException)
-from lakefs_sdk.models import (BranchCreation, BranchProtectionRule, CommitCreation, Merge,
-                               ObjectStats, PathList, RepositoryCreation, ResetCreation,
-                               TagCreation, UpdateObjectUserMetadata)
+from lakefs_sdk.exceptions import (
+    ApiException,
+    BadRequestException,
+    ForbiddenException,
+    NotFoundException,
+    ServiceException,
+    UnauthorizedException,
+)
+from lakefs_sdk.models import (
+    BranchCreation,
+    BranchProtectionRule,
+    CommitCreation,
+    Merge,
+    ObjectStats,
+    PathList,
+    RepositoryCreation,
+    ResetCreation,
+    TagCreation,
+    UpdateObjectUserMetadata,
+)
 
 from tests.support.lakefs_double import LakeFSDouble
 

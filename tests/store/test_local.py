@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from kvmodel.cache import LRUCache
-from kvmodel.errors import NothingToCommit, StoreCorrupt, StoreError
 from kvmodel.store import open_store, ranges
+from kvmodel.store.cache import LRUCache
+from kvmodel.store.errors import NothingToCommit, StoreCorrupt, StoreError
 from kvmodel.store.local import LocalStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,7 +101,7 @@ def test_kill_9_loses_no_acknowledged_write(tmp_path):
 # --- several processes, several threads ------------------------------------------------------
 PARALLEL_WRITER = r"""
 import sys
-from kvmodel.errors import NothingToCommit
+from kvmodel.store.errors import NothingToCommit
 from kvmodel.store.local import LocalStore
 store = LocalStore(sys.argv[1])
 name = sys.argv[2]

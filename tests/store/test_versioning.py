@@ -7,13 +7,20 @@ from __future__ import annotations
 
 import pytest
 
-from hms_proxy.gen.hive_metastore import ttypes as T
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 from kvmodel import catalog as K
 from kvmodel import codec
 from kvmodel.entities import FIELDS, ancestors, parse_key
-from kvmodel.errors import HeadMoved, NothingToCommit, ReadOnlyRef
-from kvmodel.versioning import (DirtyBranch, EntityChange, FieldChange, MergeConflict,
-                                diff_refs, merge_refs, revert_commit)
+from kvmodel.store.errors import HeadMoved, NothingToCommit, ReadOnlyRef
+from kvmodel.versioning import (
+    DirtyBranch,
+    EntityChange,
+    FieldChange,
+    MergeConflict,
+    diff_refs,
+    merge_refs,
+    revert_commit,
+)
 
 
 # --- builders -------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Opening a Thrift client to a metastore.
 
 The generated HMS bindings are imported here only, so switching from hmsclient's
-copy to our own `hms_proxy.gen` is a one-line change.
+copy to our own `hms_proxy.thrift.gen` is a one-line change.
 
 hmsclient 0.1.1's IDL matches HMS 2.3.10 except one result struct: its
 get_table_objects_by_name declares no exceptions, so an UnknownDBException sent by a
@@ -16,7 +16,7 @@ from typing import Iterator
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
-from hms_proxy.gen.hive_metastore import ThriftHiveMetastore, ttypes  # noqa: F401
+from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore, ttypes  # noqa: F401
 
 Client = ThriftHiveMetastore.Client
 

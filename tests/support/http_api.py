@@ -14,7 +14,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from hms_proxy.metastores import MetastoreProcess, free_port, log_tail
+from hms_proxy.tools.metastores import MetastoreProcess, free_port, log_tail
 from tests.support.process import REPO_ROOT
 from tests.support.proxy import start_proxy
 

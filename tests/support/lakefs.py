@@ -1,5 +1,5 @@
 """The real lakeFS of the test session: built from its Go module and started once, on first use
-(:mod:`hms_proxy.lakefs_local`), stopped when the session ends.
+(:mod:`hms_proxy.tools.lakefs_local`), stopped when the session ends.
 
 ``HMS_TEST_LAKEFS_ENDPOINT`` (with ``..._ACCESS_KEY_ID`` and ``..._SECRET_ACCESS_KEY``) points
 the tests at another lakeFS instead. Every test that needs lakeFS makes its own repository
@@ -71,7 +71,7 @@ def real_lakefs() -> RealLakeFS:
         _SERVER = RealLakeFS(endpoint, env["HMS_TEST_LAKEFS_ACCESS_KEY_ID"],
                              env["HMS_TEST_LAKEFS_SECRET_ACCESS_KEY"])
         return _SERVER
-    from hms_proxy import lakefs_local
+    from hms_proxy.tools import lakefs_local
 
     proc = lakefs_local.start_lakefs()  # a temporary work directory, removed by stop()
     atexit.register(proc.stop)

@@ -126,17 +126,38 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from email.message import Message
-from functools import cached_property
 from email.utils import formatdate
+from functools import cached_property
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from lakefs_sdk.models import (BranchCreation, BranchProtectionRule, Commit, CommitCreation,
-                               CommitList, Diff, DiffList, Error, FindMergeBaseResult, Merge,
-                               MergeResult, ObjectError, ObjectErrorList, ObjectStats,
-                               ObjectStatsList, Pagination, PathList, Ref, RefList, Repository,
-                               RepositoryCreation, RepositoryList, ResetCreation, TagCreation,
-                               UpdateObjectUserMetadata)
+from lakefs_sdk.models import (
+    BranchCreation,
+    BranchProtectionRule,
+    Commit,
+    CommitCreation,
+    CommitList,
+    Diff,
+    DiffList,
+    Error,
+    FindMergeBaseResult,
+    Merge,
+    MergeResult,
+    ObjectError,
+    ObjectErrorList,
+    ObjectStats,
+    ObjectStatsList,
+    Pagination,
+    PathList,
+    Ref,
+    RefList,
+    Repository,
+    RepositoryCreation,
+    RepositoryList,
+    ResetCreation,
+    TagCreation,
+    UpdateObjectUserMetadata,
+)
 
 API_PREFIX = "/api/v1"
 DEFAULT_PER_PAGE = 100          # controller.go DefaultPerPage

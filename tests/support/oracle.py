@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hms_proxy.metastores import MetastoreProcess, start_stock_hms
+from hms_proxy.tools.metastores import MetastoreProcess, start_stock_hms
 
 STARTUP_TIMEOUT = 120.0
 
 
-# Beyond the stock HMS with transactions (hms_proxy.metastores), the oracle needs:
+# Beyond the stock HMS with transactions (hms_proxy.tools.metastores), the oracle needs:
 ORACLE_PROPERTIES = {
     # Failed JDO calls (e.g. a Derby constraint violation) are retried 10 times; keep
     # the retries but not the 2 s pause between them, which made some scenarios take 20 s.

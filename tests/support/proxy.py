@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from hms_proxy import metastores
-from hms_proxy.metastores import MetastoreProcess
+from hms_proxy.tools import metastores
+from hms_proxy.tools.metastores import MetastoreProcess
 from tests.support.process import REPO_ROOT
 
 STARTUP_TIMEOUT = 60.0
@@ -20,5 +20,5 @@ def proxy_available() -> bool:
 def start_proxy(workdir: Path | str, *extra_args: str, timeout: float = STARTUP_TIMEOUT,
                 **options) -> MetastoreProcess:
     """Start our server (by default over a fresh store in `workdir`); returns once it answers
-    Thrift calls. ``options`` are those of :func:`hms_proxy.metastores.start_proxy`."""
+    Thrift calls. ``options`` are those of :func:`hms_proxy.tools.metastores.start_proxy`."""
     return metastores.start_proxy(workdir, *extra_args, cwd=REPO_ROOT, timeout=timeout, **options)

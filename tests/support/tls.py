@@ -1,5 +1,5 @@
 """Certificates for the TLS tests (the ``openssl`` CLI), TLS Thrift clients, and our server
-started with TLS (readiness checked over TLS, which :mod:`hms_proxy.metastores` cannot do)."""
+started with TLS (readiness checked over TLS, which :mod:`hms_proxy.tools.metastores` cannot do)."""
 from __future__ import annotations
 
 import shutil
@@ -14,8 +14,8 @@ from pathlib import Path
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSSLSocket, TTransport
 
-from hms_proxy.gen.hive_metastore import ThriftHiveMetastore
-from hms_proxy.metastores import MetastoreProcess, free_port, log_tail
+from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
+from hms_proxy.tools.metastores import MetastoreProcess, free_port, log_tail
 from tests.support.process import REPO_ROOT
 
 _EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]

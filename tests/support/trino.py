@@ -1,4 +1,4 @@
-"""The real Trino of the test session (:mod:`hms_proxy.trino_local`): downloaded once per machine,
+"""The real Trino of the test session (:mod:`hms_proxy.tools.trino_local`): downloaded once per machine,
 started on first use, stopped when the session ends. Each test adds the catalogs it needs
 (``CREATE CATALOG``: Trino's dynamic catalogs) under names of its own.
 """
@@ -11,13 +11,13 @@ _SERVER = None
 
 
 def real_trino():
-    """The session's Trino coordinator (a :class:`hms_proxy.trino_local.TrinoProcess`)."""
+    """The session's Trino coordinator (a :class:`hms_proxy.tools.trino_local.TrinoProcess`)."""
     global _SERVER
     if _SERVER is not None and _SERVER.alive():
         return _SERVER
     import pytest
 
-    from hms_proxy import trino_local
+    from hms_proxy.tools import trino_local
 
     try:
         _SERVER = trino_local.start_trino()
@@ -30,7 +30,7 @@ def real_trino():
 
 def add_catalog(metastore_uri: str, prefix: str = "c", **kwargs) -> str:
     """A new Hive catalog over ``metastore_uri`` (see trino_local.hive_catalog); its name."""
-    from hms_proxy import trino_local
+    from hms_proxy.tools import trino_local
 
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     real_trino().add_catalog(name, trino_local.hive_catalog(metastore_uri, **kwargs))

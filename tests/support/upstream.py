@@ -1,6 +1,6 @@
 """An "upstream" metastore for import tests: a stock HMS 2.3.10 filled by Spark SQL.
 
-:func:`start_filled_hms` starts a stock HMS (``hms_proxy.metastores.start_stock_hms``, Derby,
+:func:`start_filled_hms` starts a stock HMS (``hms_proxy.tools.metastores.start_stock_hms``, Derby,
 no transaction tables) in a work directory and fills it by running :data:`STATEMENTS` with
 Spark SQL (tests/spark/runner.py in a subprocess, ``spark.sql.warehouse.dir`` = the HMS's
 warehouse), then sets HMS column statistics with Thrift calls (see below). It returns an
@@ -51,7 +51,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hms_proxy.metastores import MetastoreProcess, start_stock_hms
+from hms_proxy.tools.metastores import MetastoreProcess, start_stock_hms
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUNNER = REPO_ROOT / "tests" / "spark" / "runner.py"
@@ -153,8 +153,8 @@ def set_column_statistics(host: str, port: int) -> None:
     from thrift.protocol import TBinaryProtocol
     from thrift.transport import TSocket, TTransport
 
-    from hms_proxy.gen.hive_metastore import ThriftHiveMetastore
-    from hms_proxy.gen.hive_metastore import ttypes as t
+    from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
+    from hms_proxy.thrift.gen.hive_metastore import ttypes as t
 
     def long_stats(low, high, nulls, ndv):
         return t.ColumnStatisticsData(longStats=t.LongColumnStatsData(

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from hms_proxy.metastores import free_port
+from hms_proxy.tools.metastores import free_port
 from tests.support.proxy import start_proxy
 
 pytestmark = [pytest.mark.slow, pytest.mark.trino]

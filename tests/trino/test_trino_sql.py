@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hms_proxy.metastores import free_port
+from hms_proxy.tools.metastores import free_port
 from tests.support.process import REPO_ROOT
 from tests.trino import scenario
 

@@ -1,4 +1,4 @@
-"""hms_proxy.access without a server: the rules file, decisions, secrets, the classification of
+"""hms_proxy.security.access without a server: the rules file, decisions, secrets, the classification of
 every Thrift method, and ``serve`` refusing unusable files at start (exit 2)."""
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from hms_proxy import access
-from hms_proxy.access import READ, WRITE, ConfigError, Guard, Rules, Secrets
-from hms_proxy.gen.fb303 import FacebookService
-from hms_proxy.gen.hive_metastore import ThriftHiveMetastore, ttypes
-from hms_proxy.processor import CallContext, Processor
+from hms_proxy.security import access
+from hms_proxy.security.access import READ, WRITE, ConfigError, Guard, Rules, Secrets
+from hms_proxy.thrift.gen.fb303 import FacebookService
+from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore, ttypes
+from hms_proxy.thrift.processor import CallContext, Processor
 from tests.support.process import REPO_ROOT
 
 RULES = {
@@ -195,7 +195,7 @@ def test_methods_that_write_the_store_are_writes():
     compactions, notifications, file metadata, options) are listed as writes by hand."""
     methods = set(_interface_methods())
     found = set()
-    for path in (REPO_ROOT / "hms_proxy").glob("*.py"):
+    for path in (REPO_ROOT / "hms_proxy" / "hms").rglob("*.py"):
         tree = ast.parse(path.read_text())
         for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
             for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef)):

@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-from hms_proxy.bench import register
-from hms_proxy.bench.runner import OPERATIONS
+from hms_proxy.tools.bench import register
+from hms_proxy.tools.bench.runner import OPERATIONS
 
 pytestmark = [
     pytest.mark.slow,

@@ -10,8 +10,10 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
-from hms_proxy.bench import register  # noqa: E402
-from hms_proxy.bench import stats_bench  # noqa: E402
+from hms_proxy.tools.bench import (
+    register,  # noqa: E402
+    stats_bench,  # noqa: E402
+)
 
 TINY = ["--columns", "30", "--partitions", "4", "--table-columns", "12", "--runs", "5",
         "--skip-compute"]

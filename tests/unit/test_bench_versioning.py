@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from hms_proxy.bench import register
-from hms_proxy.bench.versioning import TARGETS
 from hms_proxy.cli import build_parser
+from hms_proxy.tools.bench import register
+from hms_proxy.tools.bench.versioning import TARGETS
 
 TINY = ["--partitions", "2000", "--tables", "4", "--small", "500", "--history", "20",
         "--repeat", "2", "--reads", "5"]

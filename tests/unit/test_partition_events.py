@@ -6,11 +6,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from hms_proxy.databases import DatabaseCalls
-from hms_proxy.family import Env
-from hms_proxy.partition_events import PartitionEventCalls
-from hms_proxy.tables import TableCalls
-from hms_proxy.warehouse import Warehouse
+from hms_proxy.hms.databases import DatabaseCalls
+from hms_proxy.hms.family import Env
+from hms_proxy.hms.handler import connect
+from hms_proxy.hms.partition_events import PartitionEventCalls
+from hms_proxy.hms.tables import TableCalls
+from hms_proxy.hms.warehouse import Warehouse
 from kvmodel import codec
 from kvmodel.entities import parse_key
 from kvmodel.store import open_store
@@ -23,7 +24,7 @@ LD = T.PartitionEventType.LOAD_DONE
 @pytest.fixture
 def env(tmp_path):
     store = open_store(str(tmp_path / "store"))
-    yield Env(store=store, warehouse=Warehouse(str(tmp_path / "wh")))
+    yield connect(Env(store=store, warehouse=Warehouse(str(tmp_path / "wh"))))
     store.close()
 
 

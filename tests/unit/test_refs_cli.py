@@ -14,12 +14,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from hms_proxy import refs_cli
 from hms_proxy.cli import main
-from hms_proxy.gen.hive_metastore import ttypes
+from hms_proxy.cli import refs as refs_cli
+from hms_proxy.thrift.gen.hive_metastore import ttypes
 from kvmodel import catalog, codec
 from kvmodel.store import open_store
-
 
 
 # --- a store with real catalog entries ---------------------------------------------------------
@@ -455,7 +454,7 @@ def test_format_merge_and_conflicts():
 
 
 def test_format_commit():
-    from kvmodel.contract import Commit
+    from kvmodel.store.contract import Commit
 
     commit = Commit("c" * 64, ("a" * 64, "b" * 64), "merge dev\n\ndetails", "alice", 0.0,
                     {"job": "7"})

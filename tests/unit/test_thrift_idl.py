@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from hms_proxy.gen.fb303 import FacebookService
-from hms_proxy.gen.hive_metastore import ThriftHiveMetastore, ttypes
+from hms_proxy.thrift.gen.fb303 import FacebookService
+from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore, ttypes
 
 ROOT = Path(__file__).resolve().parents[2]
-GEN = ROOT / "hms_proxy" / "gen"
+GEN = ROOT / "hms_proxy" / "thrift" / "gen"
 
 
 def _load_extractor():

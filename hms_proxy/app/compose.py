@@ -1,0 +1,273 @@
+"""The composition root: a running server from a typed configuration.
+
+Everything that decides which object gets which collaborator is here, in the order a call
+meets them: the store (and how a lakeFS one is shown), the security (TLS, rules, secrets,
+audit), the families behind the handler, the federation, the processor and its metrics, the
+listeners, the HTTP API. Nothing is patched after construction elsewhere; the CLI only
+turns arguments into :mod:`hms_proxy.app.config` and prints.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import sys
+import threading
+from dataclasses import dataclass
+
+from hms_proxy.api.app import App
+from hms_proxy.api.auth import Policy
+from hms_proxy.api.server import ApiServer
+from hms_proxy.app import supervisor
+from hms_proxy.app.config import ApiConfig, ConfigError, SecurityConfig, ServeConfig, StoreConfig
+from hms_proxy.hms import warehouse
+from hms_proxy.hms.family import Env
+from hms_proxy.hms.handler import Handler
+from hms_proxy.ops import logs
+from hms_proxy.ops.metrics import MetricsServer, ServerMetrics
+from hms_proxy.ops.shutdown import StopRequest
+from hms_proxy.security import access, audit, tls
+from hms_proxy.thrift import limits
+from hms_proxy.thrift import server as srv
+from hms_proxy.thrift.federation import Federation
+from hms_proxy.thrift.gen.fb303 import FacebookService
+from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore, ttypes
+from hms_proxy.thrift.processor import Processor
+from kvmodel.locations import RefLocations, RenderedStore
+from kvmodel.store import local_path, open_store
+from kvmodel.store.cache import LRUCache
+
+log = logging.getLogger("hms_proxy")
+
+
+# --- the store ---------------------------------------------------------------------------------
+def _is_lakefs(store) -> bool:
+    return getattr(store, "repository", None) is not None and hasattr(store, "cache_ttl")
+
+
+def served_store(store, config: StoreConfig):
+    """``store`` as a server shows it to clients: a lakeFS store with its cache TTL (and
+    Redis), seen through its rendered locations; any other store as it is."""
+    if not _is_lakefs(store):
+        return store
+    store.cache_ttl = config.lakefs_cache_ttl
+    if config.redis:  # what is read at commits, shared by the servers
+        store.use_redis(config.redis)
+    # managed tables' objects move on rename and go on drop, as HMS does on its file systems
+    warehouse.register(warehouse.LakeFSFiles(store))
+    if config.lakefs_locations == "off":
+        return store
+    return RenderedStore(store, RefLocations(store.repository, config.lakefs_locations))
+
+
+# --- security ----------------------------------------------------------------------------------
+@dataclass
+class Security:
+    """The loaded security settings: TLS context, rules, secrets and audit log (each or None)."""
+
+    tls: tls.TLS | None
+    rules: access.Rules | None
+    secrets: access.Secrets | None
+    audit: audit.AuditLog | None
+
+    @classmethod
+    def load(cls, config: SecurityConfig, tls_allowed: bool = True) -> "Security":
+        """Raises ConfigError (access.ConfigError too) on a file it cannot use."""
+        config.check()
+        context = tls.TLS.load(config.tls_cert, config.tls_key, config.tls_client_ca,
+                               config.tls_handshake_timeout) \
+            if tls_allowed and config.tls_cert else None
+        rules = access.Rules.load(config.access_rules) if config.access_rules else None
+        secrets = access.Secrets.load(config.auth_secrets) if config.auth_secrets else None
+        log_file = audit.AuditLog.open(config.audit_log) if config.audit_log else None
+        return cls(context, rules, secrets, log_file)
+
+    def guard(self, default_ref: str, read_only: bool) -> access.Guard | None:
+        """The Thrift calls' guard, or None when nothing is asked (then calls pay nothing)."""
+        if self.rules is None and self.secrets is None and self.audit is None and not read_only:
+            return None
+        return access.Guard(self.rules, self.secrets, self.audit, default_ref)
+
+
+def load_security(config: SecurityConfig, **kwargs) -> Security:
+    """:meth:`Security.load`, ending the command with exit status 2 and one line on a setting
+    or file it cannot use, before anything starts."""
+    try:
+        return Security.load(config, **kwargs)
+    except (ConfigError, access.ConfigError) as exc:
+        print(f"hms-proxy: error: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+
+
+# --- the Thrift server -------------------------------------------------------------------------
+def build_server(config: ServeConfig) -> srv.MetastoreServer:
+    """The server (bound, not yet serving); the listeners of ``config.binds`` are in its
+    ``extra_listeners``."""
+    security = load_security(config.security)
+    store = open_store(config.store.store)
+    warehouse_root = config.store.warehouse or \
+        os.path.join(os.path.abspath(config.store.store), "warehouse")
+    if _is_lakefs(store) and not config.store.warehouse:  # the repository's, at the ref served
+        warehouse_root = RefLocations(store.repository).canonical_prefix + "warehouse"
+    store = served_store(store, config.store)
+    conf = dict(config.conf)
+    if config.limit_partition_request is not None:  # answered by get_config_value, as in HMS
+        conf[limits.PARTITION_REQUEST_KEY] = str(config.limit_partition_request)
+    try:
+        limits.partition_request_limit(conf)
+    except ValueError as exc:
+        raise SystemExit(f"hms-proxy serve: {exc}") from None
+    env = Env(store=store, warehouse=warehouse.Warehouse(warehouse_root), ref=config.ref,
+              conf=conf, cache=LRUCache(config.cache_size), autocommit=config.autocommit,
+              redis_url=config.store.redis or None, lock_wait=config.lock_wait,
+              access=security.guard(config.ref, config.any_read_only))
+    for bind in config.binds:
+        store.resolve(bind.ref)  # fail at start, not at the first call, on an unknown ref
+    metrics = ServerMetrics(env)  # call metrics and log lines; /metrics with --metrics-port
+    metrics.instrument_store(store)
+    processor = Processor(None, (ThriftHiveMetastore, FacebookService), ttypes, metrics=metrics,
+                          max_response_size=config.max_response_size)
+    federation = None
+    if config.upstream:
+        try:
+            federation = Federation(store, config.ref, config.upstream,
+                                    writes=config.upstream_writes,
+                                    timeout=config.upstream_timeout)
+        except ValueError as exc:
+            raise SystemExit(f"--upstream: {exc}") from None
+    handler = Handler(env, processor.methods, federation=federation)
+    handler.start()
+    processor.handler = handler
+    listener = srv.ServerConfig(
+        host=config.host, port=config.port, transport=config.transport,
+        max_message_size=config.max_message_size,
+        max_string_length=config.max_string_length or config.max_message_size,
+        max_container_length=config.max_container_length,
+        max_connections=config.max_connections, reuse_port=config.reuse_port,
+        tls=security.tls, read_only=config.security.read_only,
+        idle_timeout=config.idle_timeout,
+        max_connections_per_client=config.max_connections_per_client)
+    server = srv.MetastoreServer(processor, listener, on_stop=store.close,
+                                 on_connection_end=store.release_thread)
+    server.bind()
+    for bind in config.binds:
+        extra = srv.MetastoreServer(
+            processor, dataclasses.replace(listener, port=bind.port,
+                                           read_only=config.security.read_only or bind.read_only),
+            on_connection_end=store.release_thread, ref=bind.ref,
+            clients=server.clients)  # one count per client address, whatever the port
+        extra.bind()
+        server.extra_listeners.append(extra)
+    return server
+
+
+def start_http(config: ServeConfig, server: srv.MetastoreServer) -> ApiServer:
+    """The HTTP API and console of ``serve --http-port``, over the running server's store and
+    security; ``stop()`` it at the end."""
+    env = server.processor.handler.env
+    guard = env.access
+    policy = Policy(getattr(guard, "rules", None), getattr(guard, "secrets", None),
+                    getattr(guard, "audit", None), read_only=config.security.read_only)
+    app = App(env.store, policy, default_ref=config.ref, store_path=local_path(config.store.store))
+    host = config.http_host or config.host
+    try:
+        http = ApiServer(app, host, config.http_port, reuse_port=config.reuse_port)
+    except OSError as exc:  # a port taken: one line and exit 2, like the Thrift listener's
+        print(f"hms-proxy: error: --http-port {config.http_port}: {exc.strerror or exc}",
+              file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+    http.start()
+    announce_http(host, http.port)
+    return http
+
+
+def announce_http(host: str, port: int) -> None:
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else (f"[{host}]" if ":" in host else host)
+    log.info("HTTP API and console on http://%s:%d/", shown, port)
+    print(f"hms-proxy HTTP API and console on http://{shown}:{port}/", flush=True)
+
+
+def run_serve(config: ServeConfig, argv: list[str]) -> int:
+    """``hms-proxy serve``: serve until SIGTERM or SIGINT (``argv``: the command line, which a
+    supervisor gives its workers)."""
+    logs.configure(config.log_level, config.log_format)
+    try:
+        config.check()
+    except ConfigError as exc:
+        raise SystemExit(f"hms-proxy serve: {exc}") from None
+    if config.processes > 1:  # a supervisor of worker processes
+        load_security(config.security)  # a bad file: exit 2 here, not in each worker
+        return supervisor.run(config, argv)
+    server = build_server(config)
+    extras = server.extra_listeners
+    close_store, server.on_stop = server.on_stop, None  # closed once every listener is done
+    signals = server.install_signal_handlers()
+    srv.pid_file_write(config.pid_file)
+    log.info("serving %s (ref %s) on %s:%d", config.store.store, config.ref, config.host,
+             server.port)
+    print(f"hms-proxy listening on {config.host}:{server.port}", flush=True)
+    threads = []
+    for extra in extras:
+        log.info("serving ref %s on %s:%d", extra.ref, config.host, extra.port)
+        print(f"hms-proxy listening on {config.host}:{extra.port} for ref {extra.ref}",
+              flush=True)
+        t = threading.Thread(target=extra.serve_forever, name=f"listener-{extra.port}",
+                             daemon=True)
+        t.start()
+        threads.append(t)
+    metrics_http = None
+    if config.metrics_port is not None:
+        host = config.metrics_host or config.host
+        metrics_http = MetricsServer(server.processor.metrics, host, config.metrics_port).start()
+        log.info("metrics on http://%s:%d/metrics", host, metrics_http.port)
+        print(f"hms-proxy metrics on http://{host}:{metrics_http.port}/metrics", flush=True)
+    http = start_http(config, server) if config.http_port is not None else None
+    server.serve_forever()
+    if http is not None:
+        http.stop()
+    if metrics_http is not None:
+        metrics_http.stop()
+    for extra in extras:
+        extra.stop()
+    for t in threads:
+        t.join(timeout=15)
+    close_store()
+    signals.finish()
+    return 0
+
+
+# --- the HTTP API alone ------------------------------------------------------------------------
+def run_api(config: ApiConfig) -> int:
+    """``hms-proxy api``: the HTTP API and console over a store, until SIGTERM or SIGINT."""
+    logging.basicConfig(level=getattr(logging, str(config.log_level).upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    local = local_path(config.store.store)
+    if local is not None and not os.path.exists(os.path.join(local, "store.db")):
+        print(f"hms-proxy: error: no store at {config.store.store} (hms-proxy serve creates one)",
+              file=sys.stderr)
+        return 2
+    security = load_security(config.security, tls_allowed=False)
+    policy = Policy(security.rules, security.secrets, security.audit,
+                    read_only=config.security.read_only)
+    store = served_store(open_store(config.store.store), config.store)  # as serve shows it
+    try:
+        store.resolve(config.ref)
+        http = ApiServer(App(store, policy, default_ref=config.ref, store_path=local),
+                         config.host, config.port)
+    except Exception as exc:  # noqa: BLE001 - a port taken, an unknown ref: one line, exit 2
+        store.close()
+        print(f"hms-proxy: error: {str(exc).splitlines()[0] if str(exc) else exc!r}",
+              file=sys.stderr)
+        return 2
+    stop = StopRequest().install()  # a handler that takes no lock (hms_proxy.ops.shutdown)
+    http.start()
+    announce_http(config.host, http.port)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        http.stop()
+        store.close()
+        if policy.audit is not None:
+            policy.audit.close()
+    return 0

@@ -1,0 +1,251 @@
+"""The ``hms-proxy`` command line."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from hms_proxy.app import compose, doctor
+from hms_proxy.app.config import ApiConfig, Bind, ConfigError, ServeConfig, from_namespace
+from hms_proxy.extras import install_hint
+from hms_proxy.thrift import limits
+from hms_proxy.thrift import server as srv
+from hms_proxy.tools import bench
+from kvmodel.store.errors import StoreError
+from stats import compute as stats_compute
+from stats import expire as stats_expire
+from stats import query as stats_query
+
+DEFAULT_STORE = "./metastore"
+
+
+def _size(text: str) -> int:
+    """``100m``, ``1g``, ``4096`` -> bytes."""
+    text = text.strip().lower()
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(text[-1:], 1)
+    return int(text[:-1] if mult != 1 else text) * mult
+
+
+def _conf(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--conf takes KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hms-proxy",
+        description="A versioned Hive Metastore: an HMS 2.3 compatible Thrift server over a "
+                    "versioned key-value store.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve the metastore over Thrift",
+                           description="Serve an HMS 2.3 compatible metastore over Thrift.")
+    serve.add_argument("--store", default=os.environ.get("HMS_STORE", DEFAULT_STORE),
+                       help="store path (default ./metastore, env HMS_STORE)")
+    serve.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    serve.add_argument("--port", type=int, default=int(os.environ.get("HMS_PORT", "9083")),
+                       help="port to listen on (default 9083, env HMS_PORT; 0 picks a free one)")
+    serve.add_argument("--ref", default="main", help="branch or ref served (default main)")
+    serve.add_argument("--bind", action="append", default=[], metavar="PORT=REF[:ro]",
+                       help="also listen on PORT for REF (a branch, tag or commit; repeatable), "
+                            "e.g. --bind 9084=dev --bind 9085=v1.0; ':ro': a read-only "
+                            "listener (every write refused)")
+    serve.add_argument("--processes", type=int, default=1, metavar="N",
+                       help="serve from N processes sharing the port (SO_REUSEPORT) and the "
+                            "store, supervised (restarted if they die); locks and transactions "
+                            "through --redis (default: an embedded Redis); default 1")
+    serve.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)
+    serve.add_argument("--autocommit", action="store_true",
+                       help="commit every Thrift write at once (author: the caller's "
+                            "identity: set_ugi user or TLS client CN; "
+                            "message: the call and its object); default: writes stay staged on "
+                            "the branch until 'hms-proxy commit', as in lakeFS")
+    serve.add_argument("--lock-wait", type=float, default=1.0, metavar="SECONDS",
+                       help="how long lock and check_lock hold back a WAITING answer, granting "
+                            "the lock the moment its holder releases it (default 1.0; 0 "
+                            "answers WAITING at once, as the stock HMS does)")
+    serve.add_argument("--redis", default=None, metavar="URL",
+                       help="keep locks and transactions in Redis (redis://host:port/db or "
+                            "unix:///path/to/redis.sock) so that several "
+                            "servers over one store share them; default: in process")
+    serve.add_argument("--warehouse", default=None,
+                       help="warehouse root for default locations (default <store>/warehouse; "
+                            "with a lakeFS store, the repository's warehouse/ at the ref served)")
+    add_lakefs_arguments(serve)
+    serve.add_argument("--upstream", default=None, metavar="thrift://HOST:PORT",
+                       help="federation: databases not in this catalog are served by this "
+                            "metastore (read-through; see --upstream-writes)")
+    serve.add_argument("--upstream-writes", action="store_true",
+                       help="forward writes to upstream databases too (default: refused)")
+    serve.add_argument("--upstream-timeout", type=float, default=10.0, metavar="SECONDS",
+                       help="how long a forwarded call waits for the upstream (default 10; "
+                            "connecting takes at most 2)")
+    serve.add_argument("--transport", choices=("buffered", "framed"), default="buffered",
+                       help="Thrift transport (default buffered, as HMS)")
+    serve.add_argument("--max-message-size", type=_size, default=srv.DEFAULT_MAX_MESSAGE_SIZE,
+                       help="largest message a client may send (default 100m, like "
+                            "hive.metastore.server.max.message.size)")
+    serve.add_argument("--max-string-length", type=_size, default=None,
+                       help="longest string in a message (default: the message size)")
+    serve.add_argument("--max-container-length", type=int, default=srv.DEFAULT_MAX_CONTAINER_LENGTH,
+                       help="most elements in one list, set or map (default 1000000)")
+    serve.add_argument("--max-connections", type=int, default=1000,
+                       help="connections served at once; more are refused (default 1000)")
+    limits.add_serve_arguments(serve, _size)
+    serve.add_argument("--cache-size", type=_size, default=256 << 20,
+                       help="memory for cached listings (default 256m; 0 disables)")
+    tls_group = serve.add_argument_group("TLS")
+    tls_group.add_argument("--tls-cert", default=None, metavar="CERT.pem",
+                           help="serve TLS with this certificate (PEM, chain included), like HMS "
+                                "with hive.metastore.use.SSL=true; needs --tls-key")
+    tls_group.add_argument("--tls-key", default=None, metavar="KEY.pem",
+                           help="the certificate's private key (PEM, not encrypted)")
+    tls_group.add_argument("--tls-client-ca", default=None, metavar="CA.pem",
+                           help="require client certificates signed by this CA (mutual TLS); "
+                                "a certificate's subject CN is its client's identity")
+    tls_group.add_argument("--tls-handshake-timeout", type=float, default=10.0,
+                           metavar="SECONDS",
+                           help="a client must complete the TLS handshake within this "
+                                "(default 10)")
+    add_access_arguments(serve)
+    serve.add_argument("--conf", action="append", metavar="KEY=VALUE",
+                       help="a configuration value answered by get_config_value (repeatable)")
+    serve.add_argument("--pid-file", default=None, help="write the server's pid here")
+    serve.add_argument("--log-level", default=os.environ.get("HMS_LOG_LEVEL", "INFO"),
+                       help="DEBUG, INFO, WARNING... (default INFO)")
+    serve.add_argument("--log-format", choices=("text", "json"),
+                       default=os.environ.get("HMS_LOG_FORMAT", "text"),
+                       help="text (default) or json: one JSON object per line; each call is "
+                            "logged at DEBUG, each catalog write at INFO")
+    serve.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+                       help="serve Prometheus metrics on http://HOST:PORT/metrics and a "
+                            "health check on /healthz (default: off; 0 picks a free port)")
+    serve.add_argument("--metrics-host", default=None, metavar="ADDR",
+                       help="address of the metrics endpoint (default: --host)")
+    serve.add_argument("--http-port", type=int, default=None, metavar="PORT",
+                       help="also serve the HTTP API (/api/v1, OpenAPI at /api/openapi.json) "
+                            "and the web console (/) on this port, with the same access rules "
+                            "(default: off; 0 picks a free port)")
+    serve.add_argument("--http-host", default=None, metavar="ADDR",
+                       help="address of the HTTP API and console (default: --host)")
+    serve.set_defaults(func=cmd_serve)
+
+    from hms_proxy.cli import refs as refs_cli
+    from hms_proxy.hms import importer
+
+    bench.register(sub)
+    importer.register(sub)
+    refs_cli.register(sub)
+
+    doctor.register(sub)
+    register_api(sub)  # hms-proxy api: the HTTP API and console alone over a store
+
+    # stats: partition statistics (issue 5); each action registers itself in this group
+
+    stats_group = sub.add_parser("stats", help="computed column statistics: compute, reduce, show, expire",
+                                 description="Partition statistics kept as versioned parquet "
+                                             "sets beside the data (docs/statistics.md).")
+    stats_actions = stats_group.add_subparsers(dest="stats_command", required=True,
+                                               metavar="ACTION")
+    stats_compute.register(stats_actions)
+    stats_compute.register_reduce(stats_actions)
+
+    stats_expire.register(stats_actions)
+
+    stats_query.register(stats_actions)
+    return parser
+
+
+def add_lakefs_arguments(parser) -> None:
+    """``--lakefs-locations`` and ``--lakefs-cache-ttl``, of ``serve`` and ``api``."""
+    parser.add_argument("--lakefs-locations", choices=("s3a", "s3", "lakefs", "off"),
+                        default="s3a",
+                        help="lakeFS store: render table and partition locations under the "
+                             "repository for the ref served, as s3a://REPO/REF/... (lakeFS's S3 "
+                             "gateway; default), s3://..., or lakefs://... (lakeFS's Hadoop file "
+                             "system); off: serve them as stored")
+    parser.add_argument("--lakefs-cache-ttl", type=float, default=0.0, metavar="SECONDS",
+                        help="lakeFS store: trust a branch's last known state this long before "
+                             "asking lakeFS again (default 0: ask at every call; this server's "
+                             "own writes are seen at once)")
+
+
+def add_access_arguments(parser) -> None:
+    """Access rules, secrets, audit log and the read-only switch: one declaration for ``serve``
+    (Thrift and its HTTP API) and ``api``."""
+    group = parser.add_argument_group("access control and audit")
+    group.add_argument("--access-rules", default=None, metavar="FILE.json",
+                       help="per-branch rules: who may read and write which branches")
+    group.add_argument("--auth-secrets", default=None, metavar="FILE.json",
+                       help="shared secrets of users ({\"alice\": \"s3cret\"}): a listed user "
+                            "is believed only with its secret (Thrift: 'secret:<its secret>' "
+                            "in set_ugi's groups; HTTP: its Basic password)")
+    group.add_argument("--audit-log", default=None, metavar="FILE",
+                       help="append one JSON line per write call and per refused call")
+    group.add_argument("--read-only", action="store_true",
+                       help="refuse every write (with serve: on every listener)")
+
+
+def serve_config(args) -> ServeConfig:
+    """The typed configuration of parsed ``serve`` arguments."""
+    try:
+        binds = tuple(Bind.parse(pair) for pair in args.bind or [])
+    except ConfigError as exc:
+        raise SystemExit(str(exc)) from None
+    return from_namespace(ServeConfig, args, binds=binds, conf=_conf(args.conf))
+
+
+def cmd_serve(args) -> int:
+    return compose.run_serve(serve_config(args), getattr(args, "argv", None) or sys.argv[1:])
+
+
+# --- hms-proxy api ------------------------------------------------------------------------------
+def register_api(subparsers) -> None:
+    p = subparsers.add_parser(
+        "api", help="serve the HTTP API and the web console over a store",
+        description="Serve the HTTP API (/api/v1, its OpenAPI document at /api/openapi.json) "
+                    "and the web console (/) over a store, without Thrift. The same access "
+                    "rules, secrets and audit log as 'serve' apply.")
+    p.add_argument("--store", default=os.environ.get("HMS_STORE", DEFAULT_STORE),
+                   help="store path or lakefs://REPO (default ./metastore, env HMS_STORE); "
+                        "it must exist")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=ApiConfig.port,
+                   help=f"port to listen on (default {ApiConfig.port}; 0 picks a free one)")
+    p.add_argument("--ref", default="main",
+                   help="the ref pages and calls default to (default main)")
+    add_access_arguments(p)
+    add_lakefs_arguments(p)
+    p.add_argument("--log-level", default=os.environ.get("HMS_LOG_LEVEL", "INFO"),
+                   help="DEBUG, INFO, WARNING... (default INFO)")
+    p.set_defaults(func=cmd_api)
+
+
+def cmd_api(args) -> int:
+    return compose.run_api(from_namespace(ApiConfig, args))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]
+    try:
+        return args.func(args) or 0
+    except KeyboardInterrupt:  # a run-to-completion command (bench, stats, import) stopped
+        print("hms-proxy: interrupted", file=sys.stderr)
+        return 130
+    except ModuleNotFoundError as exc:  # an optional part not installed: one line, no traceback
+        hint = install_hint(exc.name, args.command)
+        if hint is None:
+            raise
+        print(hint, file=sys.stderr)
+        return 2
+    except StoreError as exc:  # a store that cannot be opened (lakeFS unconfigured, unreachable)
+        print(f"hms-proxy {args.command}: error: {exc}", file=sys.stderr)
+        return 2

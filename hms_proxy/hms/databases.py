@@ -1,0 +1,141 @@
+"""Databases: create, get, list, alter, drop (with cascade), as HMS 2.3 does them."""
+from __future__ import annotations
+
+from hms_proxy.hms import names, warehouse
+from hms_proxy.hms.family import Family, check_identifier_length, lower, match_names
+from hms_proxy.hms.tables import managed_data_locations
+from hms_proxy.thrift import errors
+from hms_proxy.thrift.replies import Raw
+from kvmodel import catalog as keys
+from kvmodel.store.errors import StoreError
+
+DEFAULT_DB = "default"
+NO_EVENTS = "hms-proxy.no-events"  # commit metadata: the commit fires no notification events
+
+
+class DatabaseCalls(Family):
+    def ensure_default_database(self) -> None:
+        """HMS creates the ``default`` database on start; so do we (on a writable ref)."""
+        store = self.env.store
+        resolved = store.resolve(self.env.ref)
+        if not resolved.writable:
+            return
+        with store.read(self.env.ref) as view:
+            if view.get(keys.db_key(DEFAULT_DB)) is not None:
+                return
+        location = self.env.warehouse.default_database_location(DEFAULT_DB)
+        db = self.t.Database(
+            name=DEFAULT_DB, description="Default Hive database", locationUri=location,
+            parameters={}, ownerName="public", ownerType=self.t.PrincipalType.ROLE,
+        )
+        # On a branch with nothing else uncommitted the new database is committed at once: left
+        # staged, it would make the branch dirty though no one wrote to it, and lakeFS (like
+        # `hms-proxy merge`) refuses to merge into a dirty branch.
+        clean = next(iter(store.staged(self.env.ref)), None) is None
+        with store.write(self.env.ref) as txn:
+            if txn.get(keys.db_key(DEFAULT_DB)) is None:
+                from kvmodel.codec import encode
+                txn.put(keys.db_key(DEFAULT_DB), encode(db))
+        if clean:
+            try:
+                # HMS creates it with its schema, before any event: no notification for it
+                store.commit(self.env.ref, "create the default database", author="hms-proxy",
+                             metadata={NO_EVENTS: "true"})
+            except StoreError:  # another server committed it first, or the branch moved
+                pass
+        warehouse.mkdirs(location)
+
+    # --- create / alter / drop -----------------------------------------------------------
+    def create_database(self, ctx, database):
+        if database is None or not names.validate_name(database.name or ""):
+            raise errors.InvalidObject(f"{getattr(database, 'name', None)} is not a valid database name")
+        check_identifier_length(database.name)
+        name = lower(database.name)
+        db = self.t.Database(
+            name=name,
+            description=database.description,
+            locationUri=None,
+            parameters=dict(database.parameters or {}),
+            ownerName=database.ownerName,
+            # HMS stores a missing owner type as USER.
+            ownerType=self.t.PrincipalType.USER if database.ownerType is None else database.ownerType,
+        )
+        if database.locationUri:
+            db.locationUri = warehouse.qualify(database.locationUri)
+        else:
+            db.locationUri = self.env.warehouse.default_database_location(name)
+        with self.writing(ctx) as cat:
+            if cat.raw(keys.db_key(name)) is not None:
+                raise errors.AlreadyExists(f"Database {database.name} already exists")
+            cat.put(keys.db_key(name), db)
+        warehouse.mkdirs(db.locationUri)
+
+    def alter_database(self, ctx, dbname, db):
+        """HMS replaces the parameters and the owner name (even with nothing), sets the owner
+        type when given, changes nothing else, and ignores a missing database."""
+        name = lower(dbname)
+        if db is None:
+            raise errors.MetaError("Database object cannot be null")
+        with self.writing(ctx) as cat:
+            old = cat.database(name)
+            if old is None:
+                return
+            old.parameters = dict(db.parameters or {})
+            old.ownerName = db.ownerName
+            if db.ownerType is not None:
+                old.ownerType = db.ownerType
+            cat.put(keys.db_key(name), old)
+
+    def drop_database(self, ctx, name, deleteData, cascade):
+        name = lower(name)
+        if name == DEFAULT_DB:
+            raise errors.MetaError("Can not drop default database")
+        doomed: list[str] = []
+        with self.writing(ctx) as cat:
+            db = cat.database(name)
+            if db is None:
+                # HMS 2.3 trips over its own null here; the class is what clients see.
+                raise errors.MetaError(
+                    'java.lang.NullPointerException: Cannot invoke "org.apache.hadoop.hive.'
+                    'metastore.api.Database.getName()" because "db" is null')
+            tables = cat.table_names(name)
+            functions = [fn for fn, _ in cat.functions(name)]
+            if not cascade:
+                if tables or functions:  # HMS's AcidEventListener runs on this failure too
+                    self.env.cascades.run("database_dropped", self.env, name)
+                if tables:
+                    raise errors.InvalidOperation(
+                        f"Database {name} is not empty. One or more tables exist.")
+                if functions:
+                    raise errors.InvalidOperation(
+                        f"Database {name} is not empty. One or more functions exist.")
+            for tbl in tables:  # HMS drops each table with drop_table (its keys, indexes...)
+                table = cat.table(name, tbl)
+                if table is None:
+                    continue
+                if deleteData:
+                    doomed.extend(managed_data_locations(cat, table))
+                self.env.cascades.run("table_dropping", cat, table, False)
+            if deleteData:
+                doomed.append(db.locationUri)
+            cat.delete_database_subtree(name)
+        self.env.cascades.run("database_dropped", self.env, name)
+        for location in doomed:
+            warehouse.delete(location)
+
+    # --- reads --------------------------------------------------------------------------
+    def get_database(self, ctx, name):
+        name = lower(name)
+        data = self.get_raw(ctx, keys.db_key(name))
+        if data is None:
+            raise errors.NoSuchObject(name)
+        return Raw(data)
+
+    def _names(self, ctx):
+        return self.cached(ctx, ("dbnames",), lambda cat: tuple(cat.database_names()))
+
+    def get_databases(self, ctx, pattern):
+        return match_names(pattern, self._names(ctx), "get_databases")
+
+    def get_all_databases(self, ctx):
+        return list(self._names(ctx))

@@ -1,0 +1,57 @@
+"""Domain errors of the versioned store and the catalog.
+
+Small classes, one line each. They never carry Thrift types: ``hms_proxy/thrift/errors.py`` is the one
+place where they become HMS exceptions.
+"""
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base class of every store error."""
+
+
+class RefNotFound(StoreError):
+    """No branch, tag or commit answers to that ref expression."""
+
+
+class RefExists(StoreError):
+    """A branch or tag by that name already exists."""
+
+
+class InvalidRef(StoreError):
+    """The ref name or expression is malformed."""
+
+
+class ReadOnlyRef(StoreError):
+    """The ref is a tag, a commit or an ancestry expression, and cannot be written."""
+
+
+class ProtectedRef(StoreError):
+    """The branch is protected against this operation."""
+
+
+class NothingToCommit(StoreError):
+    """The branch has no staged changes."""
+
+
+class HeadMoved(StoreError):
+    """The branch head is not the expected commit (compare-and-swap failed)."""
+
+
+class StoreCorrupt(StoreError):
+    """The store's files do not hold what the store expects."""
+
+
+class MergeConflict(StoreError):
+    """A merge (or revert) found conflicts it was not told how to resolve; ``result`` is the
+    :class:`kvmodel.merge.MergeResult` with every conflict."""
+
+    def __init__(self, result, message: str | None = None):
+        self.result = result
+        n = len(result.conflicts)
+        super().__init__(message or f"merging {result.source!r} into {result.dest!r}: "
+                                    f"{n} conflict{'s' if n != 1 else ''}")
+
+
+class DirtyBranch(StoreError):
+    """The branch has staged (uncommitted) changes, and the operation needs a clean branch."""
