@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote, urlparse
 
-from kvmodel.entities import decode
+from kvmodel.entities import decode, entity_change
 from kvmodel.store.contract import Commit, VersionedStore
 from kvmodel.store.errors import HeadMoved, MergeConflict, ReadOnlyRef, StoreError
 from kvmodel.versioning import DiffReport, EntityChange, MergeResult, diff_refs, merge_refs
@@ -256,6 +256,26 @@ def load_hooks(store_path=None) -> HookSet:
 
 
 # --- the operations, with their hooks -----------------------------------------------------------
+def run_pre_commit_hooks(store: VersionedStore, store_path, branch: str, head: str, changes,
+                         message: str, author: str, meta: dict) -> None:
+    """The branch's pre-commit hooks on a commit made outside the Thrift calls (an import,
+    statistics pointers): ``changes`` are its (key, value) pairs over ``head``. HookVeto
+    stops it."""
+    hooks = load_hooks(store_path if store_path is not None else getattr(store, "path", None))
+    protected = _protected(store, branch)
+    if not hooks.applies("pre-commit", protected):
+        return
+    after = dict(changes)
+    report = DiffReport(head, branch, [entity_change(k, store.get(head, k), v)
+                                       for k, v in sorted(changes, key=lambda kv: kv[0])])
+
+    def values(key):
+        return store.get(head, key), after.get(key, store.get(head, key))
+
+    hooks.run(HookEvent("pre-commit", branch, None, report, protected, store, head, message,
+                        author, dict(meta), None, values))
+
+
 def _protected(store: VersionedStore, branch: str) -> bool:
     b = store.get_branch(branch)
     return bool(b is not None and b.protected)

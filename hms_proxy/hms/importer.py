@@ -48,12 +48,11 @@ from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 from kvmodel import catalog as keys
 from kvmodel import codec
-from kvmodel.entities import entity_change
-from kvmodel.hooks import HookEvent, HookVeto, _protected, load_hooks
+from kvmodel.hooks import HookVeto, run_pre_commit_hooks
 from kvmodel.store import local_path
 from kvmodel.store.contract import SHORT_ID, Commit, prefix_end
 from kvmodel.store.errors import DirtyBranch, ReadOnlyRef, StoreError
-from kvmodel.versioning import DiffReport, author_or_user
+from kvmodel.versioning import author_or_user
 
 TABLE_BATCH = 100
 PARTITION_BATCH = 2000
@@ -475,7 +474,7 @@ def import_metastore(store, uri: str, *, branch: str = "main", databases=None,
     if message is None:
         message = (f"import {', '.join(dbs) if len(dbs) <= 5 else f'{len(dbs)} databases'} "
                    f"from {uri} ({result.summary()})")
-    _run_hooks(store, store_path, branch, head, differ.changes, message, author, meta)
+    run_pre_commit_hooks(store, store_path, branch, head, differ.changes, message, author, meta)
     result.commit = store.commit_snapshot(branch, [head], iter(differ.changes), message,
                                           author=author, metadata=meta, expected_head=head)
     timings["commit"] = time.monotonic() - t0
@@ -657,23 +656,6 @@ def _vanished_databases(store, head: str, uri: str, upstream_dbs: list[str]) -> 
             out.append(db)
     return out
 
-
-def _run_hooks(store, store_path, branch, head, changes, message, author, meta) -> None:
-    """The branch's pre-commit hooks on the import's change (HookVeto stops it)."""
-
-    hooks = load_hooks(store_path if store_path is not None else getattr(store, "path", None))
-    protected = _protected(store, branch)
-    if not hooks.applies("pre-commit", protected):
-        return
-    after = dict(changes)
-    report = DiffReport(head, branch, [entity_change(k, store.get(head, k), v)
-                                       for k, v in sorted(changes, key=lambda kv: kv[0])])
-
-    def values(key):
-        return store.get(head, key), after.get(key, store.get(head, key))
-
-    hooks.run(HookEvent("pre-commit", branch, None, report, protected, store, head, message,
-                        author, dict(meta), None, values))
 
 
 # --- the command ---------------------------------------------------------------------------------
