@@ -1,5 +1,5 @@
 """Statistics sets computed with pyarrow/numpy in one process, no Spark: the path of the table
-formats read into Arrow (:mod:`stats.formats`: Iceberg through pyiceberg, Delta through
+formats read into Arrow (:mod:`stats.compute.formats`: Iceberg through pyiceberg, Delta through
 ``deltalake``) and of the tests' reference sets.
 
 :func:`compute_set` turns the rows of one partition (a ``pyarrow.Table``) into the four tables

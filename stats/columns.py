@@ -4,7 +4,7 @@
 included) into its row of ``statistics.parquet``, its frequencies, its histogram bins and its
 HyperLogLog sketch, exactly per :mod:`stats.layout`; :func:`assemble` puts the columns of a
 partition together into the four tables of a set. The compute job's Arrow tasks
-(:mod:`stats.engine`), the Iceberg/Delta path (:mod:`stats.formats`) and the tests' reference
+(:mod:`stats.compute.engine`), the Iceberg/Delta path (:mod:`stats.compute.formats`) and the tests' reference
 sets all go through here, so every set is computed the same way.
 
 How, and why it is fast: a numeric column is turned into *keys* whose order is the values'

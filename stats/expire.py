@@ -22,7 +22,6 @@ plus what its diff changed), so a long history of small commits is cheap.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil

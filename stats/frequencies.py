@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from stats import layout
-from stats.reduce import PartitionSet, open_sets
+from stats.sets import PartitionSet, open_sets
 
 HASH_LIMIT = 2 ** 32 - 1  # fields of one Redis hash
 BITMAP_LIMIT = 2 ** 32  # bits of one Redis string

@@ -372,8 +372,9 @@ class TableStats:
         if one is not None:
             return self._statistics(one, None if columns is None else wanted)
         from stats import reduce
+        from stats.sets import PartitionSet
 
-        parts = [reduce.PartitionSet(_localish(s), None, _stats=self._statistics(s, wanted))
+        parts = [PartitionSet(_localish(s), None, _stats=self._statistics(s, wanted))
                  for s in sets]
         for p, s in zip(parts, sets):
             p._sketches = self._sketches(s, wanted)
@@ -582,8 +583,9 @@ class TableStats:
         if one is not None:
             return self._histogram(one, name, lo, hi)
         from stats import reduce
+        from stats.sets import PartitionSet
 
-        parts = [reduce.PartitionSet(_localish(s), None, _stats=self._statistics(s, [name]))
+        parts = [PartitionSet(_localish(s), None, _stats=self._statistics(s, [name]))
                  for s in sets]
         for p in parts:
             p.load_histograms([name])

@@ -6,7 +6,7 @@ One Spark session (in this process) creates and fills the tables through our ser
 the job's Python API (with user-defined statistics); the CLI runs once as a subprocess (its own
 Spark and server) for ``--partitions``, ``--exact-quantiles`` and ``--bins``.
 
-The job's default engine (``stats.engine``: Spark tasks computing whole columns with pyarrow)
+The job's default engine (``stats.compute.engine``: Spark tasks computing whole columns with pyarrow)
 gives exact percentiles and distinct counts; the SQL engine (``--engine sql``, also what the
 Arrow engine hands too-large partitions to) gives approximate percentiles by default and
 sketch estimates above ``--exact-distinct-limit``. Both are checked against the same
@@ -27,7 +27,6 @@ import math
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -39,6 +38,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from kvmodel.store import open_store  # noqa: E402
 from stats import compute, layout  # noqa: E402
+from stats.sets import PartitionSet
 from tests.support.process import REPO_ROOT  # noqa: E402
 from tests.support.proxy import start_proxy  # noqa: E402
 
@@ -418,7 +418,7 @@ def test_table_level_set_reduced_from_the_partition_sets(env):
     assert pointer["set"] == level.set and f"/{layout.STATS_DIR}/{layout.TABLE_LEVEL}/" in level.set
     assert pointer["schema"] == layout.schema_fingerprint(COLUMNS)
     assert pointer["commit"] == env["setup"].id and pointer["rows"] == level.rows
-    sets = [reduce.PartitionSet(local(result.sets[p]), p) for p in sorted(result.sets)]
+    sets = [PartitionSet(local(result.sets[p]), p) for p in sorted(result.sets)]
     want = reduce.reduce_statistics(sets, frequencies=frequencies.table_frequencies(sets))
     got = pq.read_table(os.path.join(local(level.set), layout.STATISTICS))
     assert got.to_pylist() == want.to_pylist()

@@ -17,8 +17,12 @@ import pyarrow.orc as orc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from hms_proxy.hms.javafmt import double_to_string  # noqa: E402
-from stats import arrow_compute, engine, layout, sketch  # noqa: E402
-from stats.compute import Partition, TableInfo  # noqa: E402
+from stats import arrow_compute, layout, sketch  # noqa: E402
+from stats.compute import (  # noqa: E402
+    Partition,
+    TableInfo,
+    engine,  # noqa: E402
+)
 
 COLUMNS = [("id", "bigint"), ("name", "string"), ("amount", "decimal(12,2)"),
            ("ts", "timestamp"), ("added", "int")]

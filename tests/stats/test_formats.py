@@ -219,7 +219,7 @@ def iceberg(env):
 
 
 def test_iceberg_partitioned_table(env, iceberg):
-    from stats import formats
+    from stats.compute import formats
 
     assert formats.format_of(env["uri"], DB, "ice_parted") == formats.ICEBERG
     before = env["store"].commit("main", "iceberg tables", author="test").id
@@ -284,7 +284,8 @@ def _register_delta(env, name: str, location: str):
 
 def test_delta_tables(env, iceberg):
     deltalake = pytest.importorskip("deltalake")
-    from stats import compute, formats
+    from stats import compute
+    from stats.compute import formats
 
     data = [rows(3, 2500), rows(4, 1500)]
     parted_loc = f"{env['warehouse']}/{DB}.db/delta_parted"

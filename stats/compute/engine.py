@@ -46,8 +46,10 @@ from dataclasses import dataclass, field
 
 from hms_proxy.hms.warehouse import local_path
 from stats import layout
+from stats.compute.model import file_format, quote
+from stats.compute.spark import compute_partition, partition_frame
 
-log = logging.getLogger("stats.engine")
+log = logging.getLogger("stats.compute.engine")
 
 UNITS_PER_CORE = 4  # units per core when a wave has few partitions (Spark balances them)
 PARTITIONS_PER_CORE = 8  # partitions per core in a wave
@@ -274,17 +276,6 @@ def data_files(location: str) -> list[str] | None:
     return files
 
 
-def file_format(input_format: str | None, serde: str | None, provider: str | None) -> str | None:
-    """"parquet" or "orc" when pyarrow reads the partition's files itself, else None."""
-    text = " ".join(x.lower() for x in (input_format, serde, provider) if x)
-    if provider and provider.lower() not in ("parquet", "orc", "hive"):
-        return None
-    if "parquet" in text:
-        return "parquet"
-    if "orc" in text:
-        return "orc"
-    return None
-
 
 def _weight(hive_type: str) -> int:
 
@@ -359,14 +350,13 @@ def run_with_spark_reader(spark, info, units: list[Unit], settings: Settings) ->
     """Units whose rows Spark reads (``mapInArrow``, one task per unit)."""
     from functools import reduce
 
-    from stats.compute import _q, partition_frame
 
     if not units:
         return []
     frames = []
     for unit in units:
         df = partition_frame(spark, info, info.partitions[unit.part])
-        df = df.select(*[_q(name) for _, name, _ in unit.columns]).coalesce(1)
+        df = df.select(*[quote(name) for _, name, _ in unit.columns]).coalesce(1)
         frames.append(df.mapInArrow(spark_unit_function(unit, settings), "outcome binary"))
     rows = reduce(lambda a, b: a.unionAll(b), frames).collect()
     return [pickle.loads(row.outcome) for row in rows]
@@ -376,7 +366,6 @@ def compute_sets(spark, info, options, statistics):
     """Compute the sets of ``info.partitions``: yields ``(partition index, rows, tables)``
     (:func:`stats.columns.assemble`'s tables) partition by partition, wave by wave."""
     from stats import columns as col_stats
-    from stats.compute import compute_partition
 
     ship_code(spark)
     parallelism = max(1, spark.sparkContext.defaultParallelism)
@@ -422,7 +411,7 @@ def compute_sets(spark, info, options, statistics):
                 continue
             results = [r for _, r in sorted(by_part[p], key=lambda item: item[0])]
             if sql_statistics:
-                from stats.compute import sql_statistics as run_sql
+                from stats.compute.spark import sql_statistics as run_sql
 
                 values = run_sql(spark, info, part, sql_statistics)
                 for i, r in enumerate(results):
