@@ -103,7 +103,8 @@ class ServeConfig:
         return self.security.read_only or any(b.read_only for b in self.binds)
 
     def check(self) -> None:
-        self.security.check()
+        """The settings that are not files (a bad security setting or file is found by
+        :meth:`hms_proxy.app.compose.Security.load`, exit status 2)."""
         if self.processes < 1:
             raise ConfigError("--processes must be at least 1")
         for name in ("max_response_size", "idle_timeout", "max_connections_per_client"):
