@@ -55,7 +55,7 @@ browser-deps:
 lakefs-build: test-deps
 	$(BIN)/python -m hms_proxy.tools.lakefs_local --build-only
 
-# A real Trino (tests/trino): the server tarball from Maven Central, downloaded and unpacked
+# A real Trino (tests/e2e/trino): the server tarball from Maven Central, downloaded and unpacked
 # once into ~/.cache/hms-proxy/trino/. Trino 476 needs a Java 24+ JDK: without one the Trino
 # tests skip, saying so.
 trino-download: test-deps
@@ -63,7 +63,7 @@ trino-download: test-deps
 	  echo "no real Trino: the Trino tests will be skipped (see the line above)"
 
 # The Thrift compiler proves hms_proxy/gen is what thrift/generate.sh makes of the IDL
-# (tests/unit/test_thrift_idl.py): Debian's thrift-compiler, installed when missing and
+# (tests/thrift/test_thrift_idl.py): Debian's thrift-compiler, installed when missing and
 # apt-get is usable as root; otherwise that test skips, saying why.
 thrift-deps:
 	@command -v thrift >/dev/null 2>&1 || { \

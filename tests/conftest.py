@@ -3,7 +3,8 @@
 import pytest
 
 from tests.support.oracle import start_oracle
-from tests.support.proxy import proxy_available, start_proxy
+from tests.support.proxy import start_proxy
+from tests.support.upstream import start_filled_hms
 
 
 @pytest.fixture(scope="session")
@@ -17,8 +18,18 @@ def oracle(tmp_path_factory):
 @pytest.fixture(scope="session")
 def proxy(tmp_path_factory):
     """Our server over a fresh store, shared by the whole session."""
-    if not proxy_available():
-        pytest.skip("hms_proxy.cli does not exist yet")
     proc = start_proxy(tmp_path_factory.mktemp("proxy"))
     yield proc
     proc.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_filled_hms(tmp_path_factory):
+    """A stock HMS 2.3.10 filled by Spark SQL (databases ``up_sales`` and ``up_other``; see
+    :mod:`tests.support.upstream` for its content), shared by the session: an
+    :class:`~tests.support.upstream.Upstream` (``.uri``, ``.host``, ``.port``, ``.hms``).
+    Treat those two databases as read-only; tests that change the upstream create databases
+    of their own in it (and drop them)."""
+    upstream = start_filled_hms(tmp_path_factory.mktemp("upstream"))
+    yield upstream
+    upstream.stop()

@@ -2,7 +2,7 @@
 # Regenerates the Python bindings in hms_proxy/thrift/gen from thrift/*.thrift.
 #
 # Why a script: the generated code is committed (the server must not need the Thrift
-# compiler at runtime), and tests/unit/test_thrift_idl.py reruns this into a temp dir to
+# compiler at runtime), and tests/thrift/test_thrift_idl.py reruns this into a temp dir to
 # prove the committed code is exactly what the committed IDL produces.
 #
 # Usage: thrift/generate.sh [OUT_DIR]   (default: hms_proxy/thrift/gen)

@@ -1,8 +1,8 @@
 """The HTTP API's OpenAPI 3 document, written as data (served at ``/api/openapi.json``).
 
 Every answer of every operation is described here, errors included; the schemathesis run of
-``tests/integration/test_http_schema.py`` checks the server against it (no 5xx, documented
-status codes, content types and response bodies), and ``tests/unit/test_http_openapi.py``
+``tests/api/test_http_schema.py`` checks the server against it (no 5xx, documented
+status codes, content types and response bodies), and ``tests/api/test_http_openapi.py``
 checks that it names exactly the routes of :data:`hms_proxy.api.app.ROUTES`.
 """
 from __future__ import annotations

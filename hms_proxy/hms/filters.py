@@ -8,7 +8,7 @@ compared as SQL VARCHARs, integral/date keys cast), and if that cannot be used (
 LIKE, a type mismatch, a cast failure) through JDO, which only handles string keys,
 matches "=" against the escaped partition *name* and turns LIKE's "regex" into a
 SQL LIKE.  Clients see the union of those quirks, so we reproduce them; every one
-of them was checked against a running HMS 2.3.10 (see tests/unit/test_names_filters.py).
+of them was checked against a running HMS 2.3.10 (see tests/hms/test_names_filters.py).
 
 Errors are raised as `FilterError(message)`; the server maps them to MetaException
 with the same message.

@@ -14,7 +14,7 @@ Values are Thrift binary of the small structs below (the stored string may be nu
 HMS). Being per branch, the sequence numbers of two branches that both add master keys collide
 on merge (a conflict on the same key), where HMS has one sequence.
 
-What the stock HMS 2.3.10 answers, and so this (tests/conformance/scenarios_tokens.py):
+What the stock HMS 2.3.10 answers, and so this (tests/hms/conformance/scenarios_tokens.py):
 
 - ``get_delegation_token``, ``renew_delegation_token``, ``cancel_delegation_token``: without
   SASL HMS has no token manager; the call fails with a MetaException carrying the Java

@@ -20,7 +20,7 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 FORMATS = ("text", "json")
 
 # The catalog writes: the Thrift methods whose implementation reaches Family.writing (a write
-# transaction on the call's branch), found by tests/unit/test_observability.py in the code of
+# transaction on the call's branch), found by tests/ops/test_observability.py in the code of
 # the families, so that this list cannot drift from it. Locks, transactions, set_ugi and fb303
 # options change no catalog and are logged at DEBUG like reads.
 WRITE_METHODS = frozenset({

@@ -2,7 +2,7 @@
 
 Every backend (embedded SQLite, lakeFS) implements :class:`VersionedStore`. The catalog
 (:mod:`kvmodel.catalog`) only ever talks to this contract, and one contract test suite
-(``tests/store/``) runs against every backend.
+(``tests/kvmodel/``) runs against every backend.
 
 Model, after lakeFS Graveler:
 

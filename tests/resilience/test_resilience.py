@@ -7,9 +7,8 @@ from __future__ import annotations
 import threading
 import time
 
+import psutil
 import pytest
-
-psutil = pytest.importorskip("psutil")
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
 from tests.resilience import fuzz, killrun, soak  # noqa: E402

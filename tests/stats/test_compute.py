@@ -28,13 +28,12 @@ import os
 import subprocess
 import sys
 
-import pytest
-
-pa = pytest.importorskip("pyarrow")
-pytest.importorskip("pyspark")
+import pyarrow as pa
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.dataset as pads  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+import pyspark  # noqa: F401
+import pytest
 
 from kvmodel.store import open_store  # noqa: E402
 from stats import compute, layout  # noqa: E402
@@ -361,7 +360,8 @@ def test_sketches_merge_across_partitions(env):
 def test_sketch_registers_match_an_independent_xxhash64(env):
     """Every register of every sketch equals what Spark's xxhash64 (seed 42), re-implemented
     in Python by stats.reduce, gives for the partition's values."""
-    pytest.importorskip("numpy")
+    import numpy  # noqa: F401
+
     from stats import reduce as red
 
     for path in [*env["events"].sets.values(), env["flat"].sets["_"]]:

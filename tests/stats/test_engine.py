@@ -9,12 +9,11 @@ import decimal
 import os
 import random
 
-import pytest
-
-pa = pytest.importorskip("pyarrow")
-np = pytest.importorskip("numpy")
+import numpy as np
+import pyarrow as pa
 import pyarrow.orc as orc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+import pytest
 
 from hms_proxy.hms.javafmt import double_to_string  # noqa: E402
 from stats import arrow_compute, layout, sketch  # noqa: E402

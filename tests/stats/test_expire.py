@@ -10,7 +10,7 @@ import pytest
 
 from kvmodel.store.local import LocalStore
 from stats import expire, layout
-from tests.store.test_versioning import DB, database, partition, table, write
+from tests.kvmodel.test_versioning import DB, database, partition, table, write
 
 TBL = "db/shop/table/orders"
 FLAT = "db/shop/table/flat"

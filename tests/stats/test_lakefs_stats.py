@@ -10,10 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import lakefs_sdk
+import pyspark  # noqa: F401
 import pytest
-
-pytest.importorskip("lakefs_sdk")
-pytest.importorskip("pyspark")
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
 from hms_proxy.tools import spark_s3  # noqa: E402
@@ -23,7 +22,7 @@ from tests.support.process import REPO_ROOT  # noqa: E402
 from tests.support.proxy import start_proxy  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
-RUNNER = REPO_ROOT / "tests" / "spark" / "runner.py"
+RUNNER = REPO_ROOT / "tests" / "e2e" / "spark" / "runner.py"
 
 
 def test_stats_computed_on_lakefs_are_read_back_from_it(tmp_path):
@@ -65,8 +64,6 @@ def test_stats_computed_on_lakefs_are_read_back_from_it(tmp_path):
         report = json.loads(shown.stdout)
         assert _count(report, "id") == 1000, report
         # the sets are objects of the repository, on main, beside the data
-        import lakefs_sdk
-
         with lakefs.sdk() as client:
             listed = lakefs_sdk.ObjectsApi(client).list_objects(
                 repo, "main", prefix="warehouse/t/_stats/", amount=100).results

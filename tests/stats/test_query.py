@@ -22,7 +22,7 @@ from hms_proxy.hms.warehouse import local_path
 from kvmodel import catalog as K
 from kvmodel.store.local import LocalStore
 from stats import layout, query, reduce
-from tests.store.test_versioning import database, partition, table, write
+from tests.kvmodel.test_versioning import database, partition, table, write
 
 COLUMNS = (("id", "bigint"), ("name", "string"), ("price", "double"), ("day", "date"),
            ("flag", "boolean"))
@@ -443,7 +443,7 @@ def test_cli_json(shop, capsys):
 
 
 def test_cli_plot(shop, capsys, tmp_path):
-    pytest.importorskip("matplotlib")
+    import matplotlib  # noqa: F401
     png = tmp_path / "out.png"
     code, out, err = show(capsys, shop, "shop.orders", "--partition", "ds=1", "--columns",
                           "name,price,flag", "--top", "3", "--plot", str(png))

@@ -12,8 +12,8 @@ from kvmodel import catalog as K
 from kvmodel.store.local import LocalStore
 from stats import frequencies, layout, query, reduce
 from stats.sets import PartitionSet
+from tests.kvmodel.test_versioning import database, partition, table, write
 from tests.stats.test_query import COLUMNS, DATA, pointer, write_set
-from tests.store.test_versioning import database, partition, table, write
 
 
 @pytest.fixture

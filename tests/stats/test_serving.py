@@ -19,7 +19,7 @@ from hms_proxy.hms.warehouse import local_path
 from kvmodel.store import open_store
 from kvmodel.store.cache import LRUCache
 from stats import layout, serving
-from tests.conformance.builders import cols, database, partition, table
+from tests.hms.conformance.builders import cols, database, partition, table
 from tests.support.client import connect
 from tests.support.client import ttypes as T
 

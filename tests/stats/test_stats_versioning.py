@@ -18,7 +18,7 @@ from kvmodel.catalog import CatalogReader
 from kvmodel.store.local import LocalStore
 from kvmodel.versioning import merge_refs, revert_commit
 from stats import layout, serving
-from tests.store.test_versioning import DB, TBL, cols, database, partition, pkey, table, write
+from tests.kvmodel.test_versioning import DB, TBL, cols, database, partition, pkey, table, write
 
 PART_PTR = layout.pointer_key("shop", "orders", "ds=1")
 TABLE_PTR = layout.pointer_key("shop", "orders", None)

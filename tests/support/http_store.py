@@ -1,5 +1,5 @@
 """A store for the HTTP API's tests, built without Spark: real HMS structs under the catalog's
-keys (the builders of ``tests/store/test_versioning.py``) and statistics sets written with
+keys (the builders of ``tests/kvmodel/test_versioning.py``) and statistics sets written with
 pyarrow exactly per ``stats/layout.py`` (``tests/stats/test_query.py``'s writer).
 
 main: databases default and shop, table shop.orders (partitioned by ds; ds=1..3, sets for ds=1 and ds=2),
@@ -17,8 +17,8 @@ from kvmodel import catalog as K
 from kvmodel import codec
 from kvmodel.store.local import LocalStore
 from stats import layout
+from tests.kvmodel.test_versioning import database, partition, table, write
 from tests.stats.test_query import COLUMNS, DATA, pointer, write_set
-from tests.store.test_versioning import database, partition, table, write
 
 
 def build(root: Path) -> Path:

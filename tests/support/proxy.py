@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from hms_proxy.tools import metastores
@@ -11,10 +10,6 @@ from tests.support.process import REPO_ROOT
 
 STARTUP_TIMEOUT = 60.0
 
-
-def proxy_available() -> bool:
-    """Whether the server module exists yet (it is being written alongside these tests)."""
-    return importlib.util.find_spec("hms_proxy.cli") is not None
 
 
 def start_proxy(workdir: Path | str, *extra_args: str, timeout: float = STARTUP_TIMEOUT,

@@ -2,7 +2,7 @@
 
 :func:`start_filled_hms` starts a stock HMS (``hms_proxy.tools.metastores.start_stock_hms``, Derby,
 no transaction tables) in a work directory and fills it by running :data:`STATEMENTS` with
-Spark SQL (tests/spark/runner.py in a subprocess, ``spark.sql.warehouse.dir`` = the HMS's
+Spark SQL (tests/e2e/spark/runner.py in a subprocess, ``spark.sql.warehouse.dir`` = the HMS's
 warehouse), then sets HMS column statistics with Thrift calls (see below). It returns an
 :class:`Upstream` (the running process, plus the names below). :func:`fill` does the same on
 any metastore URI.
@@ -54,7 +54,7 @@ from pathlib import Path
 from hms_proxy.tools.metastores import MetastoreProcess, start_stock_hms
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-RUNNER = REPO_ROOT / "tests" / "spark" / "runner.py"
+RUNNER = REPO_ROOT / "tests" / "e2e" / "spark" / "runner.py"
 SPARK_TIMEOUT = 600.0
 
 DB = "up_sales"

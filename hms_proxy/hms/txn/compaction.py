@@ -7,7 +7,7 @@ catalog, as HMS keeps it beside the catalog too. No compactor runs here (none ru
 HMS either, ``hive.compactor.initiator.on=false`` and no worker threads): entries stay
 "initiated".
 
-What the stock HMS 2.3.10 does, and so what this does (tests/conformance/scenarios_compaction.py):
+What the stock HMS 2.3.10 does, and so what this does (tests/hms/conformance/scenarios_compaction.py):
 
 - nothing is checked against the catalog: a request for a database, table or partition that
   does not exist is queued; names are kept as given (not lower-cased);

@@ -11,7 +11,7 @@ all connections (:func:`shared_manager`). The state also holds HMS's compaction 
 (:class:`Compaction` rows), which hms_proxy/hms/txn/compaction.py serves.
 
 What HMS 2.3.10 does, and so what this does (checked against the stock HMS, see
-``tests/conformance`` and ``tests/unit/test_txns.py``):
+``tests/hms/conformance`` and ``tests/hms/test_txns.py``):
 
 - transaction ids and lock ids count from 1; ``open_txns`` opens at most
   ``hive.txn.max.open.batch`` (1000) at once; a committed transaction is forgotten (committing

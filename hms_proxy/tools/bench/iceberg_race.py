@@ -7,7 +7,7 @@ HMS 2.3.10 in the same run; prints the wall time per side, the retries and the r
 Each writer has its own HiveCatalog (its own Thrift connection). A commit is pyiceberg's:
 lock(EXCLUSIVE on the table), get_table, write the new metadata file, alter_table with the new
 ``metadata_location``, unlock; a writer whose base snapshot is stale gets CommitFailedException,
-reloads the table and appends again. ``run_race`` is also what tests/integration/test_pyiceberg.py
+reloads the table and appends again. ``run_race`` is also what tests/e2e/pyiceberg/test_pyiceberg.py
 runs (without timing asserts); it checks every (writer, batch) arrived exactly once.
 """
 from __future__ import annotations

@@ -1,0 +1,278 @@
+"""``hms-proxy serve --store lakefs://REPO``: the server over the lakeFS backend, driven over
+Thrift, against the real lakeFS of the test session (:mod:`tests.support.lakefs`, built from
+lakeFS's Go module); lakeFS calls are counted by lakeFS itself (its Prometheus metrics).
+
+Checked here: the catalog lands as objects under ``_hms/`` of the repository; locations under
+the repository are stored ref-free and rendered for the ref served (a table created on dev
+points at dev's data on dev and at main's once merged); a branch written over Thrift,
+committed and merged with the command line moves catalog and data together in one lakeFS
+merge; listing 10,000 partitions costs listing pages, not 10,000 object reads; the CLI works
+against the same repository.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import lakefs_sdk  # noqa: F401
+import pytest
+
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
+from kvmodel import catalog as K  # noqa: E402
+from kvmodel import codec  # noqa: E402
+from kvmodel.locations import RefLocations  # noqa: E402
+from kvmodel.store.lakefs import LakeFSConfig, LakeFSStore  # noqa: E402
+from tests.support.client import connect  # noqa: E402
+from tests.support.lakefs import new_repository, real_lakefs  # noqa: E402
+from tests.support.process import REPO_ROOT  # noqa: E402
+from tests.support.proxy import start_proxy  # noqa: E402
+
+REPO = "lake"  # the module's repository: set by the fixture to a fresh one
+PARTITIONS = 10_000
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory):
+    global REPO
+    work = tmp_path_factory.mktemp("lakefs-server")
+    server_lakefs = real_lakefs()
+    REPO = new_repository("lake")
+    env = dict(os.environ, **server_lakefs.env(), PYTHONPATH=str(REPO_ROOT))
+    store = LakeFSStore(REPO, server_lakefs.config())
+    store.create_branch("dev", "main")
+    server = start_proxy(work, "--bind", "0=dev", store=f"lakefs://{REPO}", warehouse=False,
+                         env=env)
+    try:
+        yield {"lakefs": server_lakefs, "env": env, "store": store, "server": server,
+               "work": work}
+    finally:
+        server.stop()
+        store.close()
+
+
+def cli(lake, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hms_proxy.cli", *args,
+                           "--store", f"lakefs://{REPO}"], cwd=REPO_ROOT, env=lake["env"],
+                          capture_output=True, text=True, timeout=120)
+
+
+def sd(location, cols=(("id", "bigint"), ("v", "string"))):
+    return T.StorageDescriptor(
+        cols=[T.FieldSchema(n, t, None) for n, t in cols], location=location,
+        inputFormat="org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+        outputFormat="org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+        serdeInfo=T.SerDeInfo(None, "org.apache.hadoop.hive.ql.io.parquet.serde."
+                                    "ParquetHiveSerDe", {}),
+        bucketCols=[], sortCols=[], parameters={})
+
+
+def raw(lake, ref, key):
+    return lake["store"].get(ref, key)
+
+
+def test_databases_default_to_the_repository_warehouse_at_the_ref(lake):
+    with connect(lake["server"]) as client:
+        client.create_database(T.Database("sales", "", None, {}))
+        db = client.get_database("sales")
+        assert db.locationUri == f"s3a://{REPO}/main/warehouse/sales.db"
+    stored = codec.decode(T.Database, raw(lake, "main", K.db_key("sales")))
+    assert stored.locationUri == f"lakefs://{REPO}/@/warehouse/sales.db"
+    store = lake["store"]
+    assert store.api.objects.stat_object(REPO, "main", "_hms/db/sales").path == "_hms/db/sales"
+
+
+def test_locations_follow_the_ref_through_a_merge(lake):
+    store = lake["store"]
+    with connect(lake["server"]) as client:
+        client.create_database(T.Database("shop", "", f"s3a://{REPO}/main/shop", {}))
+    store.commit("main", "shop")
+    store.delete_branch("dev")
+    store.create_branch("dev", "main")
+    dev_loc = f"s3a://{REPO}/dev/shop/orders"
+    with connect(lake["server"]) as client:
+        client.create_table(T.Table(
+            "orders", "shop@dev", "ann", 0, 0, 0, sd(dev_loc),
+            [T.FieldSchema("ds", "string", None)], {}, None, None, "EXTERNAL_TABLE"))
+        tbl = client.get_table("shop@dev", "orders")
+        assert tbl.sd.location == dev_loc
+        part = T.Partition(["2024-01-01"], "shop@dev", "orders", 0, 0,
+                           sd(f"{dev_loc}/ds=2024-01-01"), {})
+        client.add_partition(part)
+        assert client.get_partition("shop@dev", "orders", ["2024-01-01"]).sd.location == \
+            f"{dev_loc}/ds=2024-01-01"
+        with pytest.raises(T.NoSuchObjectException):
+            client.get_table("shop", "orders")  # main does not have it
+    stored = codec.decode(T.Table, raw(lake, "dev", K.table_key("shop", "orders")))
+    assert stored.sd.location == f"lakefs://{REPO}/@/shop/orders"
+    # data written on dev beside the catalog (what Spark would upload through the gateway)
+    store.api.upload("dev", "shop/orders/ds=2024-01-01/part-0.parquet", b"PAR1...PAR1")
+    done = cli(lake, "commit", "dev", "-m", "orders on dev")
+    assert done.returncode == 0, done.stderr
+    done = cli(lake, "merge", "dev", "main")
+    assert done.returncode == 0, done.stdout + done.stderr
+    with connect(lake["server"]) as client:
+        tbl = client.get_table("shop", "orders")
+        assert tbl.sd.location == f"s3a://{REPO}/main/shop/orders"
+        part = client.get_partition("shop", "orders", ["2024-01-01"])
+        assert part.sd.location == f"s3a://{REPO}/main/shop/orders/ds=2024-01-01"
+        assert client.get_table("shop@dev", "orders").sd.location == dev_loc
+    # one lakeFS merge moved the catalog and the data: the data file is on main now
+    data = store.api.objects.get_object(REPO, "main", "shop/orders/ds=2024-01-01/part-0.parquet")
+    assert bytes(data) == b"PAR1...PAR1"
+    head = store.get_commit(store.resolve("main").commit)
+    assert len(head.parents) == 2  # a lakeFS merge commit
+
+
+def test_locations_elsewhere_are_stored_as_given(lake):
+    with connect(lake["server"]) as client:
+        client.create_database(T.Database("ext", "", "s3a://other-bucket/ext", {}))
+        client.create_table(T.Table(
+            "t", "ext", "ann", 0, 0, 0, sd(f"s3a://{REPO}/v1.0/frozen/t"), [], {}, None, None,
+            "EXTERNAL_TABLE"))
+        assert client.get_database("ext").locationUri == "s3a://other-bucket/ext"
+        assert client.get_table("ext", "t").sd.location == f"s3a://{REPO}/v1.0/frozen/t"
+
+
+def test_ten_thousand_partitions_list_in_pages(lake):
+    """get_partitions of 10,000 partitions reads listing pages (values inline in the objects'
+    user metadata), not 10,000 objects; the warm listing comes from the caches."""
+    real, store = lake["lakefs"], lake["store"]
+    with connect(lake["server"]) as client:
+        client.create_database(T.Database("big", "", None, {}))
+        client.create_table(T.Table(
+            "events", "big", "ann", 0, 0, 0, sd(None), [T.FieldSchema("ds", "string", None)],
+            {}, None, None, "MANAGED_TABLE"))
+        table = client.get_table("big", "events")
+        for start in range(0, PARTITIONS, 1000):
+            client.add_partitions([
+                T.Partition([f"d{i:05d}"], "big", "events", 0, 0,
+                            sd(f"{table.sd.location}/ds=d{i:05d}"), {})
+                for i in range(start, start + 1000)])
+    store.commit("main", "10,000 partitions")
+    with connect(lake["server"]) as client:
+        before = real.api_calls()
+        started = time.perf_counter()
+        parts = client.get_partitions("big", "events", -1)
+        cold = time.perf_counter() - started
+        calls = real.api_calls() - before
+        assert len(parts) == PARTITIONS
+        assert parts[0].sd.location == f"{table.sd.location}/ds=d00000"
+        assert table.sd.location.startswith(f"s3a://{REPO}/main/warehouse/big.db/")
+        listing = calls.get("ListObjects", 0)
+        reads = calls.get("GetObject", 0) + calls.get("StatObject", 0)
+        assert listing <= PARTITIONS // 1000 + 3, calls
+        assert reads <= 5, calls  # the table and a few keys, not the partitions
+        before = real.api_calls()
+        started = time.perf_counter()
+        again = client.get_partitions("big", "events", -1)
+        warm = time.perf_counter() - started
+        assert len(again) == PARTITIONS
+        warm_calls = sum((real.api_calls() - before).values())
+        assert warm_calls <= 3, warm_calls  # the branch's head and journal: the rest cached
+    print(f"get_partitions({PARTITIONS}) over a real local lakeFS: cold {cold:.2f} s, "
+          f"warm {warm:.2f} s")
+
+
+def test_cli_log_branch_and_diff_against_lakefs(lake):
+    done = cli(lake, "log", "main", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "10,000 partitions" in done.stdout or "10000" in done.stdout or '"message"' in done.stdout
+    assert cli(lake, "branch", "create", "review", "--from", "main").returncode == 0
+    done = cli(lake, "diff", "main", "review")
+    assert done.returncode == 0, done.stderr
+
+
+def test_ref_locations_round_trip():
+    loc = RefLocations("repo")
+    for scheme in ("s3a", "s3", "lakefs"):
+        canon = loc.canonical_location(f"{scheme}://repo/dev/wh/t", "dev")
+        assert canon == "lakefs://repo/@/wh/t"
+        assert RefLocations("repo", scheme).render_location(canon, "main") == \
+            f"{scheme}://repo/main/wh/t"
+    assert loc.canonical_location("s3a://repo/dev", "dev") == "lakefs://repo/@/"
+    assert loc.canonical_location("s3a://repo/devx/t", "dev") == "s3a://repo/devx/t"
+    assert loc.canonical_location("s3a://repo/main/t", "dev") == "s3a://repo/main/t"
+    assert loc.canonical_location("s3a://repository/dev/t", "dev") == "s3a://repository/dev/t"
+    value = codec.encode(T.Database("d", "", "s3a://repo/dev/d.db", {}))
+    stored = loc.canonical("db/d", value, "dev")
+    assert codec.decode(T.Database, stored).locationUri == "lakefs://repo/@/d.db"
+    assert codec.decode(T.Database, loc.render("db/d", stored, "abc123")).locationUri == \
+        "s3a://repo/abc123/d.db"
+    assert loc.canonical("db/d/fn/f", b"s3a://repo/dev/x", "dev") == b"s3a://repo/dev/x"
+    pointer = b'{"commit":"c","set":"s3a://repo/dev/t/_stats/_/1"}'
+    assert loc.canonical("db/d/table/t/stats/_", pointer, "dev") == \
+        b'{"commit":"c","set":"lakefs://repo/@/t/_stats/_/1"}'
+
+
+def test_autocommit_commits_each_write_on_lakefs(lake, tmp_path):
+    """``--autocommit`` over lakeFS: each Thrift write is one lakeFS commit, its author the
+    set_ugi user (the write's objects are uploaded when its transaction ends, then
+    committed)."""
+    store = lake["store"]
+    store.create_branch("auto", "main")
+    server = start_proxy(tmp_path, "--autocommit", "--ref", "auto", store=f"lakefs://{REPO}",
+                         warehouse=False, env=lake["env"])
+    try:
+        head = store.resolve("auto").commit
+        with connect(server) as client:
+            client.set_ugi("erin", [])
+            client.create_database(T.Database("autodb", "", None, {}))
+        commit = next(iter(store.log("auto", limit=1)))
+        assert commit.parents == (head,) and commit.author == "erin"
+        assert commit.message == "create_database autodb"
+        assert list(store.staged("auto")) == []
+        assert store.get(commit.id, K.db_key("autodb")) is not None
+    finally:
+        server.stop()
+
+
+def test_http_api_over_lakefs(lake, tmp_path):
+    """``hms-proxy api --store lakefs://REPO``: refs are lakeFS's branches, a branch made
+    through the API is a lakeFS branch, the contextual diff and the merge (dry run, then real:
+    a lakeFS merge commit) work over the lakeFS backend; locations are shown at the ref."""
+    from tests.support.http_api import ApiProcess, Client
+
+    proc = ApiProcess(tmp_path / "api", f"lakefs://{REPO}", env=lake["env"])
+    try:
+        api = Client(proc.base)
+        refs = api.get("/refs").body
+        assert {"main", "dev"} <= {b["name"] for b in refs["branches"]}
+        made = api.post("/branches", {"name": "web", "from": "main"})
+        assert made.status == 201, made.body
+        assert lake["store"].resolve("web").commit == lake["store"].resolve("main").commit
+        # the destination: a branch of main's commit (main may hold staged changes of the
+        # module's other tests, and lakeFS merges only into a clean branch)
+        assert api.post("/branches", {"name": "site", "from": "main"}).status == 201
+        with connect(lake["server"]) as client:
+            client.create_database(T.Database("webshop@web", "", f"s3a://{REPO}/web/webshop",
+                                              {}))
+            client.create_table(T.Table(
+                "visits", "webshop@web", "ann", 0, 0, 0, sd(f"s3a://{REPO}/web/webshop/visits"),
+                [T.FieldSchema("ds", "string", None)], {}, None, None, "EXTERNAL_TABLE"))
+            for day in ("2024-01-01", "2024-01-02"):
+                client.add_partition(T.Partition(
+                    [day], "webshop@web", "visits", 0, 0,
+                    sd(f"s3a://{REPO}/web/webshop/visits/ds={day}"), {}))
+        done = cli(lake, "commit", "web", "-m", "webshop.visits")
+        assert done.returncode == 0, done.stderr
+        diff = api.get("/diff", left="main", right="web").body
+        groups = {(g["db"], g["table"]): g for g in diff["groups"]}
+        visits = groups[("webshop", "visits")]
+        assert visits["changes"][0]["change"] == "added"
+        assert diff["totals"]["partition"]["added"] == 2
+        preview = api.post("/merge", {"source": "web", "dest": "site", "dry_run": True}).body
+        assert "mergeable" in preview, preview
+        assert preview["mergeable"] is True and preview["conflicts_total"] == 0
+        merged = api.post("/merge", {"source": "web", "dest": "site", "message": "web into site"})
+        assert merged.status == 200, merged.body
+        assert len(merged.body["commit"]["parents"]) == 2
+        head = lake["store"].get_commit(lake["store"].resolve("site").commit)
+        assert len(head.parents) == 2  # lakeFS's own merge commit
+        table = api.get("/databases/webshop/tables/visits", ref="site").body
+        assert table["partition_count"] == 2
+        assert table["location"] == f"s3a://{REPO}/site/webshop/visits"  # rendered for the ref
+        assert api.get("/commits", ref="site").body["commits"][0]["message"] == "web into site"
+    finally:
+        proc.stop()

@@ -1,0 +1,103 @@
+"""Fixtures for the Spark end-to-end suite: run the statement list once per side.
+
+Each side (the stock HMS oracle and our proxy) gets its own Python subprocess running
+tests/e2e/spark/runner.py, because a JVM can hold only one metastore client configuration.
+The two subprocesses run concurrently; results are cached per module and also written
+to tests/.artifacts/spark/<side>.jsonl for inspection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.spark.statements import all_items
+from tests.support.process import REPO_ROOT
+
+RUNNER = Path(__file__).resolve().parent / "runner.py"
+ARTIFACTS = REPO_ROOT / "tests" / ".artifacts" / "spark"
+RUNNER_TIMEOUT = 600.0
+
+
+class SideRun:
+    """One runner subprocess against one metastore, and its recorded results."""
+
+    def __init__(self, name: str, metastore, workdir: Path, items: list[dict]):
+        self.name = name
+        self.metastore = metastore
+        self.workdir = workdir
+        self.warehouse = workdir / "spark-warehouse"
+        self.warehouse.mkdir(parents=True, exist_ok=True)
+        self.statements_path = workdir / "statements.json"
+        self.statements_path.write_text(json.dumps(items))
+        self.output_path = workdir / "results.jsonl"
+        self.log_path = workdir / "runner.log"
+        self.results: list[dict] = []
+        self.seconds = 0.0
+        self.returncode = None
+        self._log = None
+        self._popen = None
+        self._started = 0.0
+
+    def start(self) -> None:
+        cmd = [sys.executable, str(RUNNER), "--uri", self.metastore.uri,
+               "--warehouse", str(self.warehouse), "--statements", str(self.statements_path),
+               "--output", str(self.output_path)]
+        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYSPARK_PYTHON=sys.executable)
+        self._log = open(self.log_path, "wb")
+        self._started = time.monotonic()
+        # cwd = the work dir, so stray files (derby.log, spark-warehouse) never land in the repo.
+        self._popen = subprocess.Popen(cmd, cwd=self.workdir, env=env, stdout=self._log,
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       start_new_session=True)
+
+    def wait(self) -> None:
+        try:
+            self.returncode = self._popen.wait(RUNNER_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(self._popen.pid, 9)
+            self.returncode = self._popen.wait()
+        finally:
+            self.seconds = time.monotonic() - self._started
+            self._log.close()
+        if self.output_path.exists():
+            self.results = [json.loads(line) for line in self.output_path.read_text().splitlines()
+                            if line.strip()]
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (ARTIFACTS / f"{self.name}.jsonl").write_text(
+            self.output_path.read_text() if self.output_path.exists() else "")
+        (ARTIFACTS / f"{self.name}-runner.log").write_bytes(self.log_path.read_bytes())
+        (ARTIFACTS / f"{self.name}-dirs.json").write_text(json.dumps({
+            "spark_warehouse": str(self.warehouse), "spark_workdir": str(self.workdir),
+            "hms_warehouse": str(self.metastore.warehouse), "hms_workdir": str(self.metastore.workdir),
+            "hms_log": str(self.metastore.log_path)}, indent=1))
+
+    def log_tail(self, lines: int = 40) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+@pytest.fixture(scope="module")
+def spark_runs(request, tmp_path_factory):
+    """{"oracle": SideRun, "proxy": SideRun}, both having run every statement."""
+    proxy = request.getfixturevalue("proxy")  # first: skips before starting the oracle
+    oracle = request.getfixturevalue("oracle")
+    items = all_items()
+    runs = {name: SideRun(name, ms, tmp_path_factory.mktemp(f"spark-{name}"), items)
+            for name, ms in (("oracle", oracle), ("proxy", proxy))}
+    for run in runs.values():
+        run.start()
+    for run in runs.values():
+        run.wait()
+    for run in runs.values():
+        if run.returncode != 0 or len(run.results) != len(items):
+            pytest.fail(f"the Spark runner against the {run.name} exited with {run.returncode} after "
+                        f"{len(run.results)}/{len(items)} statements; log tail:\n{run.log_tail()}",
+                        pytrace=False)
+    return runs

