@@ -40,6 +40,7 @@ from typing import Callable
 from urllib.parse import unquote, urlparse
 
 from kvmodel.entities import decode, entity_change
+from kvmodel.merge import three_way
 from kvmodel.store.contract import Commit, VersionedStore
 from kvmodel.store.errors import HeadMoved, MergeConflict, ReadOnlyRef, StoreError
 from kvmodel.versioning import DiffReport, EntityChange, MergeResult, diff_refs, merge_refs
@@ -350,8 +351,6 @@ def merge_with_hooks(store: VersionedStore, store_path, source: str, dest: str, 
 
         def values(key):
             if "writes" not in cache:  # the merged values: the same 3-way merge, kept whole
-                from kvmodel.merge import three_way
-
                 base = store.merge_base(src_head, dst_head)
                 cache["writes"] = three_way(store, base, src_head, dst_head,
                                             _PREFER[strategy]).writes

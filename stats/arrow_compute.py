@@ -17,6 +17,7 @@ import shutil
 import numpy as np
 import pyarrow as pa
 
+from hms_proxy.hms.javafmt import double_to_string
 from hms_proxy.hms.warehouse import local_path
 from stats import layout
 
@@ -39,8 +40,6 @@ def text(value, hive_type: str) -> str | None:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, float):
-        from hms_proxy.hms.javafmt import double_to_string
-
         return double_to_string(value)
     return str(value)
 

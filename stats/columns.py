@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hms_proxy.hms.javafmt import double_to_string
 from stats import layout, sketch
 
 COMPLEX_PREFIXES = ("array", "map", "struct", "uniontype")
@@ -108,8 +109,6 @@ def _keys(valid: pa.Array, hive_type: str) -> _Keys | None:
         return _Keys(np.asarray(micros), lambda k: k.astype(np.float64), timestamp_text,
                      sketch.xxhash64_long)
     if base in ("float", "double") and pa.types.is_floating(t):
-        from hms_proxy.hms.javafmt import double_to_string
-
         single = base == "float"
         keys = sketch.canonical_doubles(np.asarray(valid.cast(pa.float64())))
         if single:

@@ -33,8 +33,8 @@ from hms_proxy.hms.warehouse import local_path
 from hms_proxy.thrift.gen.hive_metastore import ttypes
 from kvmodel import codec
 from kvmodel.entities import parse_key
+from kvmodel.locations import open_catalog_store
 from kvmodel.merge import is_stats_pointer
-from kvmodel.store import open_store
 from kvmodel.store.contract import prefix_end
 from kvmodel.store.errors import StoreError
 from stats import layout
@@ -221,7 +221,7 @@ def cmd_expire(args) -> int:
         print(f"hms-proxy: error: no store at {args.store}", file=sys.stderr)
         return 2
     try:
-        store = open_store(args.store)
+        store = open_catalog_store(args.store)
     except (StoreError, OSError, ValueError) as exc:
         print(f"hms-proxy: error: {exc}", file=sys.stderr)
         return 2

@@ -80,6 +80,7 @@ from hms_proxy.hms import names
 from hms_proxy.hms.warehouse import local_path
 from hms_proxy.thrift.gen.hive_metastore import ttypes
 from kvmodel.catalog import CatalogReader
+from kvmodel.locations import open_catalog_store
 from kvmodel.store.errors import InvalidRef, RefNotFound, StoreError
 from stats import files, layout, serving
 
@@ -115,12 +116,10 @@ def open_table(store_or_path, name: str, ref: str = "main") -> "TableStats":
     db, tbl = db.lower(), tbl.lower()
     store, opened = store_or_path, False
     if isinstance(store_or_path, (str, os.PathLike)):
-        from kvmodel.store import open_store
-
         path = os.fspath(store_or_path)
         if "://" not in path and not os.path.exists(os.path.join(path, "store.db")):
             raise QueryError(f"no store at {path}", 2)
-        store, opened = open_store(path), True
+        store, opened = open_catalog_store(path), True
     try:
         try:
             commit = store.resolve(ref).commit
@@ -152,8 +151,6 @@ def open_table(store_or_path, name: str, ref: str = "main") -> "TableStats":
 def _source(path: str):
     """What :class:`pyarrow.parquet.ParquetFile` opens for one file of a set (tests wrap it
     to count bytes)."""
-    from stats import files
-
     return files.open_input(path)
 
 
@@ -183,7 +180,7 @@ def _group_of(starts: list[int], row: int) -> int:
     return bisect.bisect_right(starts, row) - 1
 
 
-def _number(text: str, hive_type: str) -> float:
+def as_number(text: str, hive_type: str) -> float:
     """A histogram bound: a number, or for date/timestamp columns an ISO date or time (days /
     microseconds since the epoch, the histograms' unit)."""
     try:
@@ -288,7 +285,7 @@ class TableStats:
                 out.append(name)
         return out
 
-    def _type(self, column: str) -> str:
+    def column_type(self, column: str) -> str:
         return self._types[self._column_list([column])[0]]
 
     # --- which set(s) --------------------------------------------------------------------------
@@ -348,17 +345,17 @@ class TableStats:
         at the table level reduced on the fly, also partitions without a set."""
         one, sets = self._sets(partition)
         if one is not None:
-            return self._stale(self.pointer(partition))
+            return self.stale(self.pointer(partition))
         return (len(sets) < len(self.partition_names)
-                or any(self._stale(self.pointers[p]) for p in self.partitions()))
+                or any(self.stale(self.pointers[p]) for p in self.partitions()))
 
-    def _stale(self, pointer: dict | None) -> bool:
+    def stale(self, pointer: dict | None) -> bool:
         """:func:`stats.serving.is_stale`, with the table's fingerprint computed once."""
         return not pointer or bool(pointer.get("stale")) or \
             pointer.get("schema") != self._fingerprint
 
     def _fresh(self, set_path: str) -> bool:
-        return any(p.get("set") == set_path and not self._stale(p)
+        return any(p.get("set") == set_path and not self.stale(p)
                    for p in self.pointers.values())
 
     # --- summary -------------------------------------------------------------------------------
@@ -463,7 +460,7 @@ class TableStats:
         import pyarrow as pa
 
         name = self._column_list([column])[0]
-        ctype = self._type(name)
+        ctype = self.column_type(name)
         if not layout.is_discrete(ctype):
             raise QueryError(f"column {name} ({ctype}) has no frequencies: only discrete columns "
                              f"({', '.join(layout.DISCRETE_TYPES)}) do")
@@ -571,12 +568,12 @@ class TableStats:
         import pyarrow as pa
 
         name = self._column_list([column])[0]
-        ctype = self._type(name)
+        ctype = self.column_type(name)
         if not layout.is_numeric(ctype):
             raise QueryError(f"column {name} ({ctype}) has no histogram: only numeric, date and "
                              "timestamp columns do")
-        lo = None if lo is None else _number(lo, ctype)
-        hi = None if hi is None else _number(hi, ctype)
+        lo = None if lo is None else as_number(lo, ctype)
+        hi = None if hi is None else as_number(hi, ctype)
         if lo is not None and hi is not None and lo > hi:
             raise QueryError(f"empty range {lo:g}:{hi:g} (LO > HI)")
         one, sets = self._sets(partition)
@@ -741,7 +738,7 @@ def _range(text: str | None, hive_type: str):
         try:
             for bound in (lo, hi):
                 if bound is not None:
-                    _number(bound, hive_type)
+                    as_number(bound, hive_type)
         except QueryError:
             continue
         return lo, hi
@@ -760,7 +757,7 @@ def _clean(value):
     return value
 
 
-def _rows(table) -> list[dict]:
+def result_rows(table) -> list[dict]:
     return [{k: _clean(v) for k, v in row.items()} for row in table.to_pylist()]
 
 
@@ -805,15 +802,15 @@ def _show(args, out) -> int:
         hist = (name, lo, hi, ts.histogram(name, lo, hi, partition))
     doc = {"table": ts.qualified, "ref": ts.ref, "commit": ts.commit,
            "partition": partition, "source": ts.source(partition),
-           "stale": ts.is_stale(partition), "summary": _rows(summary)}
+           "stale": ts.is_stale(partition), "summary": result_rows(summary)}
     if args.top is not None:
-        doc["top"] = {c: {"values": _rows(t), "duplicates_only":
+        doc["top"] = {c: {"values": result_rows(t), "duplicates_only":
                           (t.schema.metadata or {}).get(b"duplicates_only") == b"true"}
                       for c, t in tops.items()}
     if hist is not None:
         name, lo, hi, bins = hist
         doc["histogram"] = {"column": name, "range": [lo, hi],
-                            "bins": _rows(bins)}
+                            "bins": result_rows(bins)}
     if args.plot:
         plot(args.plot, ts, summary, tops, hist, partition)
         doc["plot"] = args.plot
@@ -830,13 +827,13 @@ def _show(args, out) -> int:
                 if (t.schema.metadata or {}).get(b"duplicates_only") == b"true" else ""
             print(f"\ntop {args.top} of {c}{note}:", file=out)
             print(_grid(["value", "frequency"], [[_fmt(v) for v in r.values()]
-                                                 for r in _rows(t)]), file=out)
+                                                 for r in result_rows(t)]), file=out)
     if hist is not None:
         name, lo, hi, bins = hist
         print(f"\nhistogram of {name}" + (f" over [{lo or ''}, {hi or ''}]" if args.range else "")
               + f": {bins.num_rows} bin(s)", file=out)
         print(_grid(["lower", "upper", "count"], [[_fmt(v) for v in r.values()]
-                                                  for r in _rows(bins)]), file=out)
+                                                  for r in result_rows(bins)]), file=out)
     if args.plot:
         print(f"\nplot written to {args.plot}", file=out)
     return 0

@@ -34,7 +34,7 @@ import functools
 import logging
 import math
 
-from hms_proxy.hms.aggregate import _decimal_struct, to_flat
+from hms_proxy.hms.aggregate import decimal_struct, to_flat
 from stats import files, layout
 
 log = logging.getLogger(__name__)
@@ -185,7 +185,7 @@ def _decimal(text, number, t):
             Decimal(str(value).strip())
         except InvalidOperation:
             continue
-        return _decimal_struct(str(value).strip(), t)
+        return decimal_struct(str(value).strip(), t)
     return None
 
 

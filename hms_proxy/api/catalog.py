@@ -20,7 +20,7 @@ def _ttypes():
     return ttypes
 
 
-def _name(req: Request, key: str) -> str:
+def name_param(req: Request, key: str) -> str:
     value = req.segment(key).strip().lower()
     if not value or "/" in value or "@" in value:
         raise bad_request(f"{key} {req.path_params[key]!r} is not a name (no '/', no '@')")
@@ -75,7 +75,7 @@ def list_databases(app, req: Request):
 
 def get_database(app, req: Request):
 
-    db = _name(req, "db")
+    db = name_param(req, "db")
     ref, commit = _at(app, req, "get_database", db)
     with app.store.read(ref) as view:
         reader = CatalogReader(view, _ttypes())
@@ -91,7 +91,7 @@ def get_database(app, req: Request):
 
 def get_table(app, req: Request):
 
-    db, tbl = _name(req, "db"), _name(req, "table")
+    db, tbl = name_param(req, "db"), name_param(req, "table")
     ref, commit = _at(app, req, "get_table", f"{db}.{tbl}")
     with app.store.read(ref) as view:
         reader = CatalogReader(view, _ttypes())
@@ -128,7 +128,7 @@ def list_partitions(app, req: Request):
     """A page of a table's partitions in name order; ``filter``: only names holding it
     (case-insensitive)."""
 
-    db, tbl = _name(req, "db"), _name(req, "table")
+    db, tbl = name_param(req, "db"), name_param(req, "table")
     needle = (req.text("filter", "", max_length=300) or "").lower()
     offset, limit = req.paging()
     ref, commit = _at(app, req, "get_partitions", f"{db}.{tbl}")

@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 from hms_proxy.api.app import PREFIX, App
 from hms_proxy.api.auth import Caller
 from hms_proxy.api.errors import ApiError
+from hms_proxy.api.openapi import document
 from hms_proxy.api.request import Request
 
 log = logging.getLogger("hms_proxy.api")
@@ -117,8 +118,6 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                                head_only=False)
         head = method == "HEAD"
         if path == OPENAPI_PATH:
-            from hms_proxy.api.openapi import document
-
             return self._json(200, document(), head_only=head)
         if path in ("/", "/console"):
             return self._send(302, b"", "text/plain", {"Location": "/console/"}, head)

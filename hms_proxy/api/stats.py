@@ -9,11 +9,11 @@ needs. pyarrow is imported by the first statistics request, not at the server's 
 from __future__ import annotations
 
 from hms_proxy.api.auth import READ
-from hms_proxy.api.catalog import _name
+from hms_proxy.api.catalog import name_param
 from hms_proxy.api.errors import ApiError, bad_request
 from hms_proxy.api.request import Request, page
 from stats import layout
-from stats.query import QueryError, _number, _rows, open_table
+from stats.query import QueryError, as_number, open_table, result_rows
 
 MAX_TOP = 1000
 UNITS = {"date": "days since 1970-01-01", "timestamp": "microseconds since the epoch (UTC)"}
@@ -21,7 +21,7 @@ UNITS = {"date": "days since 1970-01-01", "timestamp": "microseconds since the e
 
 def _open(app, req: Request, operation: str):
 
-    db, tbl = _name(req, "db"), _name(req, "table")
+    db, tbl = name_param(req, "db"), name_param(req, "table")
     ref = req.ref("ref", app.default_ref)
     app.policy.check(req.caller, ref, READ, operation, f"{db}.{tbl}")
     return open_table(app.store, f"{db}.{tbl}", ref=ref)
@@ -74,7 +74,7 @@ def summary(app, req: Request):
     partition = _partition(ts, req)
     table = ts.summary(columns, partition)
     return 200, {**_head(ts, partition), "source": ts.source(partition),
-                 "stale": ts.is_stale(partition), "rows": _rows(table)}
+                 "stale": ts.is_stale(partition), "rows": result_rows(table)}
 
 
 def top(app, req: Request):
@@ -87,7 +87,7 @@ def top(app, req: Request):
     dup = (table.schema.metadata or {}).get(b"duplicates_only") == b"true"
     return 200, {**_head(ts, partition), "column": column, "n": n, "duplicates_only": dup,
                  "values": [{"value": None if r["value"] is None else str(r["value"]),
-                             "frequency": int(r["frequency"])} for r in _rows(table)]}
+                             "frequency": int(r["frequency"])} for r in result_rows(table)]}
 
 
 def histogram(app, req: Request):
@@ -97,11 +97,11 @@ def histogram(app, req: Request):
     lo = (req.text("lo", max_length=100) or "").strip() or None
     hi = (req.text("hi", max_length=100) or "").strip() or None
     partition = _partition(ts, req)
-    ctype = ts._type(column)  # QueryError (404) for an unknown column
+    ctype = ts.column_type(column)  # QueryError (404) for an unknown column
     bounds = []
     for name, value in (("lo", lo), ("hi", hi)):
         try:
-            bounds.append(None if value is None else _number(value, ctype))
+            bounds.append(None if value is None else as_number(value, ctype))
         except QueryError as exc:
             raise bad_request(f"'{name}': {exc}") from None
     if None not in bounds and bounds[0] > bounds[1]:
@@ -112,7 +112,7 @@ def histogram(app, req: Request):
                        "timestamp columns do")
     table = ts.histogram(column, lo, hi, partition)
     bins = [{"lower": r["lower"], "upper": r["upper"], "count": int(r["count"] or 0)}
-            for r in _rows(table)]
+            for r in result_rows(table)]
     return 200, {**_head(ts, partition), "column": column, "type": ctype,
                  "unit": UNITS.get(layout.base_type(ctype)), "range": {"lo": bounds[0],
                                                                        "hi": bounds[1]},

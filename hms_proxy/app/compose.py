@@ -32,9 +32,9 @@ from hms_proxy.thrift import server as srv
 from hms_proxy.thrift.federation import Federation
 from hms_proxy.thrift.gen.fb303 import FacebookService
 from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore, ttypes
-from hms_proxy.thrift.processor import Processor
-from kvmodel.locations import RefLocations, RenderedStore
-from kvmodel.store import local_path, open_store
+from hms_proxy.thrift.processor import Processor, service_methods
+from kvmodel.locations import RefLocations, RenderedStore, open_catalog_store
+from kvmodel.store import local_path
 from kvmodel.store.cache import LRUCache
 
 log = logging.getLogger("hms_proxy")
@@ -102,9 +102,10 @@ def load_security(config: SecurityConfig, **kwargs) -> Security:
 # --- the Thrift server -------------------------------------------------------------------------
 def build_server(config: ServeConfig) -> srv.MetastoreServer:
     """The server (bound, not yet serving); the listeners of ``config.binds`` are in its
-    ``extra_listeners``."""
+    ``extra_listeners``. Its store (``server.processor.handler.env.store``) is the caller's
+    to close once every listener has stopped."""
     security = load_security(config.security)
-    store = open_store(config.store.store)
+    store = open_catalog_store(config.store.store)
     warehouse_root = config.store.warehouse or \
         os.path.join(os.path.abspath(config.store.store), "warehouse")
     if _is_lakefs(store) and not config.store.warehouse:  # the repository's, at the ref served
@@ -117,16 +118,17 @@ def build_server(config: ServeConfig) -> srv.MetastoreServer:
         limits.partition_request_limit(conf)
     except ValueError as exc:
         raise SystemExit(f"hms-proxy serve: {exc}") from None
-    env = Env(store=store, warehouse=warehouse.Warehouse(warehouse_root), ref=config.ref,
-              conf=conf, cache=LRUCache(config.cache_size), autocommit=config.autocommit,
-              redis_url=config.store.redis or None, lock_wait=config.lock_wait,
-              access=security.guard(config.ref, config.any_read_only))
     for bind in config.binds:
         store.resolve(bind.ref)  # fail at start, not at the first call, on an unknown ref
-    metrics = ServerMetrics(env)  # call metrics and log lines; /metrics with --metrics-port
-    metrics.instrument_store(store)
-    processor = Processor(None, (ThriftHiveMetastore, FacebookService), ttypes, metrics=metrics,
-                          max_response_size=config.max_response_size)
+    cache = LRUCache(config.cache_size)
+    # call metrics and log lines, commits counted; /metrics with --metrics-port
+    metrics = ServerMetrics(default_ref=config.ref, cache=cache)
+    store = metrics.counted(store)
+    env = Env(store=store, warehouse=warehouse.Warehouse(warehouse_root), ref=config.ref,
+              conf=conf, cache=cache, autocommit=config.autocommit,
+              redis_url=config.store.redis or None, lock_wait=config.lock_wait,
+              access=security.guard(config.ref, config.any_read_only))
+    services = (ThriftHiveMetastore, FacebookService)
     federation = None
     if config.upstream:
         try:
@@ -135,9 +137,10 @@ def build_server(config: ServeConfig) -> srv.MetastoreServer:
                                     timeout=config.upstream_timeout)
         except ValueError as exc:
             raise SystemExit(f"--upstream: {exc}") from None
-    handler = Handler(env, processor.methods, federation=federation)
+    handler = Handler(env, service_methods(services), federation=federation)
     handler.start()
-    processor.handler = handler
+    processor = Processor(handler, services, ttypes, metrics=metrics,
+                          max_response_size=config.max_response_size)
     listener = srv.ServerConfig(
         host=config.host, port=config.port, transport=config.transport,
         max_message_size=config.max_message_size,
@@ -147,8 +150,7 @@ def build_server(config: ServeConfig) -> srv.MetastoreServer:
         tls=security.tls, read_only=config.security.read_only,
         idle_timeout=config.idle_timeout,
         max_connections_per_client=config.max_connections_per_client)
-    server = srv.MetastoreServer(processor, listener, on_stop=store.close,
-                                 on_connection_end=store.release_thread)
+    server = srv.MetastoreServer(processor, listener, on_connection_end=store.release_thread)
     server.bind()
     for bind in config.binds:
         extra = srv.MetastoreServer(
@@ -200,7 +202,6 @@ def run_serve(config: ServeConfig, argv: list[str]) -> int:
         return supervisor.run(config, argv)
     server = build_server(config)
     extras = server.extra_listeners
-    close_store, server.on_stop = server.on_stop, None  # closed once every listener is done
     signals = server.install_signal_handlers()
     srv.pid_file_write(config.pid_file)
     log.info("serving %s (ref %s) on %s:%d", config.store.store, config.ref, config.host,
@@ -231,7 +232,7 @@ def run_serve(config: ServeConfig, argv: list[str]) -> int:
         extra.stop()
     for t in threads:
         t.join(timeout=15)
-    close_store()
+    server.processor.handler.env.store.close()  # once every listener is done
     signals.finish()
     return 0
 
@@ -249,7 +250,7 @@ def run_api(config: ApiConfig) -> int:
     security = load_security(config.security, tls_allowed=False)
     policy = Policy(security.rules, security.secrets, security.audit,
                     read_only=config.security.read_only)
-    store = served_store(open_store(config.store.store), config.store)  # as serve shows it
+    store = served_store(open_catalog_store(config.store.store), config.store)  # as serve shows it
     try:
         store.resolve(config.ref)
         http = ApiServer(App(store, policy, default_ref=config.ref, store_path=local),

@@ -33,7 +33,8 @@ from urllib.parse import urlparse
 from hms_proxy.ops.metrics import package_version
 from hms_proxy.thrift.gen.fb303 import ttypes as fb303
 from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
-from kvmodel.store import local_path, open_store
+from kvmodel.locations import open_catalog_store
+from kvmodel.store import local_path
 from kvmodel.store.local import SCHEMA_VERSION
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
@@ -156,7 +157,7 @@ def check_store(location: str) -> list[Check]:
             return [first]
     started = time.perf_counter()
     try:
-        store = open_store(location)
+        store = open_catalog_store(location)
     except Exception as exc:  # noqa: BLE001 - the failure is the report
         return [Check("store", FAIL, f"{location}: {_why(exc)}")]
     try:

@@ -7,6 +7,7 @@ import sys
 
 from hms_proxy.app import compose, doctor
 from hms_proxy.app.config import ApiConfig, Bind, ConfigError, ServeConfig, from_namespace
+from hms_proxy.cli import refs as refs_cli
 from hms_proxy.extras import install_hint
 from hms_proxy.hms import importer
 from hms_proxy.thrift import limits
@@ -136,7 +137,6 @@ def build_parser() -> argparse.ArgumentParser:
                        help="address of the HTTP API and console (default: --host)")
     serve.set_defaults(func=cmd_serve)
 
-    from hms_proxy.cli import refs as refs_cli
 
     bench.register(sub)
     importer.register(sub)

@@ -21,9 +21,11 @@ import time
 from collections import defaultdict
 from contextlib import contextmanager
 
+from hms_proxy.security import audit
 from kvmodel.catalog import path_prefix, under
 from kvmodel.hooks import HookVeto, commit_with_hooks, merge_with_hooks
-from kvmodel.store import local_path, open_store
+from kvmodel.locations import open_catalog_store
+from kvmodel.store import local_path
 from kvmodel.store.contract import SHORT_ID, Commit
 from kvmodel.store.errors import MergeConflict, NothingToCommit, StoreError
 from kvmodel.versioning import author_or_user, diff_refs, revert_commit, touches
@@ -185,7 +187,7 @@ def _open(args):
     if local is not None and not os.path.exists(os.path.join(local, "store.db")):
         raise CliError(f"no store at {args.store} (hms-proxy serve creates one; pick another "
                        "with --store or HMS_STORE)")
-    store = open_store(args.store)
+    store = open_catalog_store(args.store)
     try:
         yield store
     finally:
@@ -339,8 +341,6 @@ def cmd_commit(args) -> int:
     metadata = _parse_meta(args.meta)
     with _open(args) as store:
         if getattr(args, "audit_log", None):
-            from hms_proxy.security import audit
-
             since = store.get_commit(store.resolve(args.branch).commit).created
             try:
                 writers = audit.writers_since(args.audit_log, args.branch, since)

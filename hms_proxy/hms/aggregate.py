@@ -29,7 +29,7 @@ def _decimal_text(dec) -> str | None:
     return str(PyDecimal(unscaled).scaleb(-dec.scale))
 
 
-def _decimal_struct(text, t):
+def decimal_struct(text, t):
     if text is None:
         return None
     value = PyDecimal(str(text))
@@ -102,8 +102,8 @@ def from_flat(col_type: str, flat: dict, t, ndv: int | None = None):
             numDVs=dvs)
     elif kind.startswith("decimal"):
         data.decimalStats = t.DecimalColumnStatsData(
-            lowValue=_decimal_struct(flat["decimalLow"], t),
-            highValue=_decimal_struct(flat["decimalHigh"], t),
+            lowValue=decimal_struct(flat["decimalLow"], t),
+            highValue=decimal_struct(flat["decimalHigh"], t),
             numNulls=flat["numNulls"], numDVs=dvs)
     elif kind == "date":
         data.dateStats = t.DateColumnStatsData(

@@ -7,6 +7,7 @@ from hms_proxy.hms.tables import managed_data_locations
 from hms_proxy.thrift import errors
 from hms_proxy.thrift.replies import Raw
 from kvmodel import catalog as keys
+from kvmodel.codec import encode
 from kvmodel.store.errors import StoreError
 
 DEFAULT_DB = "default"
@@ -34,7 +35,6 @@ class DatabaseCalls(Family):
         clean = next(iter(store.staged(self.env.ref)), None) is None
         with store.write(self.env.ref) as txn:
             if txn.get(keys.db_key(DEFAULT_DB)) is None:
-                from kvmodel.codec import encode
                 txn.put(keys.db_key(DEFAULT_DB), encode(db))
         if clean:
             try:

@@ -86,12 +86,12 @@ class Expr:
         return [i for i, vals in enumerate(partitions) if pred(dict(zip(names, vals)))]
 
 
-def _leaves(node) -> list[Leaf]:
+def leaves(node) -> list[Leaf]:
     if node is None:
         return []
     if isinstance(node, Leaf):
         return [node]
-    return _leaves(node.lhs) + _leaves(node.rhs)
+    return leaves(node.lhs) + leaves(node.rhs)
 
 
 def _key_index(keys: list[tuple[str, str]], name: str) -> int:
@@ -105,18 +105,18 @@ def _key_index(keys: list[tuple[str, str]], name: str) -> int:
 def _compile(root, keys: list[tuple[str, str]]) -> Predicate:
     if root is None:
         return lambda _values: True
-    leaves = _leaves(root)
-    if all(_sql_pushable(leaf, keys) for leaf in leaves):
-        return _build(root, lambda leaf: _sql_leaf(leaf, keys))
-    for leaf in leaves:  # JDO visits left to right and stops at the first error
-        _jdo_check(leaf, keys)
-    return _build(root, lambda leaf: _jdo_leaf(leaf, keys))
+    found = leaves(root)
+    if all(_sql_pushable(leaf, keys) for leaf in found):
+        return build_predicate(root, lambda leaf: _sql_leaf(leaf, keys))
+    for leaf in found:  # JDO visits left to right and stops at the first error
+        jdo_check(leaf, keys)
+    return build_predicate(root, lambda leaf: jdo_leaf(leaf, keys))
 
 
-def _build(node, make_leaf) -> Predicate:
+def build_predicate(node, make_leaf) -> Predicate:
     if isinstance(node, Leaf):
         return make_leaf(node)
-    lhs, rhs = _build(node.lhs, make_leaf), _build(node.rhs, make_leaf)
+    lhs, rhs = build_predicate(node.lhs, make_leaf), build_predicate(node.rhs, make_leaf)
     if node.op == "AND":
         return lambda v: lhs(v) and rhs(v)
     return lambda v: lhs(v) or rhs(v)
@@ -750,7 +750,7 @@ def _jdo_literal(leaf: Leaf) -> str:
     return leaf.value
 
 
-def _jdo_check(leaf: Leaf, keys) -> None:
+def jdo_check(leaf: Leaf, keys) -> None:
     """Raise HMS's JDO error for this leaf, if any (in HMS's order)."""
     idx = _key_index(keys, leaf.key)
     if idx < 0:
@@ -763,7 +763,7 @@ def _jdo_check(leaf: Leaf, keys) -> None:
         raise FilterError(f"Value should be on the RHS for LIKE operator : Key <{leaf.key}>")
 
 
-def _jdo_leaf(leaf: Leaf, keys) -> Predicate:
+def jdo_leaf(leaf: Leaf, keys) -> Predicate:
     idx = _key_index(keys, leaf.key)
     key = keys[idx][0]
     lit = _jdo_literal(leaf)

@@ -49,6 +49,7 @@ from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 from kvmodel import catalog as keys
 from kvmodel import codec
 from kvmodel.hooks import HookVeto, run_pre_commit_hooks
+from kvmodel.locations import open_catalog_store
 from kvmodel.store import local_path
 from kvmodel.store.contract import SHORT_ID, Commit, prefix_end
 from kvmodel.store.errors import DirtyBranch, ReadOnlyRef, StoreError
@@ -701,9 +702,7 @@ def cmd_import(args) -> int:
     local = local_path(args.store)
     created = local is not None and not os.path.exists(local)  # removed again on failure
     try:
-        from kvmodel.store import open_store
-
-        store = open_store(args.store)
+        store = open_catalog_store(args.store)
     except (StoreError, OSError, ValueError) as exc:
         print(f"hms-proxy: error: cannot open the store {args.store}: {exc}", file=sys.stderr)
         return 2

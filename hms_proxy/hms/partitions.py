@@ -421,8 +421,8 @@ class PartitionCalls(Family):
         try:
             expr = filters.parse_filter(request.filter)
             try:  # HMS first asks JDO for the names, which takes string keys only
-                for leaf in filters._leaves(expr.root):
-                    filters._jdo_check(leaf, key_list)
+                for leaf in filters.leaves(expr.root):
+                    filters.jdo_check(leaf, key_list)
             except filters.FilterError:
                 # then all partitions by the filter (direct SQL), limited to a Java short
                 short = (max_parts + 0x8000) % 0x10000 - 0x8000
@@ -431,7 +431,7 @@ class PartitionCalls(Family):
                 if not ascending:
                     part_names.sort(reverse=True)
             else:
-                pred = filters._build(expr.root, lambda leaf: filters._jdo_leaf(leaf, key_list))
+                pred = filters.build_predicate(expr.root, lambda leaf: filters.jdo_leaf(leaf, key_list))
                 names_ = list(key_types)
                 _, items = self._listing(ctx, db, tbl)
                 part_names = [n for n, d in items

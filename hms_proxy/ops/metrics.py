@@ -193,13 +193,16 @@ class ServerMetrics:
     and of the listeners' connections, and the source of ``/metrics`` and ``/healthz``.
 
     Args:
-        env: the server's :class:`hms_proxy.hms.family.Env` (store, listing cache, ref).
-        default_ref: the ref named in call logs when a call names none.
+        env: an :class:`hms_proxy.hms.family.Env` whose store, listing cache and ref are
+            observed; or, for a server being composed, nothing but
+        default_ref: the ref named in call logs when a call names none,
+        cache: the listing cache, and the store given to :meth:`counted`.
     """
 
-    def __init__(self, env=None, default_ref: str | None = None):
-        self.env = env
+    def __init__(self, env=None, default_ref: str | None = None, cache=None):
         self.default_ref = default_ref or (env.ref if env is not None else None)
+        self._store = getattr(env, "store", None)
+        self._cache = cache if cache is not None else getattr(env, "cache", None)
         self.started = time.time()
         self.calls = CallStats()
         self._lock = threading.Lock()
@@ -243,29 +246,18 @@ class ServerMetrics:
         with self._lock:
             self.connections_closed += 1
 
-    def instrument_store(self, store) -> None:
-        """Count the commits and merges made through ``store`` by this process (with
-        ``--autocommit``, one commit per write; a merge is a commit with two parents). The
-        store object's own ``commit`` and ``commit_snapshot`` are wrapped, so every path
-        that commits through it is counted."""
-        commit, commit_snapshot = store.commit, store.commit_snapshot
+    def counted(self, store) -> "CountedStore":
+        """``store`` with the commits and merges made through it by this process counted (with
+        ``--autocommit``, one commit per write; a merge is a commit with two parents)."""
+        self._store = CountedStore(store, self)
+        return self._store
 
-        def counted_commit(*args, **kwargs):
-            made = commit(*args, **kwargs)
-            with self._lock:
+    def _committed(self, parents: int) -> None:
+        with self._lock:
+            if parents > 1:
+                self.merges += 1
+            else:
                 self.commits += 1
-            return made
-
-        def counted_snapshot(branch, parents, *args, **kwargs):
-            made = commit_snapshot(branch, parents, *args, **kwargs)
-            with self._lock:
-                if len(parents) > 1:
-                    self.merges += 1
-                else:
-                    self.commits += 1
-            return made
-
-        store.commit, store.commit_snapshot = counted_commit, counted_snapshot
 
     # --- reading them ----------------------------------------------------------------------
     def families(self) -> list[MetricFamily]:
@@ -309,7 +301,7 @@ class ServerMetrics:
         return render(self.families())
 
     def _store_families(self) -> list[MetricFamily]:
-        store = getattr(self.env, "store", None)
+        store = self._store
         if store is None:
             return []
         inner = getattr(store, "wrapped", store)  # a lakeFS store seen through RenderedStore
@@ -342,8 +334,7 @@ class ServerMetrics:
         return out
 
     def _cache_families(self) -> list[MetricFamily]:
-        cache = getattr(self.env, "cache", None)
-        stats = getattr(cache, "stats", None)
+        stats = getattr(self._cache, "stats", None)
         if stats is None:
             return []
         s = stats()
@@ -359,7 +350,7 @@ class ServerMetrics:
 
     def healthy(self) -> tuple[bool, str]:
         """Whether the store answers (the served ref resolves)."""
-        store = getattr(self.env, "store", None)
+        store = self._store
         if store is None:
             return True, "ok"
         try:
@@ -467,3 +458,29 @@ class MetricsServer(http.server.HTTPServer):
     def stop(self) -> None:
         self.shutdown()
         self.server_close()
+
+
+class CountedStore:
+    """A store whose ``commit`` and ``commit_snapshot`` are counted in a
+    :class:`ServerMetrics`; everything else is the store's own."""
+
+    def __init__(self, store, observer: ServerMetrics):
+        self._store = store
+        self._observer = observer
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    @property
+    def wrapped(self):
+        return self._store
+
+    def commit(self, *args, **kwargs):
+        made = self._store.commit(*args, **kwargs)
+        self._observer._committed(1)
+        return made
+
+    def commit_snapshot(self, branch, parents, *args, **kwargs):
+        made = self._store.commit_snapshot(branch, parents, *args, **kwargs)
+        self._observer._committed(len(parents))
+        return made

@@ -33,7 +33,7 @@ from urllib.parse import urlparse
 
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
 from thrift.protocol.TProtocol import TProtocolException
-from thrift.Thrift import TApplicationException, TException, TType
+from thrift.Thrift import TException, TType
 from thrift.transport.TSocket import TSocket
 from thrift.transport.TTransport import TBufferedTransport, TTransportException
 
@@ -85,9 +85,9 @@ def _names_databases(method: str, args_spec) -> bool:
         if f[1] == TType.STRING and (f[2] in routing.DB_ARGS or f[2] in EXTRA_ARGS or (
                 f[2] == "name" and method in routing.DB_NAME_METHODS)):
             return True
-        cls = routing._struct_class(f[1], f[3])
+        cls = routing.struct_class(f[1], f[3])
         if cls is not None and (cls in routing.DB_FIELDS or cls in EXTRA_FIELDS
-                                or routing._paths(cls)):
+                                or routing.db_paths(cls)):
             return True
     return False
 
@@ -119,7 +119,7 @@ def _collect(value, found: list[str], depth: int) -> None:
         current = getattr(value, field, None)
         if isinstance(current, str):
             found.append(current)
-    for name in routing._paths(cls):
+    for name in routing.db_paths(cls):
         child = getattr(value, name, None)
         if child is not None:
             _collect(child, found, depth + 1)

@@ -55,7 +55,7 @@ class _Method:
     exceptions: tuple[tuple[str, type], ...]  # (result field name, exception class)
 
 
-def _service_methods(service_modules) -> dict[str, _Method]:
+def service_methods(service_modules) -> dict[str, _Method]:
     """Every method of the generated service modules (the service and what it extends)."""
     methods: dict[str, _Method] = {}
     for module in service_modules:
@@ -82,7 +82,7 @@ class Processor:
     def __init__(self, handler, service_modules, ttypes, metrics=None, max_response_size: int = 0):
         self.handler = handler
         self.ttypes = ttypes
-        self.methods = _service_methods(service_modules)
+        self.methods = service_methods(service_modules)
         self.metrics = metrics
         self.max_response_size = max_response_size  # serve --max-response-size (0: no cap)
 

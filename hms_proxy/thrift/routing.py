@@ -82,7 +82,7 @@ def strip_arguments(method: str, arg_names, args: list) -> str | None:
 _PATHS: dict[type, tuple] = {}
 
 
-def _struct_class(ttype, targ):
+def struct_class(ttype, targ):
     if ttype == TType.STRUCT:
         return targ[0]
     if ttype == TType.LIST and targ[0] == TType.STRUCT:
@@ -90,7 +90,7 @@ def _struct_class(ttype, targ):
     return None
 
 
-def _paths(cls, seen=()) -> tuple:
+def db_paths(cls, seen=()) -> tuple:
     """The fields of ``cls`` (struct or list of structs) below which a database name can be."""
     found = _PATHS.get(cls)
     if found is None:
@@ -98,9 +98,9 @@ def _paths(cls, seen=()) -> tuple:
         for f in cls.thrift_spec:
             if f is None:
                 continue
-            child = _struct_class(f[1], f[3])
+            child = struct_class(f[1], f[3])
             if child is not None and child not in seen and (
-                    child in DB_FIELDS or _paths(child, seen + (cls,))):
+                    child in DB_FIELDS or db_paths(child, seen + (cls,))):
                 out.append(f[2])
         found = tuple(out)
         if not seen:
@@ -120,7 +120,7 @@ def _strip_value(value, refs: _Refs) -> None:
         current = getattr(value, field, None)
         if isinstance(current, str):
             setattr(value, field, refs.take(current))
-    for name in _paths(cls):
+    for name in db_paths(cls):
         child = getattr(value, name, None)
         if child is not None:
             _strip_value(child, refs)
@@ -146,7 +146,7 @@ def _qualify(value, ttype, targ, suffix):
             current = getattr(obj, field, None)
             if isinstance(current, str) and SEPARATOR not in current:
                 setattr(obj, field, current + suffix)
-        names = _paths(cls)
+        names = db_paths(cls)
         for f in cls.thrift_spec:
             if f is None or f[2] not in names:
                 continue

@@ -19,14 +19,15 @@ def local_path(location: str | os.PathLike) -> str | None:
     return None if "://" in target else target
 
 
-def open_store(url_or_path: str | os.PathLike) -> VersionedStore:
+def open_store(url_or_path: str | os.PathLike, **lakefs_options) -> VersionedStore:
     """Open the store at ``url_or_path``.
 
     A plain directory path or a ``file://`` URL opens the embedded store
     (:class:`kvmodel.store.local.LocalStore`); ``lakefs://REPO`` the catalog in lakeFS
     repository REPO (:class:`kvmodel.store.lakefs.LakeFSStore`; endpoint and keys from
     ``LAKEFS_ENDPOINT``, ``LAKEFS_ACCESS_KEY_ID``, ``LAKEFS_SECRET_ACCESS_KEY`` or lakectl's
-    configuration). Raises ValueError for any other scheme.
+    configuration; ``lakefs_options``: keyword arguments of ``LakeFSStore``). Raises ValueError
+    for any other scheme.
     """
     target = os.fspath(url_or_path)
     if not isinstance(target, str) or not target:
@@ -42,7 +43,7 @@ def open_store(url_or_path: str | os.PathLike) -> VersionedStore:
             raise ValueError(f"a lakeFS store is lakefs://REPOSITORY, not {target!r}")
         from kvmodel.store.lakefs import LakeFSStore
 
-        return LakeFSStore(repository)
+        return LakeFSStore(repository, **lakefs_options)
     elif "://" in target:
         raise ValueError(f"unsupported store URL {target!r}: use a directory path, "
                          "file:///path or lakefs://REPOSITORY")

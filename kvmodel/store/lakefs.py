@@ -57,12 +57,11 @@ import posixpath
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from kvmodel.locations import RefLocations
 from kvmodel.store.cache import LRUCache
 from kvmodel.store.contract import (
     Branch,
@@ -510,7 +509,7 @@ class _Write(_View, WriteTxn):
 
     def __init__(self, store, ref, staged, token):
         super().__init__(store, ref, dict(staged or {}), token)
-        self._locations = store.locations
+        self._canonical = store.canonical
         self.changes: dict[Key, Value | None] = {}
 
     def put(self, key: Key, value: Value) -> None:
@@ -520,8 +519,8 @@ class _Write(_View, WriteTxn):
             value = bytes(value)
         if not isinstance(value, bytes):
             raise TypeError(f"values are bytes, not {type(value).__name__}")
-        if self._locations is not None:  # locations under the repository, made ref-free
-            value = self._locations.canonical(key, value, self.ref.branch)
+        if self._canonical is not None:  # e.g. locations under the repository, made ref-free
+            value = self._canonical(key, value, self.ref.branch)
         self.changes[key] = value
         self._staged[key] = value
         self._sorted = None
@@ -552,8 +551,10 @@ class LakeFSStore(VersionedStore):
         cache_bytes: bound of the in-process cache of values and listings read at commits.
         cache_ttl: seconds a branch's known state is trusted without asking lakeFS (0: ask
             at every read view; our own writes are always seen at once).
-        locations: store locations under the repository ref-free
-            (:mod:`kvmodel.locations`; default on).
+        canonical: a rewrite of every value staged, ``(key, value, branch) -> value``; the
+            catalog opens its store with :meth:`kvmodel.locations.RefLocations.canonical`, so
+            that locations under the repository are stored ref-free
+            (:func:`kvmodel.locations.open_catalog_store`). None: values stored as given.
         redis_url: also cache what is read at commits in this Redis (``serve --redis``).
     """
 
@@ -561,11 +562,12 @@ class LakeFSStore(VersionedStore):
     protection_blocks_writes = True
 
     def __init__(self, repository: str, config: LakeFSConfig | None = None, *,
-                 cache_bytes: int = 256 << 20, cache_ttl: float = 0.0, locations: bool = True,
+                 cache_bytes: int = 256 << 20, cache_ttl: float = 0.0,
+                 canonical: Callable[[str, bytes, str], bytes] | None = None,
                  redis_url: str | None = None):
 
         self.repository = repository
-        self.locations = RefLocations(repository) if locations else None
+        self.canonical = canonical
         self.config = config or LakeFSConfig.discover()
         self.api = _Api(self.config, repository)
         self.cache_ttl = float(cache_ttl)

@@ -404,6 +404,10 @@ class LocalStore(VersionedStore):
             self._nodes.put(node_id, node, len(row[0]))
         return node
 
+    def range_count(self, commit_id: CommitID) -> int:
+        """How many ranges the commit's tree has (what the versioning benchmark reports)."""
+        return len(self._tree(self._thread_conn().conn, commit_id))
+
     def _tree(self, conn: sqlite3.Connection, commit_id: CommitID) -> ranges.Metarange:
         mr_id = bytes.fromhex(self.get_commit(commit_id).metarange)
         mr = self._metaranges.get(mr_id)

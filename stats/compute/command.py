@@ -10,9 +10,11 @@ import time
 from contextlib import ExitStack, contextmanager
 
 from hms_proxy import extras
+from hms_proxy.hms.importer import ImportFailed, open_client
 from hms_proxy.tools import spark_s3
 from hms_proxy.tools.metastores import start_proxy
-from kvmodel.store import open_store
+from kvmodel.locations import open_catalog_store
+from kvmodel.store.errors import StoreError
 from kvmodel.store.lakefs import LakeFSConfig
 from stats.compute import formats
 from stats.compute.job import compute
@@ -132,7 +134,7 @@ def _reduce(args) -> int:
         raise ComputeError("--bins must be between 1 and 1000000")
     local = _store_path(args.store)
     author = args.author or os.environ.get("USER") or getpass.getuser()
-    store = open_store(args.store)
+    store = open_catalog_store(args.store)
     try:
         level, recorded = reduce_table(store, db, tbl, ref=args.ref, bins=args.bins,
                                        redis_url=args.redis, store_path=local, author=author,
@@ -233,8 +235,6 @@ def cmd_compute(args, run=None) -> int:
         print(f"hms-proxy: error: {exc}", file=sys.stderr)
         return exc.status
     except Exception as exc:  # noqa: BLE001 - StoreError, HookVeto, Spark's errors
-        from kvmodel.store.errors import StoreError
-
         if not isinstance(exc, (StoreError, OSError, ValueError)) and \
                 not type(exc).__module__.startswith(("pyspark", "py4j", "redis")):
             raise
@@ -258,14 +258,13 @@ def _compute(args) -> int:
     author = args.author or os.environ.get("USER") or getpass.getuser()
     extras.require("pyarrow", "numpy")  # every engine; one line naming the extra if missing
     with ExitStack() as stack:
-        store = open_store(args.store)
+        store = open_catalog_store(args.store)
         stack.callback(store.close)
         check_branch(store, args.ref)  # before starting anything
         workdir = tempfile.mkdtemp(prefix="hms-stats-")
         stack.callback(shutil.rmtree, workdir, True)
         uri = stack.enter_context(_metastore(args, workdir))
         # the table must exist before a JVM is started for it
-        from hms_proxy.hms.importer import ImportFailed, open_client
         try:
             with open_client(uri) as client:
                 describe_table(client, db.lower(), tbl.lower(), args.ref, args.partitions)

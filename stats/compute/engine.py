@@ -48,6 +48,7 @@ from hms_proxy.hms.warehouse import local_path
 from stats import layout
 from stats.compute.model import file_format, quote
 from stats.compute.spark import compute_partition, partition_frame
+from stats.compute.spark import sql_statistics as run_sql
 
 log = logging.getLogger("stats.compute.engine")
 
@@ -411,7 +412,6 @@ def compute_sets(spark, info, options, statistics):
                 continue
             results = [r for _, r in sorted(by_part[p], key=lambda item: item[0])]
             if sql_statistics:
-                from stats.compute.spark import sql_statistics as run_sql
 
                 values = run_sql(spark, info, part, sql_statistics)
                 for i, r in enumerate(results):

@@ -207,7 +207,7 @@ def _whole_table(location, result, partitioned, commit, fingerprint, bins, redis
     sets (:func:`stats.reduce.write_table_set`, under ``_stats/_table_/``), pointed to as the
     table's own (``.../stats/_``): in the metastore the table is unpartitioned, so that is the
     set the statistics calls and the query API read for it."""
-    from stats import layout, reduce
+    from stats import reduce  # pyarrow, numpy: the stats extra
     from stats.sets import PartitionSet
 
     sets = [PartitionSet(local_path(result.sets[p]), p) for p in partitioned]

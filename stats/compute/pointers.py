@@ -8,6 +8,7 @@ from hms_proxy.hms.warehouse import local_path
 from kvmodel.catalog import db_key, table_key
 from kvmodel.hooks import run_pre_commit_hooks
 from kvmodel.store.errors import DirtyBranch, HeadMoved, StoreError
+from stats import query
 from stats.compute.model import DEFAULT_BINS, ComputeError, layout, log
 
 
@@ -106,7 +107,7 @@ def build_table_level(store, ref: str, db: str, tbl: str, new: dict[str, bytes] 
     layout.TABLE_LEVEL)``) with what was used, or none (``reason``) when no set is usable or
     the table's location is not a local one. ``distributions``: also record which partitions
     hold each value of the discrete columns (:func:`stats.query.TableStats.holding`)."""
-    from stats import query, reduce
+    from stats import reduce  # pyarrow, numpy: the stats extra
 
     try:
         ts = query.open_table(store, f"{db}.{tbl}", ref)
@@ -123,7 +124,7 @@ def build_table_level(store, ref: str, db: str, tbl: str, new: dict[str, bytes] 
         pointer = pointers.get(name)
         if pointer is None:
             missing.append(name)
-        elif ts._stale(pointer):
+        elif ts.stale(pointer):
             stale.append(name)
         else:
             used.append(name)

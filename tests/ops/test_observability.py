@@ -116,7 +116,7 @@ def _writes_by_code() -> set[str]:
     from hms_proxy.hms.handler import FAMILIES
     from hms_proxy.thrift.gen.fb303 import FacebookService
     from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
-    from hms_proxy.thrift.processor import _service_methods
+    from hms_proxy.thrift.processor import service_methods
 
     trees: dict = {}
 
@@ -153,7 +153,7 @@ def _writes_by_code() -> set[str]:
         return False
 
     out = set()
-    for name in _service_methods((ThriftHiveMetastore, FacebookService)):
+    for name in service_methods((ThriftHiveMetastore, FacebookService)):
         family = next((fam for fam in FAMILIES if hasattr(fam, name)), None)
         if family is not None and reaches(family, getattr(family, name), set()):
             out.add(name)
@@ -239,9 +239,8 @@ def test_commits_and_merges_made_through_the_store_are_counted(tmp_path):
     from kvmodel.store.local import LocalStore
     from kvmodel.versioning import merge_refs
 
-    store = LocalStore(tmp_path / "store")
     observer = metrics.ServerMetrics()
-    observer.instrument_store(store)
+    store = observer.counted(LocalStore(tmp_path / "store"))
     try:
         store.create_branch("dev", "main")
         with store.write("dev") as txn:

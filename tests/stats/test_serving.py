@@ -100,9 +100,9 @@ FLAT_ROWS = [
 
 
 def dec(text):
-    from hms_proxy.hms.aggregate import _decimal_struct
+    from hms_proxy.hms.aggregate import decimal_struct
 
-    return _decimal_struct(text, T)
+    return decimal_struct(text, T)
 
 
 def obj(name, type_, **kind):

@@ -17,16 +17,16 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from hms_proxy.hms.importer import import_metastore, open_client
 from hms_proxy.thrift.gen.hive_metastore import ttypes as t
+from hms_proxy.tools.bench.report import logger
 from hms_proxy.tools.bench.versioning import machine_info
 from hms_proxy.tools.metastores import start_stock_hms
-from kvmodel.store import open_store
+from kvmodel.locations import open_catalog_store
 
 DB = "bench_import"
 TABLE = "events"
@@ -34,8 +34,7 @@ BATCH = 1000
 HOURS = 24
 
 
-def log(msg: str) -> None:
-    print(f"[bench import {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+log = logger("bench import")
 
 
 def register(modes) -> argparse.ArgumentParser:
@@ -72,7 +71,7 @@ def connect(uri: str, timeout: float = 600.0):
     return open_client(uri, timeout)
 
 
-def _sd(t, location: str, cols):
+def storage_descriptor(t, location: str, cols):
     return t.StorageDescriptor(
         cols=cols, location=location,
         inputFormat="org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
@@ -109,7 +108,7 @@ def fill(uri: str, warehouse: str, partitions: int, start: int = 0) -> float:
                                               f"file:{warehouse.rstrip('/')}/{DB}.db", {}))
         if TABLE not in client.get_all_tables(DB):
             client.create_table(t.Table(
-                TABLE, DB, "bench", 0, 0, 0, _sd(t, root, cols),
+                TABLE, DB, "bench", 0, 0, 0, storage_descriptor(t, root, cols),
                 [t.FieldSchema("ds", "string"), t.FieldSchema("hr", "int")],
                 {"EXTERNAL": "TRUE", "spark.sql.sources.provider": "parquet"},
                 None, None, "EXTERNAL_TABLE"))
@@ -119,7 +118,7 @@ def fill(uri: str, warehouse: str, partitions: int, start: int = 0) -> float:
                 values = partition_values(i)
                 parts.append(t.Partition(
                     values=values, dbName=DB, tableName=TABLE,
-                    sd=_sd(t, f"{root}/ds={values[0]}/hr={values[1]}", cols),
+                    sd=storage_descriptor(t, f"{root}/ds={values[0]}/hr={values[1]}", cols),
                     parameters={"numRows": str(1000 + i), "rawDataSize": str(120_000 + i),
                                 "spark.sql.statistics.numRows": str(1000 + i)}))
             client.add_partitions(parts)
@@ -140,7 +139,7 @@ def count_partitions(uri: str) -> int:
 # --- the run ---------------------------------------------------------------------------------
 def _import(store_path: Path, uri: str, label: str) -> dict:
 
-    store = open_store(str(store_path))
+    store = open_catalog_store(str(store_path))
     try:
         began = time.monotonic()
         result = import_metastore(store, uri, branch="main", databases=[DB],
@@ -183,9 +182,7 @@ def run(args) -> dict:
             result["fill_seconds"] = round(fill(uri, warehouse, args.partitions, have), 1)
         store_path = workdir / f"store-{os.getpid()}"
         shutil.rmtree(store_path, ignore_errors=True)
-        from kvmodel.store import open_store
-
-        open_store(str(store_path)).close()
+        open_catalog_store(str(store_path)).close()
         runs = [_import(store_path, uri, f"first import of {args.partitions:,} partitions"),
                 _import(store_path, uri, "re-import, nothing changed")]
         if args.change:

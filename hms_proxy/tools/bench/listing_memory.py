@@ -28,8 +28,9 @@ from pathlib import Path
 from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
 from hms_proxy.thrift.gen.hive_metastore import ttypes as t
 from hms_proxy.tools import metastores
+from hms_proxy.tools.bench.report import logger
 from kvmodel import catalog, codec
-from kvmodel.store import open_store
+from kvmodel.locations import open_catalog_store
 
 DB, TABLE = "bench", "huge"
 LAYOUT = "listing-memory-v1"
@@ -37,8 +38,7 @@ _DS, _HR = "QQQQQQQQQQ", "ZZ"  # placeholders of fixed width in the template par
 FIRST_DAY = datetime.date(1900, 1, 1)
 
 
-def log(msg: str) -> None:
-    print(f"[listing-memory {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+log = logger("listing-memory")
 
 
 # --- the store --------------------------------------------------------------------------------
@@ -83,7 +83,7 @@ def build_store(path: Path, partitions: int) -> dict:
     commit, written with commit_snapshot: no staging); reused when an earlier run built it."""
 
     fingerprint = {"bench": LAYOUT, "partitions": str(partitions)}
-    store = open_store(path)
+    store = open_catalog_store(path)
     try:
         head = store.get_commit(store.resolve("main").commit)
         table_bytes, template = _template()
@@ -265,8 +265,6 @@ def _decoded(host: str, port: int, partitions: int) -> dict:
         assert len(parts) == partitions
         assert parts[0].values == list(partition_values(0))
         assert parts[-1].values == list(partition_values(partitions - 1))
-        from kvmodel import codec
-
         size = 8 + len("get_partitions") + 4 + 3 + 5 + sum(len(codec.encode(p)) for p in parts) + 1
         return {"count": len(parts), "reply_bytes": size, "seconds": round(seconds, 2)}
     finally:

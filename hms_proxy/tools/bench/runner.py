@@ -18,13 +18,13 @@ import secrets
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hms_proxy.tools import metastores
+from hms_proxy.tools import lakefs_local, metastores
+from hms_proxy.tools.bench.report import figure, logger
 
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "HmsBench.java"
 TABLE = "events"
@@ -53,8 +53,7 @@ DEFAULT_ITERATIONS = {"point": 200, "fast": 30, "heavy": 5}
 DEFAULT_WARMUP = {"point": 300, "fast": 10, "heavy": 1}
 
 
-def log(msg: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+log = logger("bench")
 
 
 # --- servers --------------------------------------------------------------------------
@@ -264,8 +263,6 @@ def run_bench(args) -> dict:
 def _proxy_store(args, cleanup: list) -> dict:
     """start_proxy's options for --proxy-store / --start-lakefs."""
     if getattr(args, "start_lakefs", False):
-        from hms_proxy.tools import lakefs_local
-
         try:
             lakefs = lakefs_local.start_lakefs()
         except RuntimeError as exc:
@@ -346,7 +343,7 @@ def _progress(row: Row, sides: list[str]) -> str:
         if side in row.errors:
             parts.append(f"{side} ERROR {row.errors[side]}")
         else:
-            parts.append(f"{side} {_fmt(row.median(side), row.unit)}")
+            parts.append(f"{side} {figure(row.median(side), row.unit)}")
     return f"{row.label}: " + ", ".join(parts)
 
 
@@ -385,17 +382,6 @@ def machine_info() -> dict:
     return info
 
 
-def _fmt(value: float | None, unit: str) -> str:
-    if value is None:
-        return "—"
-    if unit == "calls/s":
-        return f"{value:,.0f} calls/s"
-    if value >= 100:
-        return f"{value:,.0f} ms"
-    if value >= 10:
-        return f"{value:.1f} ms"
-    return f"{value:.2f} ms"
-
 
 def render_table(result: dict) -> str:
     rows: list[Row] = result["_rows"]
@@ -424,7 +410,7 @@ def render_table(result: dict) -> str:
 def _cell(row: Row, side: str) -> str:
     if side in row.errors:
         return "ERROR"
-    return _fmt(row.median(side), row.unit)
+    return figure(row.median(side), row.unit)
 
 
 def render_markdown(result: dict) -> str:

@@ -37,7 +37,6 @@ import os
 import random
 import shutil
 import statistics as pystats
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -45,10 +44,11 @@ from pathlib import Path
 from hms_proxy.hms.importer import open_client
 from hms_proxy.hms.warehouse import local_path
 from hms_proxy.thrift.gen.hive_metastore import ttypes as t
-from hms_proxy.tools.bench.importing import _sd
+from hms_proxy.tools.bench.importing import storage_descriptor
+from hms_proxy.tools.bench.report import logger
 from hms_proxy.tools.metastores import start_proxy, start_stock_hms
-from kvmodel.store import open_store
-from stats import compute, layout
+from kvmodel.locations import open_catalog_store
+from stats import compute, layout, query
 
 DB = "bench_stats"
 WIDE = "wide"      # item 1 and 3: --columns columns, one partition
@@ -64,8 +64,7 @@ SIZE_TARGET = 200 * 1024
 COMPUTE_TARGET = 2.0
 
 
-def log(msg: str) -> None:
-    print(f"[bench stats {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+log = logger("bench stats")
 
 
 def register(modes) -> argparse.ArgumentParser:
@@ -250,7 +249,7 @@ def _table(t, name: str, columns, location_root: str | None = None, partitioned:
     cols = [t.FieldSchema(n, ht, None) for n, ht in columns]
     keys = [t.FieldSchema("ds", "string", None)] if partitioned else []
     return t.Table(tableName=name, dbName=DB, owner="bench", createTime=0, lastAccessTime=0,
-                   retention=0, sd=_sd(t, None, cols), partitionKeys=keys, parameters={},
+                   retention=0, sd=storage_descriptor(t, None, cols), partitionKeys=keys, parameters={},
                    tableType="MANAGED_TABLE")
 
 
@@ -342,12 +341,10 @@ def run(args, work: Path) -> dict:
         lookup_wide = [n for n, _ in wide_cols][:: max(1, args.columns // LOOKUP)][:LOOKUP]
         lookup_narrow = [n for n, _ in narrow_cols][:LOOKUP]
         reduced = reduce.reduce_statistics(narrow_sets)
-        from hms_proxy.hms.warehouse import local_path
-
         table_set = layout.set_dir(narrow.sd.location, layout.TABLE_LEVEL, layout.new_set_id())
         os.makedirs(local_path(table_set))
         _write_statistics(reduced, os.path.join(local_path(table_set), layout.STATISTICS))
-        store = open_store(str(store_path))
+        store = open_catalog_store(str(store_path))
         try:
             fp_w = layout.schema_fingerprint(wide_cols)
             fp_n = layout.schema_fingerprint(narrow_cols)
@@ -469,13 +466,7 @@ def _row(key: str, label: str, samples: list[float], target: float | None) -> di
 
 def _query_tables(store_path: Path):
     """stats.query's TableStats of the wide table, of the narrow one, and of the narrow one
-    without its ``_table_`` pointer (reduced on the fly); None without stats.query."""
-    try:
-        from stats import query
-    except ImportError:
-        return None
-    if not callable(getattr(query, "open_table", None)):
-        return None
+    without its ``_table_`` pointer (reduced on the fly)."""
     import dataclasses
 
     wide = query.open_table(str(store_path), f"{DB}.{WIDE}")
@@ -627,7 +618,7 @@ def compute_vs_analyze(args, work: Path) -> dict:
         spark.sql(f"INSERT INTO {DB}.{FLAT} SELECT {select} FROM range({args.rows})")
         load_s = time.perf_counter() - t0
         log(f"  data written in {load_s:.1f} s")
-        store = open_store(str(store_path))
+        store = open_catalog_store(str(store_path))
         store.commit("main", "bench stats table", author="bench")
         # the same data read once by each, so the file cache is warm for both
         spark.sql(f"SELECT count(*) FROM {DB}.{FLAT}").collect()

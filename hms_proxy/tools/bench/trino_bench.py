@@ -25,6 +25,7 @@ import urllib.request
 from pathlib import Path
 
 from hms_proxy.tools import metastores, trino_local
+from hms_proxy.tools.bench.report import logger
 
 QUERIES = [
     ("count, 1 of 5 partitions", "SELECT count(*) FROM orders WHERE ds = '1-URGENT'"),
@@ -44,8 +45,7 @@ QUERIES = [
 _UNITS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3, "d": 86400e3}
 
 
-def log(msg: str) -> None:
-    print(f"[trino-bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+log = logger("trino-bench")
 
 
 def millis(duration: str) -> float:

@@ -29,16 +29,16 @@ import random
 import secrets
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes
+from hms_proxy.tools.bench.report import figure, logger
 from kvmodel import catalog, codec
 from kvmodel.catalog import part_key
-from kvmodel.store import open_store
+from kvmodel.locations import open_catalog_store
 from kvmodel.versioning import diff_refs, merge_refs
 
 DB = "bench"
@@ -71,8 +71,7 @@ TARGETS = {  # key -> (label, target, unit) ; unit "ms" (at most) or "x" (ratio,
 }
 
 
-def log(msg: str) -> None:
-    print(f"[bench versioning {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+log = logger("bench versioning")
 
 
 # --- the command line -----------------------------------------------------------------------
@@ -204,7 +203,7 @@ def build_store(path: Path, gen: Generator) -> dict:
     """Open the store at ``path``, building its content on ``main`` unless a previous run
     already did. Returns the build's timings."""
 
-    store = open_store(path)
+    store = open_catalog_store(path)
     fp = _fingerprint(gen.partitions, gen.tables)
     head = store.get_commit(store.resolve("main").commit)
     if head.metadata == fp:
@@ -417,7 +416,7 @@ def measure_history(path: Path, store, gen: Generator, run: str, history: int, r
     for _ in range(repeat):
         k = pick()
         for name, ref in (("read_cold_head", head), ("read_cold_old", old)):
-            fresh = open_store(path)
+            fresh = open_catalog_store(path)
             try:
                 ms, value = _timed(lambda: fresh.get(ref, k))
             finally:
@@ -507,9 +506,8 @@ def run(args) -> dict:
                                   args.reads, args.repeat, rng)
         for name, store in (("large", big["store"]), ("small", small["store"])):
             builds[name]["db_bytes"] = _db_bytes(root / name)
-            builds[name]["ranges"] = len(store._tree(store._thread_conn().conn,
-                                                     store.resolve("main").commit)) \
-                if hasattr(store, "_tree") else None
+            builds[name]["ranges"] = store.range_count(store.resolve("main").commit) \
+                if hasattr(store, "range_count") else None
     finally:
         for store in stores:
             store.close()
@@ -569,19 +567,6 @@ def run(args) -> dict:
 
 
 # --- output -----------------------------------------------------------------------------------------
-def _fmt(value: float | None, unit: str) -> str:
-    if value is None:
-        return "—"
-    if unit == "x":
-        return f"{value:.2f}x"
-    if value >= 100:
-        return f"{value:,.0f} ms"
-    if value >= 10:
-        return f"{value:.1f} ms"
-    if value >= 1:
-        return f"{value:.2f} ms"
-    return f"{value:.3f} ms"
-
 
 def render_table(result: dict) -> str:
     lines = ["| Operation | Measured (median) | Target | Met |", "|---|---:|---:|---:|"]
@@ -589,7 +574,7 @@ def render_table(result: dict) -> str:
         target = "—" if row["target"] is None else (
             f"≤ {row['target']:g}x" if row["unit"] == "x" else f"≤ {row['target']:g} ms")
         met = "—" if row["met"] is None else ("pass" if row["met"] else "MISS")
-        lines.append(f"| {row['label']} | {_fmt(row['value'], row['unit'])} | {target} | {met} |")
+        lines.append(f"| {row['label']} | {figure(row['value'], row['unit'])} | {target} | {met} |")
     return "\n".join(lines)
 
 

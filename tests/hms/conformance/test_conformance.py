@@ -16,7 +16,7 @@ import pytest
 import tests.hms.conformance
 from hms_proxy.thrift.gen.fb303 import FacebookService
 from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
-from hms_proxy.thrift.processor import _service_methods
+from hms_proxy.thrift.processor import service_methods
 from tests.hms.conformance.harness import SCENARIOS, Recorder, diff, record
 from tests.support.process import REPO_ROOT
 
@@ -93,7 +93,7 @@ def test_method_coverage(request):
     for name in SCENARIOS:
         if name not in COMPARED and name not in KNOWN_DIFFERENCES:
             compare(name, request)
-    interface = set(_service_methods((ThriftHiveMetastore, FacebookService)))
+    interface = set(service_methods((ThriftHiveMetastore, FacebookService)))
     covered = set().union(*COMPARED.values()) & interface
     uncovered = sorted(interface - covered)
     share = len(covered) / len(interface)
