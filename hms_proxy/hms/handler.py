@@ -35,20 +35,20 @@ FAMILIES = (DatabaseCalls, TableCalls, PartitionCalls, ColumnStatsCalls, Functio
             FileMetadataCalls, TokenCalls, CompactionCalls, PartitionEventCalls)
 
 
-def connect(env: Env) -> Env:
+def connect(env: Env, families=FAMILIES) -> Env:
     """Register every family's cascades (hms_proxy/hms/cascades.py) on ``env``: what a
     rename or drop in one family does to the objects another keeps. Checked here, at
     start-up; idempotent."""
-    for family_cls in FAMILIES:
+    for family_cls in families:
         env.cascades.register(family_cls)
     return env
 
 
-def served_methods(thrift_methods) -> dict[str, type]:
+def served_methods(thrift_methods, families=FAMILIES) -> dict[str, type]:
     """Thrift method -> the family class that serves it; a method defined by two families
     is an error (which one answers must never depend on the order of FAMILIES)."""
     owners: dict[str, type] = {}
-    for family_cls in FAMILIES:
+    for family_cls in families:
         for name in thrift_methods:
             if getattr(family_cls, name, None) is None:
                 continue
