@@ -148,7 +148,22 @@ def _decode_index(buf: bytes, magic: bytes, ncols: int, what: str):
     return [k.decode() for k in firsts], [k.decode() for k in lasts], ids, columns
 
 
-class IndexNode:
+class _ContentAddressed:
+    """A node stored once by content: its id is the sha256 of its encoding."""
+
+    __slots__ = ()
+
+    def encode(self) -> bytes:
+        raise NotImplementedError
+
+    @property
+    def id(self) -> bytes:
+        if self._id is None:
+            self._id = hashlib.sha256(self.encode()).digest()
+        return self._id
+
+
+class IndexNode(_ContentAddressed):
     """One index node: ``(first, last, range_id, count)`` of consecutive ranges, parallel
     lists bisected on ``lasts``. Immutable once built."""
 
@@ -179,12 +194,6 @@ class IndexNode:
                                        [self.counts])
         return self._blob
 
-    @property
-    def id(self) -> bytes:
-        if self._id is None:
-            self._id = hashlib.sha256(self.encode()).digest()
-        return self._id
-
     @classmethod
     def decode(cls, buf: bytes) -> IndexNode:
         firsts, lasts, ids, (counts,) = _decode_index(buf, _NODE_MAGIC, 1, "an index node")
@@ -199,7 +208,7 @@ def encode_legacy(firsts: Sequence[str], lasts: Sequence[str], ids: Sequence[byt
     return _encode_index(_LEGACY_MAGIC, firsts, lasts, ids, [counts])
 
 
-class Metarange:
+class Metarange(_ContentAddressed):
     """A tree's root: ``(first, last, node_id, key_count, range_count)`` of its index nodes,
     parallel lists bisected on ``lasts``. ``len()`` is the number of ranges."""
 
@@ -227,12 +236,6 @@ class Metarange:
             self._blob = _encode_index(_ROOT_MAGIC, self.firsts, self.lasts, self.ids,
                                        [self.counts, self.nranges])
         return self._blob
-
-    @property
-    def id(self) -> bytes:
-        if self._id is None:
-            self._id = hashlib.sha256(self.encode()).digest()
-        return self._id
 
     @classmethod
     def decode(cls, buf: bytes) -> Metarange:

@@ -23,8 +23,7 @@ from pathlib import Path
 
 from hms_proxy.hms.importer import import_metastore, open_client
 from hms_proxy.thrift.gen.hive_metastore import ttypes as t
-from hms_proxy.tools.bench.report import logger
-from hms_proxy.tools.bench.versioning import machine_info
+from hms_proxy.tools.bench.report import logger, machine_info
 from hms_proxy.tools.metastores import start_stock_hms
 from kvmodel.locations import open_catalog_store
 

@@ -1,6 +1,10 @@
 """What every benchmark prints: its progress lines on stderr and its figures, one way."""
 from __future__ import annotations
 
+import os
+import platform
+import sqlite3
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -30,3 +34,38 @@ def figure(value: float | None, unit: str = "ms") -> str:
     if value >= 1:
         return f"{value:.2f} {unit}"
     return f"{value:.3f} {unit}"
+
+
+def load_average() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def machine_info(java: bool = False) -> dict:
+    """What the figures were measured on: cores, memory, CPU model, Python, SQLite, the load
+    average now, and the JVM's version when ``java`` (the benchmarks with a JVM client)."""
+    info = {"nproc": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform(), "sqlite": sqlite3.sqlite_version,
+            "load_average": load_average()}
+    try:
+        with open("/proc/meminfo") as f:
+            info["ram_gb"] = round(int(f.readline().split()[1]) / 1024 / 1024, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    if java:
+        try:
+            out = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+            info["java"] = out.strip().splitlines()[0] if out.strip() else "?"
+        except OSError:
+            info["java"] = "?"
+    return info

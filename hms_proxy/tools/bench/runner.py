@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import platform
 import secrets
 import shutil
 import statistics
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hms_proxy.tools import lakefs_local, metastores
-from hms_proxy.tools.bench.report import figure, logger
+from hms_proxy.tools.bench.report import figure, load_average, logger, machine_info
 
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "HmsBench.java"
 TABLE = "events"
@@ -242,7 +241,8 @@ def run_bench(args) -> dict:
             "target": uris.get("target"), "against": uris.get("against"),
             "started": sorted(started_by_us),
             "partitions": n, "clients": args.clients,
-            "machine": {**machine_info(), "load_average_start": load_start},
+            "machine": {**machine_info(java=True), "load_average_start": load_start,
+                        "load_average_end": load_average()},
             "seconds": round(time.monotonic() - started, 1),
             "rows": [r.as_dict() for r in rows],
             "_rows": rows,
@@ -350,36 +350,7 @@ def _progress(row: Row, sides: list[str]) -> str:
 # --- reporting ------------------------------------------------------------------------
 
 
-def load_average() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
 
-
-def machine_info() -> dict:
-    info = {"nproc": os.cpu_count(), "python": platform.python_version(),
-            "platform": platform.platform(), "load_average_end": load_average()}
-    try:
-        with open("/proc/meminfo") as f:
-            kb = int(f.readline().split()[1])
-        info["ram_gb"] = round(kb / 1024 / 1024, 1)
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        out = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
-        info["java"] = out.strip().splitlines()[0] if out.strip() else "?"
-    except OSError:
-        info["java"] = "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    info["cpu"] = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return info
 
 
 

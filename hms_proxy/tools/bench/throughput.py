@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from hms_proxy.tools import metastores
-from hms_proxy.tools.bench.runner import JavaClient, compile_client, load_average, log, machine_info
+from hms_proxy.tools.bench.report import load_average, machine_info
+from hms_proxy.tools.bench.runner import JavaClient, compile_client, log
 
 TABLE = "events"
 PARTITIONS = 10
@@ -94,7 +95,7 @@ def run(args) -> dict:
         return {"command": "hms-proxy bench throughput " + _argv(args),
                 "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "clients": args.clients,
                 "duration": args.duration, "rounds": args.rounds, "rows": rows,
-                "machine": {**machine_info(), "load_average_start": load_start,
+                "machine": {**machine_info(java=True), "load_average_start": load_start,
                             "load_average_end": load_average()}}
     finally:
         if client is not None:

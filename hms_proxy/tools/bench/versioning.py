@@ -23,8 +23,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import platform
 import random
 import secrets
 import shutil
@@ -35,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes
-from hms_proxy.tools.bench.report import figure, logger
+from hms_proxy.tools.bench.report import figure, logger, machine_info
 from kvmodel import catalog, codec
 from kvmodel.catalog import part_key
 from kvmodel.locations import open_catalog_store
@@ -428,33 +426,6 @@ def measure_history(path: Path, store, gen: Generator, run: str, history: int, r
 
 
 # --- the run ---------------------------------------------------------------------------------------
-def machine_info() -> dict:
-    info = {"nproc": os.cpu_count(), "python": platform.python_version(),
-            "platform": platform.platform()}
-    try:
-        info["load_average"] = [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        pass
-    try:
-        with open("/proc/meminfo") as f:
-            info["ram_gb"] = round(int(f.readline().split()[1]) / 1024 / 1024, 1)
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    info["cpu"] = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        import sqlite3
-
-        info["sqlite"] = sqlite3.sqlite_version
-    except ImportError:
-        pass
-    return info
 
 
 def command_line(args) -> str:
