@@ -1,4 +1,4 @@
-"""The Arrow engine's pieces without Spark (``stats/engine.py``, ``stats/columns.py``,
+"""The Arrow engine's pieces without Spark (``stats/compute/engine.py``, ``stats/columns.py``,
 ``stats/sketch.py``): a unit's direct read of Parquet and ORC files, the retries it asks for,
 the planning of units, and the vectorized hashing against the one-value-at-a-time XXH64.
 Spark runs them end to end in ``test_compute.py``."""

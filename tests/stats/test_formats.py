@@ -1,4 +1,4 @@
-"""Statistics of Iceberg and Delta tables (stats/formats.py) computed with pyarrow
+"""Statistics of Iceberg and Delta tables (stats/compute/formats.py) computed with pyarrow
 (stats/arrow_compute.py), no Spark: tables written by pyiceberg (HiveCatalog against our
 server) and by deltalake (registered in our metastore as Spark registers a Delta table), then
 ``stats.compute.compute`` (the Python entry point, dispatching on the table's format) and the
