@@ -22,10 +22,8 @@ plus what its diff changed), so a long history of small commits is cheap.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -33,10 +31,8 @@ from hms_proxy.hms.warehouse import local_path
 from hms_proxy.thrift.gen.hive_metastore import ttypes
 from kvmodel import codec
 from kvmodel.entities import parse_key
-from kvmodel.locations import open_catalog_store
 from kvmodel.merge import is_stats_pointer
 from kvmodel.store.contract import prefix_end
-from kvmodel.store.errors import StoreError
 from stats import layout
 
 DEFAULT_MIN_AGE = 3600
@@ -194,50 +190,3 @@ def expire(store, *, dry_run: bool = False, min_age: float = DEFAULT_MIN_AGE,
             if out:
                 out(f"deleted {norm}")
     return result
-
-
-# --- the command ---------------------------------------------------------------------------------
-def register(subparsers) -> None:
-    """Add ``expire`` to the ``stats`` sub-command group."""
-    p = subparsers.add_parser(
-        "expire", help="delete statistics sets no commit refers to",
-        description="Delete the statistics set directories under every table location's "
-                    "_stats/ that no commit reachable from a branch or tag, and no staged "
-                    "change, points to (local file: locations). Prints each set it deletes "
-                    "(or, with --dry-run, would delete).")
-    p.add_argument("--store", default=os.environ.get("HMS_STORE", DEFAULT_STORE),
-                   help="store path (default ./metastore, env HMS_STORE)")
-    p.add_argument("--dry-run", action="store_true", help="list what would be deleted only")
-    p.add_argument("--min-age", type=float, default=DEFAULT_MIN_AGE, metavar="SECONDS",
-                   help="keep unreferenced sets modified less than SECONDS ago: a compute job "
-                        f"may not have recorded their pointers yet (default {DEFAULT_MIN_AGE})")
-    p.add_argument("--json", action="store_true", help="machine-readable JSON output")
-    p.set_defaults(func=cmd_expire)
-
-
-def cmd_expire(args) -> int:
-
-    if not os.path.exists(args.store) and "://" not in str(args.store):
-        print(f"hms-proxy: error: no store at {args.store}", file=sys.stderr)
-        return 2
-    try:
-        store = open_catalog_store(args.store)
-    except (StoreError, OSError, ValueError) as exc:
-        print(f"hms-proxy: error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        result = expire(store, dry_run=args.dry_run, min_age=args.min_age,
-                        out=None if args.json else print)
-    finally:
-        store.close()
-    if args.json:
-        print(json.dumps({"dry_run": args.dry_run, "deleted": result.deleted,
-                          "kept": result.kept, "young": result.young,
-                          "skipped": result.skipped}, indent=2))
-        return 0
-    for root in result.skipped:
-        print(f"skipped {root} (not a local location)")
-    verb = "to delete" if args.dry_run else "deleted"
-    print(f"{len(result.deleted)} set(s) {verb}, {len(result.kept)} referenced kept"
-          + (f", {len(result.young)} newer than {args.min_age:g}s kept" if result.young else ""))
-    return 0

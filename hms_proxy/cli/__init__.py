@@ -5,18 +5,15 @@ import argparse
 import os
 import sys
 
-from hms_proxy.app import compose, doctor
+from hms_proxy.app import compose
 from hms_proxy.app.config import ApiConfig, Bind, ConfigError, ServeConfig, from_namespace
+from hms_proxy.cli import doctor, importer, stats
 from hms_proxy.cli import refs as refs_cli
 from hms_proxy.extras import install_hint
-from hms_proxy.hms import importer
 from hms_proxy.thrift import limits
 from hms_proxy.thrift import server as srv
 from hms_proxy.tools import bench
 from kvmodel.store.errors import StoreError
-from stats import compute as stats_compute
-from stats import expire as stats_expire
-from stats import query as stats_query
 
 DEFAULT_STORE = "./metastore"
 
@@ -137,27 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="address of the HTTP API and console (default: --host)")
     serve.set_defaults(func=cmd_serve)
 
-
     bench.register(sub)
     importer.register(sub)
     refs_cli.register(sub)
-
     doctor.register(sub)
     register_api(sub)  # hms-proxy api: the HTTP API and console alone over a store
-
-    # stats: partition statistics (issue 5); each action registers itself in this group
-
-    stats_group = sub.add_parser("stats", help="computed column statistics: compute, reduce, show, expire",
-                                 description="Partition statistics kept as versioned parquet "
-                                             "sets beside the data (docs/statistics.md).")
-    stats_actions = stats_group.add_subparsers(dest="stats_command", required=True,
-                                               metavar="ACTION")
-    stats_compute.register(stats_actions)
-    stats_compute.register_reduce(stats_actions)
-
-    stats_expire.register(stats_actions)
-
-    stats_query.register(stats_actions)
+    stats.register(sub)  # hms-proxy stats compute|reduce|show|expire
     return parser
 
 

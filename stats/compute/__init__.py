@@ -69,7 +69,6 @@ without Spark, from the pointers on the branch.
 """
 from __future__ import annotations
 
-from stats.compute.command import Progress, cmd_compute, cmd_reduce, register, register_reduce
 from stats.compute.job import compute
 from stats.compute.model import (
            DEFAULT_BINS,
@@ -103,4 +102,4 @@ from stats.compute.spark import (
            write_set,
 )
 
-__all__ = ['ComputeError', 'ComputeResult', 'DEFAULT_BINS', 'Options', 'Partition', 'PartitionResult', 'Progress', 'Statistic', 'TableInfo', 'TableLevel', 'build_session', 'build_table_level', 'check_branch', 'cmd_compute', 'cmd_reduce', 'compute', 'compute_partition', 'data_fingerprint', 'describe_table', 'hll_estimate', 'hll_merge', 'partition_frame', 'record_pointers', 'reduce_table', 'register', 'register_reduce', 'register_statistic', 'registered_statistics', 'sql_statistics', 'unregister_statistic', 'write_set']
+__all__ = ['ComputeError', 'ComputeResult', 'DEFAULT_BINS', 'Options', 'Partition', 'PartitionResult', 'Statistic', 'TableInfo', 'TableLevel', 'build_session', 'build_table_level', 'check_branch', 'compute', 'compute_partition', 'data_fingerprint', 'describe_table', 'hll_estimate', 'hll_merge', 'partition_frame', 'record_pointers', 'reduce_table', 'register_statistic', 'registered_statistics', 'sql_statistics', 'unregister_statistic', 'write_set']

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from hms_proxy.cli.stats import register_expire
 from kvmodel.store.local import LocalStore
 from stats import expire, layout
 from tests.kvmodel.test_versioning import DB, database, partition, table, write
@@ -126,7 +127,7 @@ def test_command(setup, capsys):
     store, sets, tmp_path = setup
     store.close()
     parser = argparse.ArgumentParser()
-    expire.register(parser.add_subparsers())
+    register_expire(parser.add_subparsers())
     args = parser.parse_args(["expire", "--store", str(tmp_path / "store"), "--dry-run"])
     assert args.func(args) == 0
     out = capsys.readouterr().out.splitlines()

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hms_proxy import cli
+from hms_proxy.cli import stats as cli_stats
 from hms_proxy.hms.warehouse import local_path
 from kvmodel import catalog as K
 from kvmodel.store.local import LocalStore
@@ -474,8 +475,8 @@ def test_cli_range_bounds(shop, capsys):
     assert json.loads(out)["histogram"]["range"] == ["2020-01-05T00:00:00", None]
     assert [b["upper"] for b in json.loads(out)["histogram"]["bins"]] == [18266.0, 18268.0,
                                                                           18270.0]
-    assert query._range(":5", "double") == (None, "5")
-    assert query._range("2024-01-01 10:00:2024-01-02", "timestamp") == ("2024-01-01 10:00",
+    assert cli_stats.parse_range(":5", "double") == (None, "5")
+    assert cli_stats.parse_range("2024-01-01 10:00:2024-01-02", "timestamp") == ("2024-01-01 10:00",
                                                                         "2024-01-02")
 
 
