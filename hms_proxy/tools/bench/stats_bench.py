@@ -365,16 +365,11 @@ def run(args, work: Path) -> dict:
         rows.append(_row("lookup_direct", f"{LOOKUP} columns of 1 partition, {args.columns}-column "
                          "set: statistics.parquet read (stats.serving.read_rows, no cache)",
                          direct, TARGETS_MS["lookup"]))
-        tables = _query_tables(store_path)
-        if tables is not None:
-            wide_q, narrow_q, narrow_q_reduce = tables
-            q = _timed(lambda: wide_q.summary(lookup_wide, partition="ds=2024-01-01"), args.runs)
-            rows.append(_row("lookup_query", f"{LOOKUP} columns of 1 partition, {args.columns}-"
-                             "column set: stats.query summary(columns, partition)", q,
-                             TARGETS_MS["lookup"]))
-        else:
-            result["notes"].append("stats.query is not available: the direct lookup is "
-                                   "stats.serving.read_rows only")
+        wide_q, narrow_q, narrow_q_reduce = _query_tables(store_path)
+        q = _timed(lambda: wide_q.summary(lookup_wide, partition="ds=2024-01-01"), args.runs)
+        rows.append(_row("lookup_query", f"{LOOKUP} columns of 1 partition, {args.columns}-"
+                         "column set: stats.query summary(columns, partition)", q,
+                         TARGETS_MS["lookup"]))
         with open_client(server.uri) as client:
             req = t.PartitionsStatsRequest(DB, WIDE, lookup_wide, ["ds=2024-01-01"])
             answer = client.get_partitions_statistics_req(req)
@@ -393,14 +388,13 @@ def run(args, work: Path) -> dict:
         rows.append(_row("table_reduce", f"reduce_statistics(columns={LOOKUP}) over "
                          f"{args.partitions} partition sets (unread sets each run)", red,
                          TARGETS_MS["table"]))
-        if tables is not None:
-            q = _timed(lambda: narrow_q_reduce.summary(lookup_narrow), reps, warmup=1)
-            rows.append(_row("table_query_reduce", f"stats.query summary({LOOKUP} columns), "
-                             f"table level reduced on the fly over {args.partitions} sets", q,
-                             TARGETS_MS["table"]))
-            q = _timed(lambda: narrow_q.summary(lookup_narrow), args.runs)
-            rows.append(_row("table_query_set", f"stats.query summary({LOOKUP} columns), table "
-                             "level from the reduced _table_ set", q, TARGETS_MS["table"]))
+        q = _timed(lambda: narrow_q_reduce.summary(lookup_narrow), reps, warmup=1)
+        rows.append(_row("table_query_reduce", f"stats.query summary({LOOKUP} columns), "
+                         f"table level reduced on the fly over {args.partitions} sets", q,
+                         TARGETS_MS["table"]))
+        q = _timed(lambda: narrow_q.summary(lookup_narrow), args.runs)
+        rows.append(_row("table_query_set", f"stats.query summary({LOOKUP} columns), table "
+                         "level from the reduced _table_ set", q, TARGETS_MS["table"]))
         with open_client(server.uri) as client:
             req = t.TableStatsRequest(DB, NARROW, lookup_narrow)
             got = client.get_table_statistics_req(req)
