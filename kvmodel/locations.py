@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from hms_proxy.thrift.gen.hive_metastore import ttypes
 from kvmodel import codec
 from kvmodel.entities import parse_key
-from kvmodel.store import open_store
+from kvmodel.store import lakefs_repository, open_store
 from kvmodel.store.cache import LRUCache
 from kvmodel.store.contract import ReadView, VersionedStore, WriteTxn
 
@@ -194,8 +194,7 @@ def open_catalog_store(location) -> VersionedStore:
     """The store at ``location`` as the catalog keeps it (:func:`kvmodel.store.open_store`):
     a lakeFS one stores the locations under its repository ref-free
     (:meth:`RefLocations.canonical` on every value written), any other as it is."""
-    target = str(location)
-    if target.startswith("lakefs://"):
-        repository = target[len("lakefs://"):].split("/", 1)[0]
-        return open_store(target, canonical=RefLocations(repository).canonical)
-    return open_store(target)
+    repository = lakefs_repository(str(location))
+    if repository is not None:
+        return open_store(location, canonical=RefLocations(repository).canonical)
+    return open_store(location)

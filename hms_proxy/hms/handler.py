@@ -73,7 +73,7 @@ class Handler:
                 if name not in self._calls and federation.route_for(name, method) is not None:
                     self._calls[name] = _routed(name, _unknown(name), method, federation,
                                               env.access)
-        self.databases = DatabaseCalls(env)
+        self.databases = families[DatabaseCalls]
 
     def __getattr__(self, name):
         try:

@@ -19,6 +19,17 @@ def local_path(location: str | os.PathLike) -> str | None:
     return None if "://" in target else target
 
 
+def lakefs_repository(location: str) -> str | None:
+    """REPO of a ``lakefs://REPO`` store location, None for any other store; ValueError for a
+    lakeFS URL that names more than a repository."""
+    parsed = urlparse(location)
+    if parsed.scheme != "lakefs":
+        return None
+    if not parsed.netloc or parsed.path.strip("/"):
+        raise ValueError(f"a lakeFS store is lakefs://REPOSITORY, not {location!r}")
+    return parsed.netloc
+
+
 def open_store(url_or_path: str | os.PathLike, **lakefs_options) -> VersionedStore:
     """Open the store at ``url_or_path``.
 
@@ -38,9 +49,7 @@ def open_store(url_or_path: str | os.PathLike, **lakefs_options) -> VersionedSto
             raise ValueError(f"file URL must be local (file:///path), not {target!r}")
         target = unquote(parsed.path)
     elif parsed.scheme == "lakefs":
-        repository = parsed.netloc
-        if not repository or parsed.path.strip("/"):
-            raise ValueError(f"a lakeFS store is lakefs://REPOSITORY, not {target!r}")
+        repository = lakefs_repository(target)
         from kvmodel.store.lakefs import LakeFSStore
 
         return LakeFSStore(repository, **lakefs_options)
