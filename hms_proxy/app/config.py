@@ -11,6 +11,17 @@ class ConfigError(ValueError):
     """A setting that cannot be used; the command ends with exit status 2 before starting."""
 
 
+def key_values(pairs: list[str] | None, option: str = "--conf") -> dict[str, str]:
+    """``KEY=VALUE`` arguments as a dict (the key stripped, the value as given)."""
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ConfigError(f"{option} takes KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
 @dataclass(frozen=True)
 class Bind:
     """``--bind PORT=REF[:ro]``: another listener, for one ref."""

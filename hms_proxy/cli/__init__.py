@@ -6,7 +6,14 @@ import os
 import sys
 
 from hms_proxy.app import compose
-from hms_proxy.app.config import ApiConfig, Bind, ConfigError, ServeConfig, from_namespace
+from hms_proxy.app.config import (
+    ApiConfig,
+    Bind,
+    ConfigError,
+    ServeConfig,
+    from_namespace,
+    key_values,
+)
 from hms_proxy.cli import doctor, importer, stats
 from hms_proxy.cli import refs as refs_cli
 from hms_proxy.extras import install_hint
@@ -24,15 +31,6 @@ def _size(text: str) -> int:
     mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(text[-1:], 1)
     return int(text[:-1] if mult != 1 else text) * mult
 
-
-def _conf(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise SystemExit(f"--conf takes KEY=VALUE, got {pair!r}")
-        out[key.strip()] = value
-    return out
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -177,9 +175,10 @@ def serve_config(args) -> ServeConfig:
     """The typed configuration of parsed ``serve`` arguments."""
     try:
         binds = tuple(Bind.parse(pair) for pair in args.bind or [])
+        conf = key_values(args.conf)
     except ConfigError as exc:
         raise SystemExit(str(exc)) from None
-    return from_namespace(ServeConfig, args, binds=binds, conf=_conf(args.conf))
+    return from_namespace(ServeConfig, args, binds=binds, conf=conf)
 
 
 def cmd_serve(args) -> int:

@@ -10,6 +10,7 @@ import time
 from contextlib import ExitStack, contextmanager
 
 from hms_proxy import extras
+from hms_proxy.app.config import ConfigError, key_values
 from hms_proxy.hms.importer import ImportFailed, open_client
 from hms_proxy.tools import spark_s3
 from hms_proxy.tools.metastores import start_proxy
@@ -200,15 +201,6 @@ class Progress:
         self.stream.flush()
 
 
-def _conf(pairs) -> dict:
-    out = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise ComputeError(f"--conf takes KEY=VALUE, got {pair!r}")
-        out[key.strip()] = value
-    return out
-
 
 @contextmanager
 def _metastore(args, workdir: str):
@@ -248,7 +240,10 @@ def _compute(args) -> int:
     db, tbl = _table_name(args.table)
     if not 1 <= args.bins <= 1_000_000:
         raise ComputeError("--bins must be between 1 and 1000000")
-    conf = _conf(args.conf)
+    try:
+        conf = key_values(args.conf)
+    except ConfigError as exc:
+        raise ComputeError(str(exc)) from None
     local = _store_path(args.store)
     if args.task_values < 1:
         raise ComputeError("--task-values must be at least 1")
