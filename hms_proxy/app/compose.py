@@ -42,15 +42,15 @@ log = logging.getLogger("hms_proxy")
 
 # --- the store ---------------------------------------------------------------------------------
 def _is_lakefs(store) -> bool:
-    return getattr(store, "repository", None) is not None and hasattr(store, "cache_ttl")
+    return getattr(store, "repository", None) is not None and hasattr(store, "refresh_interval")
 
 
 def served_store(store, config: StoreConfig):
-    """``store`` as a server shows it to clients: a lakeFS store with its cache TTL (and
-    Redis), seen through its rendered locations; any other store as it is."""
+    """``store`` as a server shows it to clients: a lakeFS store with its refresh interval
+    (and Redis), seen through its rendered locations; any other store as it is."""
     if not _is_lakefs(store):
         return store
-    store.cache_ttl = config.lakefs_cache_ttl
+    store.refresh_interval = config.lakefs_refresh
     if config.redis:  # what is read at commits, shared by the servers
         store.use_redis(config.redis)
     # managed tables' objects move on rename and go on drop, as HMS does on its file systems

@@ -68,7 +68,7 @@ class StoreConfig:
     store: str = "./metastore"
     warehouse: str | None = None
     lakefs_locations: str = "s3a"   # s3a, s3, lakefs or off
-    lakefs_cache_ttl: float = 0.0
+    lakefs_refresh: float = 0.25
     redis: str | None = None        # locks, transactions and lakeFS commit state shared in Redis
 
 

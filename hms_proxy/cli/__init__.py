@@ -142,17 +142,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_lakefs_arguments(parser) -> None:
-    """``--lakefs-locations`` and ``--lakefs-cache-ttl``, of ``serve`` and ``api``."""
+    """``--lakefs-locations`` and ``--lakefs-refresh``, of ``serve`` and ``api``."""
     parser.add_argument("--lakefs-locations", choices=("s3a", "s3", "lakefs", "off"),
                         default="s3a",
                         help="lakeFS store: render table and partition locations under the "
                              "repository for the ref served, as s3a://REPO/REF/... (lakeFS's S3 "
                              "gateway; default), s3://..., or lakefs://... (lakeFS's Hadoop file "
                              "system); off: serve them as stored")
-    parser.add_argument("--lakefs-cache-ttl", type=float, default=0.0, metavar="SECONDS",
-                        help="lakeFS store: trust a branch's last known state this long before "
-                             "asking lakeFS again (default 0: ask at every call; this server's "
-                             "own writes are seen at once)")
+    parser.add_argument("--lakefs-refresh", type=float, default=0.25, metavar="SECONDS",
+                        help="lakeFS store: refresh the state of the branches being read in "
+                             "the background this often (default 0.25); a read never uses a "
+                             "state older than max(1, 4 x SECONDS) seconds, so another server's "
+                             "writes are seen within that; this server's own at once. 0: ask "
+                             "lakeFS at every read")
+    parser.add_argument("--lakefs-cache-ttl", type=float, dest="lakefs_refresh",
+                        help=argparse.SUPPRESS)  # the name before --lakefs-refresh
 
 
 def add_access_arguments(parser) -> None:

@@ -8,13 +8,13 @@ elsewhere (caches aside).
 
 **Mapping of the store contract** (:mod:`kvmodel.store.contract`):
 
-* staging is lakeFS's staging (an uncommitted upload or delete under ``_hms/``); ``commit``
-  is a lakeFS commit of the branch (data objects staged beside the catalog are committed with
-  it, as ``lakectl commit`` would); ``reset`` resets the branch's ``_hms/`` prefix only;
-* a write transaction buffers its puts and deletes and applies them when it ends: uploads (in
-  parallel) and bulk deletes. lakeFS has no multi-object transaction, so a crash in the middle
-  of applying leaves part of a transaction staged (each object whole); writers of one branch
-  are serialised within the process;
+* a write transaction is **one object**: its changes are uploaded as one entry of the branch's
+  write log (``_hms_log/<branch>/<entry>``, :mod:`kvmodel.store.lakefs_log`) when it ends, so
+  it is staged whole or not at all, even if the server dies; ``commit`` *folds* the log into
+  per-key objects (``_hms/<key>``) and commits them (data objects staged beside the catalog
+  are committed with them, as ``lakectl commit`` would); ``reset`` resets the branch's
+  ``_hms/`` prefix and its log. Writers of one branch are serialised within the process;
+  between servers the last write wins (no compare-and-set);
 * commit authors, precise times and the caller's metadata travel in the lakeFS commit's
   metadata (``hms.author``, ``hms.created``): lakeFS records the committer as the
   authenticated user and times in whole seconds;
@@ -40,18 +40,22 @@ object's value, a page of a listing) is cached by commit id, in process. A value
 :data:`INLINE_LIMIT` bytes is also written, base64, into the object's user metadata
 (``hms-v``), so a listing with ``user_metadata`` brings the values of a whole page: scanning a
 table's 10,000 partitions is 10 listing calls, not 10,000 reads; larger values are read once
-and cached by checksum. A branch read is its head commit's content overlaid with its staged
-catalog changes; to know whether those changed, every write transaction also rewrites one
-small *journal* object per branch (``_hms_journal/<branch>``, outside the catalog), so opening
-a branch view costs two calls (the branch's head, the journal's checksum) and the staged
-changes are listed again only when the journal moved. ``cache_ttl`` (seconds, default 0)
-trusts a branch's last state that long without asking. Catalog objects must be written
-through this backend (the journal does not see ``lakectl`` uploads under ``_hms/``).
+and cached by checksum. A branch read is its head commit's content overlaid with its log (and
+any per-key objects a fold left staged), kept in memory and refreshed in the background every
+``refresh`` seconds (0.25) for the branches being read: a read makes no lakeFS call, this
+server's writes are seen at once, another server's within :attr:`LakeFSStore.stale_after`
+(1 s; a read refreshes a state older than that itself, and fails with lakeFS's error if it is
+down). Tags and commits are read once. Catalog objects must be written through this backend
+(``lakectl`` uploads under ``_hms/`` are seen only after a commit). The design, and why, is in
+``docs/lakefs-design.md``.
 """
 from __future__ import annotations
 
 import base64
+import logging
+import bisect
 import fnmatch
+import itertools
 import os
 import posixpath
 import threading
@@ -91,10 +95,12 @@ from kvmodel.store.errors import (
     RefNotFound,
     StoreError,
 )
+from kvmodel.store import lakefs_log
 from kvmodel.store.refs import is_commit_prefix, merge_base, parse_ref, validate_name, walk_ancestry
 
 PREFIX = "_hms/"  # catalog key k is the object PREFIX + k
-JOURNAL = "_hms_journal/"  # JOURNAL + branch: rewritten by every write transaction
+JOURNAL = "_hms_journal/"  # the layout before the write log: one object per branch, dropped
+NOT_DATA = (PREFIX, JOURNAL, lakefs_log.LOG)  # what is the catalog's, not table data
 INLINE_LIMIT = 2048  # bytes of value carried in user metadata (base64 of at most this)
 META_VALUE = "hms-v"
 META_AUTHOR = "hms.author"
@@ -104,7 +110,12 @@ PAGE = 1000  # lakeFS's largest page
 CONNECT_TIMEOUT = float(os.environ.get("HMS_LAKEFS_CONNECT_TIMEOUT", "3"))  # seconds
 READ_TIMEOUT = float(os.environ.get("HMS_LAKEFS_READ_TIMEOUT", "8"))  # seconds per answer
 UPLOAD_THREADS = 8
+DEFAULT_REFRESH = 0.25  # seconds between background refreshes of a branch being read
+STALE_AFTER = 1.0  # a read refreshes a branch state older than this itself
+IDLE_AFTER = 300.0  # a branch not read this long is no longer refreshed in the background
+RULES_TTL = 1.0  # seconds the branch protection rules are trusted (lakeFS's own cache: ~1 s)
 _ABSENT = ("absent",)
+log = logging.getLogger("kvmodel.store.lakefs")
 _BRANCH_NAME = "lakeFS branch names are letters, digits, '_' and '-'"
 
 
@@ -466,20 +477,16 @@ def _overlay(staged: list[tuple[str, bytes | None]], committed: Iterator[tuple[s
 
 
 class _View(ReadView):
-    """A read view: a commit's content, with a branch's staged catalog changes over it."""
+    """A read view: a commit's content, with a branch's staged catalog changes over it (the
+    branch state's, shared by every view of that state: never copied, never changed)."""
 
-    def __init__(self, store: "LakeFSStore", ref: ResolvedRef, staged: dict | None,
+    def __init__(self, store: "LakeFSStore", ref: ResolvedRef, state: "_BranchState | None",
                  token: object):
         self.ref = ref
         self.token = token
         self._snap = _Snapshot(store, ref.commit)
-        self._staged = staged or {}
-        self._sorted: list | None = None
-
-    def _staged_sorted(self) -> list:
-        if self._sorted is None:
-            self._sorted = sorted(self._staged.items())
-        return self._sorted
+        self._staged: dict = state.staged if state is not None else {}
+        self._keys: list = state.keys if state is not None else []
 
     def get(self, key: Key) -> Value | None:
         if not isinstance(key, str):
@@ -499,18 +506,38 @@ class _View(ReadView):
         committed = self._snap.scan(start, end)
         if not self._staged:
             return committed
-        staged = [(k, v) for k, v in self._staged_sorted()
-                  if k >= start and (end is None or k < end)]
+        lo = bisect.bisect_left(self._keys, start)
+        hi = len(self._keys) if end is None else bisect.bisect_left(self._keys, end)
+        if lo >= hi:
+            return committed
+        staged = [(k, self._staged[k]) for k in self._keys[lo:hi]]
         return _overlay(staged, committed)
 
 
 class _Write(_View, WriteTxn):
-    """A write transaction: changes buffered, applied when it ends (see the module doc)."""
+    """A write transaction: its changes over the branch's state, written as one log entry when
+    it ends (see the module doc)."""
 
-    def __init__(self, store, ref, staged, token):
-        super().__init__(store, ref, dict(staged or {}), token)
+    def __init__(self, store, ref, state, token):
+        super().__init__(store, ref, state, token)
         self._canonical = store.canonical
         self.changes: dict[Key, Value | None] = {}
+
+    def get(self, key: Key) -> Value | None:
+        if isinstance(key, str) and key in self.changes:
+            return self.changes[key]
+        return super().get(key)
+
+    def get_many(self, keys: list[Key]) -> list[Value | None]:
+        rest = [k for k in keys if k not in self.changes]
+        found = dict(zip(rest, super().get_many(rest)))
+        return [self.changes[k] if k in self.changes else found[k] for k in keys]
+
+    def scan(self, start: Key = "", end: Key | None = None) -> Iterator[tuple[Key, Value]]:
+        below = super().scan(start, end)
+        mine = sorted((k, v) for k, v in self.changes.items()
+                      if k >= start and (end is None or k < end))
+        return _overlay(mine, below) if mine else below
 
     def put(self, key: Key, value: Value) -> None:
         if not isinstance(key, str):
@@ -522,24 +549,31 @@ class _Write(_View, WriteTxn):
         if self._canonical is not None:  # e.g. locations under the repository, made ref-free
             value = self._canonical(key, value, self.ref.branch)
         self.changes[key] = value
-        self._staged[key] = value
-        self._sorted = None
 
     def delete(self, key: Key) -> None:
         if not isinstance(key, str):
             raise TypeError(f"keys are str, not {type(key).__name__}")
         self.changes[key] = None
-        self._staged[key] = None
-        self._sorted = None
 
 
 # --- the store ---------------------------------------------------------------------------------------
 @dataclass
 class _BranchState:
+    """What a branch reads as: its head, its staged per-key catalog objects (``base``: left by
+    an interrupted fold, normally empty) and its write-log entries applied over them."""
+
     head: CommitID
-    journal: str | None  # the journal object's checksum (None: none on the branch)
-    staged: dict  # key -> value | None, catalog changes staged on the branch
-    checked: float  # time.monotonic() of the check
+    base: dict  # key -> value | None: staged per-key objects under _hms/
+    entries: tuple  # names of the log entries applied, in order
+    markers: tuple  # names of the fold markers present, and of the entries they name
+    staged: dict  # base with the entries applied: key -> value | None
+    keys: list  # sorted(staged)
+    checked: float  # time.monotonic() when the refresh that saw this began
+    version: int
+    used: float = 0.0  # time.monotonic() of the last read
+
+
+_versions = itertools.count(1)
 
 
 class LakeFSStore(VersionedStore):
@@ -549,8 +583,10 @@ class LakeFSStore(VersionedStore):
         repository: the lakeFS repository (it must exist: the data's own).
         config: endpoint and credentials (default :meth:`LakeFSConfig.discover`).
         cache_bytes: bound of the in-process cache of values and listings read at commits.
-        cache_ttl: seconds a branch's known state is trusted without asking lakeFS (0: ask
-            at every read view; our own writes are always seen at once).
+        refresh: seconds between background refreshes of the branches being read (default
+            0.25); a read never uses a branch state older than :attr:`stale_after` (1 s by
+            default), so another server's acknowledged write is seen within it. 0: refresh at
+            every read. This server's own writes are seen at once either way.
         canonical: a rewrite of every value staged, ``(key, value, branch) -> value``; the
             catalog opens its store with :meth:`kvmodel.locations.RefLocations.canonical`, so
             that locations under the repository are stored ref-free
@@ -562,7 +598,7 @@ class LakeFSStore(VersionedStore):
     protection_blocks_writes = True
 
     def __init__(self, repository: str, config: LakeFSConfig | None = None, *,
-                 cache_bytes: int = 256 << 20, cache_ttl: float = 0.0,
+                 cache_bytes: int = 256 << 20, refresh: float = DEFAULT_REFRESH,
                  canonical: Callable[[str, bytes, str], bytes] | None = None,
                  redis_url: str | None = None):
 
@@ -570,21 +606,33 @@ class LakeFSStore(VersionedStore):
         self.canonical = canonical
         self.config = config or LakeFSConfig.discover()
         self.api = _Api(self.config, repository)
-        self.cache_ttl = float(cache_ttl)
+        self.refresh_interval = float(refresh)
         # (commit, key) -> value | _ABSENT, ("checksum", c) -> value; (commit, prefix, after)
         self._values = _CommitCache(cache_bytes, redis_url, repository)
         self._pages = _CommitCache(max(cache_bytes // 4, 1 << 20), redis_url, repository)
         self._commits = LRUCache(100_000)
+        self._tags: dict[str, CommitID] = {}  # a tag's commit, once seen (tags do not move)
+        self._rules_seen: tuple[float, list[str]] | None = None
         self._branches: dict[str, _BranchState] = {}
-        self._branch_locks: dict[str, threading.Lock] = {}
+        self._entries: dict[tuple[str, str], dict] = {}  # (branch, entry) -> its changes
+        self._folds: dict[tuple[str, str], set] = {}  # (branch, marker) -> entries it folded
+        self._branch_locks: dict[str, threading.RLock] = {}
+        self._refresh_locks: dict[str, threading.Lock] = {}
+        self._failures: dict[str, tuple[float, StoreError]] = {}  # the last failed refresh
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="lakefs-upload")
-        self._probe = ThreadPoolExecutor(4, thread_name_prefix="lakefs-probe")
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
         self._closed = False
         self.api(self.api.repos.get_repository,
                  not_found=lambda text: StoreError(
                      f"no lakeFS repository {repository!r} at {self.config.endpoint} "
                      f"({text}): create it with lakectl repo create"))
+
+    @property
+    def stale_after(self) -> float:
+        """Seconds after which a read refreshes a branch's state itself."""
+        return max(STALE_AFTER, 4 * self.refresh_interval)
 
     def use_redis(self, redis_url: str) -> None:
         """Share what is read at commits through Redis (``serve --redis``)."""
@@ -613,9 +661,11 @@ class LakeFSStore(VersionedStore):
 
     def _tag(self, name: str):
         try:
-            return self.api(self.api.tags.get_tag, name)
+            ref = self.api(self.api.tags.get_tag, name)
         except (RefNotFound, InvalidRef):
             return None
+        self._tags[name] = ref.commit_id
+        return ref
 
     def get_commit(self, commit_id: CommitID) -> Commit:
         commit_id = str(commit_id).lower()
@@ -651,8 +701,14 @@ class LakeFSStore(VersionedStore):
     def resolve(self, ref: RefExpr) -> ResolvedRef:
         expr = parse_ref(ref)
         base = expr.base
-        branch = self._branch(base) if base else None
-        if branch is not None:
+        state = self._fresh(base) if base else None
+        if state is not None:  # a branch being read: its state is recent enough
+            head, name, tag = state.head, base, None
+        elif base in self._tags:  # tags do not move: asked once
+            head, name, tag = self._tags[base], None, base
+        elif base and len(base) == 64 and self._commits.get(base.lower()) is not None:
+            head, name, tag = base.lower(), None, None
+        elif (branch := self._branch(base) if base else None) is not None:
             head, name, tag = branch.commit_id, base, None
         else:
             tag_ref = self._tag(base) if base else None
@@ -684,6 +740,7 @@ class LakeFSStore(VersionedStore):
         self.api(self.api.branches.delete_branch, name)
         with self._lock:
             self._branches.pop(name, None)
+            self._forget_log(name)
 
     def list_branches(self) -> list[Branch]:
         rules = self._rules()
@@ -695,20 +752,28 @@ class LakeFSStore(VersionedStore):
         return sorted(out, key=lambda b: b.name)
 
     def get_branch(self, name: BranchName) -> Branch | None:
+        state = self._fresh(name)
+        if state is not None:
+            return Branch(name, state.head, self._protected(name))
         ref = self._branch(name)
         return None if ref is None else Branch(name, ref.commit_id, self._protected(name))
 
-    def _rules(self) -> list[str]:
-        rules = self.api(self.api.repos.get_branch_protection_rules)
-        return [r.pattern for r in rules or []]
+    def _rules(self, fresh: bool = False) -> list[str]:
+        seen = self._rules_seen
+        if not fresh and seen is not None and time.monotonic() - seen[0] < RULES_TTL:
+            return list(seen[1])
+        asked = time.monotonic()
+        rules = [r.pattern for r in self.api(self.api.repos.get_branch_protection_rules) or []]
+        self._rules_seen = (asked, rules)
+        return list(rules)
 
-    def _protected(self, name: str) -> bool:
-        return _matches(self._rules(), name)
+    def _protected(self, name: str, fresh: bool = False) -> bool:
+        return _matches(self._rules(fresh), name)
 
     def set_branch_protection(self, name: BranchName, protected: bool) -> None:
         if self._branch(name) is None:
             raise RefNotFound(f"no branch {name!r}")
-        rules = self._rules()
+        rules = self._rules(fresh=True)
         if protected and name not in rules:
             rules = rules + [name]
         elif not protected:
@@ -720,6 +785,7 @@ class LakeFSStore(VersionedStore):
             return
         self.api(self.api.repos.set_branch_protection_rules,
                  [self.api.sdk.BranchProtectionRule(pattern=r) for r in rules])
+        self._rules_seen = (time.monotonic(), list(rules))
 
     def create_tag(self, name: TagName, ref: RefExpr) -> Tag:
         validate_name(name)
@@ -733,6 +799,7 @@ class LakeFSStore(VersionedStore):
         if self._tag(name) is None:
             raise RefNotFound(f"no tag {name!r}")
         self.api(self.api.tags.delete_tag, name)
+        self._tags.pop(name, None)
 
     def list_tags(self) -> list[Tag]:
         return sorted((Tag(t.id, t.commit_id) for t in self._paged(self.api.tags.list_tags)),
@@ -844,78 +911,236 @@ class LakeFSStore(VersionedStore):
         return result
 
     # --- branch state ------------------------------------------------------------------------
-    def _branch_state(self, branch: str, head: CommitID | None = None,
-                      force: bool = False, journal=_ABSENT) -> _BranchState:
-        """The branch's head and staged catalog changes (re-listed only when its journal
-        moved). ``journal``: its checksum when already asked."""
+    def _fresh(self, branch: str) -> _BranchState | None:
+        """The branch's known state if a read may use it (refreshed within
+        :attr:`stale_after`, and background refreshes on), else None."""
+        if self.refresh_interval <= 0 or not isinstance(branch, str):
+            return None
+        state = self._branches.get(branch)
+        if state is None:
+            return None
         now = time.monotonic()
-        with self._lock:
-            known = self._branches.get(branch)
-        if known is not None and not force and self.cache_ttl > 0 and \
-                now - known.checked < self.cache_ttl:
-            return known
-        if head is None:
-            ref = self._branch(branch)
-            if ref is None:
-                raise RefNotFound(f"no branch {branch!r}")
-            head = ref.commit_id
-        if journal == _ABSENT:
-            journal = self._journal(branch)
-        if known is not None and known.head == head and known.journal == journal:
-            known.checked = now
-            return known
-        staged = self._list_staged(branch)
-        state = _BranchState(head, journal, staged, now)
-        with self._lock:
-            self._branches[branch] = state
+        if now - state.checked >= self.stale_after:
+            return None
+        state.used = now
         return state
 
-    def _journal(self, branch: str) -> str | None:
-        try:
-            stats = self.api(self.api.objects.stat_object, branch, JOURNAL + branch)
-        except RefNotFound:
-            return None
-        return stats.checksum
+    def _refresh(self, branch: str) -> _BranchState:
+        """The branch's state as lakeFS has it now. One refresh of a branch at a time: callers
+        that waited for another take its result (or its failure) when it began after they
+        asked, so a hung lakeFS costs each call one timeout, not one per caller."""
+        asked = time.monotonic()
+        with self._refresh_lock(branch):
+            known = self._branches.get(branch)
+            if known is not None and known.checked >= asked:
+                return known
+            failed = self._failures.get(branch)
+            if failed is not None and failed[0] >= asked:
+                raise failed[1]
+            try:
+                return self._refresh_now(branch)
+            except RefNotFound:
+                raise
+            except StoreError as exc:
+                self._failures[branch] = (time.monotonic(), exc)
+                raise
 
-    def _list_staged(self, branch: str) -> dict:
+    def _refresh_now(self, branch: str) -> _BranchState:
+        """Ask lakeFS for the branch's state: its log, then its staged catalog objects, then its
+        head, in that order (a commit by another server between the calls then reads the same,
+        see ``docs/lakefs-design.md``). Entries are read once each (they never change). Writes
+        of this process made meanwhile are kept (they hold the branch lock, not this one)."""
+        started = time.monotonic()
+        before = self._branches.get(branch)
+        directory = lakefs_log.directory(branch)
+        try:
+            names = [o.path[len(directory):] for o in self._paged(
+                self.api.objects.list_objects, branch, prefix=directory, delimiter="")
+                if o.path_type == "object"]
+        except RefNotFound:
+            self._drop_state(branch)
+            raise RefNotFound(f"no branch {branch!r}") from None
+        folded: set = set()
+        for marker in (n for n in names if lakefs_log.is_marker(n)):
+            folded |= self._fold_marker(branch, marker)
+        live = tuple(n for n in names if not lakefs_log.is_marker(n) and n not in folded)
+        markers = tuple(n for n in names if lakefs_log.is_marker(n) or n in folded)
+        self._load_entries(branch, [n for n in live if (branch, n) not in self._entries])
+        covered = set()
+        for name in live:
+            covered.update(self._entries[(branch, name)])
+        # a fold past its marker: the per-key objects it wrote hold what the entries it names
+        # set, known here when every one of them was read before (this process folded them)
+        known = {}
+        if folded and all((branch, n) in self._entries for n in folded):
+            for name in sorted(folded):
+                known.update(self._entries[(branch, name)])
+        base = self._list_staged(branch, covered, known)
+        ref = self._branch(branch)
+        if ref is None:
+            self._drop_state(branch)
+            raise RefNotFound(f"no branch {branch!r}")
+        with self._lock:
+            current = self._branches.get(branch)
+            if current is not None and current.head == ref.commit_id and \
+                    current.base == base and current.markers == markers and \
+                    live[:len(current.entries)] == current.entries:
+                state = self._extend(branch, current, live[len(current.entries):], started)
+            else:
+                state = self._build(branch, ref.commit_id, base, live, markers, started)
+                # this process's writes made during the calls above, which they may not show
+                mine = [] if current is None else [
+                    n for n in current.entries if n not in set(live) and
+                    (before is None or n not in before.entries)]
+                if mine:
+                    state = self._extend(branch, state, mine, started)
+            self._put_state(branch, state)
+            keep = set(state.entries) | folded
+            for key in [k for k in self._entries if k[0] == branch and k[1] not in keep]:
+                del self._entries[key]
+            for key in [k for k in self._folds if k[0] == branch and k[1] not in names]:
+                del self._folds[key]
+            self._failures.pop(branch, None)
+        return state
+
+    def _build(self, branch, head, base, live, markers, checked) -> _BranchState:
+        staged = dict(base)
+        for name in live:
+            staged.update(self._entries[(branch, name)])
+        return _BranchState(head, base, tuple(live), tuple(markers), staged, sorted(staged),
+                            checked, next(_versions), time.monotonic())
+
+    def _extend(self, branch, known: _BranchState, new, checked) -> _BranchState:
+        """``known`` with entries ``new`` applied after its own (a new state: views of the old
+        one keep reading it)."""
+        if not new:
+            known.checked = checked
+            return known
+        staged, keys = dict(known.staged), list(known.keys)
+        for name in new:
+            for key, value in self._entries[(branch, name)].items():
+                if key not in staged:
+                    bisect.insort(keys, key)
+                staged[key] = value
+        return _BranchState(known.head, known.base, known.entries + tuple(new), known.markers,
+                            staged, keys, checked, next(_versions), known.used)
+
+    def _put_state(self, branch: str, state: _BranchState) -> None:
+        """Install ``state`` (the caller holds ``self._lock``); start the refresher."""
+        self._branches[branch] = state
+        if self.refresh_interval > 0 and self._poller is None and not self._closed:
+            self._poller = threading.Thread(target=self._poll, name="lakefs-refresh",
+                                            daemon=True)
+            self._poller.start()
+
+    def _outdate(self, branch: str) -> None:
+        """The branch moved: its next read refreshes its state (known to be a branch)."""
+        state = self._branches.get(branch)
+        if state is not None:
+            state.checked = -float("inf")
+
+    def _drop_state(self, branch: str) -> None:
+        with self._lock:
+            self._branches.pop(branch, None)
+
+    def _forget_log(self, branch: str) -> None:
+        for key in [k for k in self._entries if k[0] == branch]:
+            del self._entries[key]
+        for key in [k for k in self._folds if k[0] == branch]:
+            del self._folds[key]
+
+    def _poll(self) -> None:
+        """Refresh the branches being read, every ``refresh_interval`` seconds: another
+        server's writes are seen within about that (a read never waits for it)."""
+        while not self._stop.wait(max(self.refresh_interval, 0.01)):
+            now = time.monotonic()
+            for branch, state in list(self._branches.items()):
+                if now - state.used > IDLE_AFTER or branch.startswith(TEMP_BRANCH):
+                    continue
+                try:
+                    self._refresh(branch)
+                except RefNotFound:
+                    self._drop_state(branch)
+                except Exception as exc:  # noqa: BLE001 - lakeFS down: reads will say so
+                    log.debug("refreshing branch %s failed: %s", branch, exc)
+                if self._stop.is_set():
+                    return
+
+    def _load_entries(self, branch: str, names: list[str]) -> None:
+        def load(name):
+            data = self.api(self.api.objects.get_object, branch,
+                            lakefs_log.directory(branch) + name)
+            return name, lakefs_log.decode(bytes(data), name)
+
+        if len(names) == 1:
+            found = [load(names[0])]
+        else:
+            found = list(self._pool.map(load, names))
+        with self._lock:
+            for name, changes in found:
+                self._entries[(branch, name)] = changes
+
+    def _fold_marker(self, branch: str, marker: str) -> set:
+        hit = self._folds.get((branch, marker))
+        if hit is None:
+            data = self.api(self.api.objects.get_object, branch,
+                            lakefs_log.directory(branch) + marker)
+            hit = lakefs_log.decode_marker(bytes(data), marker)
+            self._folds[(branch, marker)] = hit
+        return hit
+
+    def _list_staged(self, branch: str, covered: set, known: dict) -> dict:
+        """The staged per-key catalog objects (left by a fold not committed yet; normally
+        none): one diff call when there are none. Values are read only for keys the live log
+        does not set anyway (``covered``) and whose value is not ``known``, in parallel."""
         staged = {}
-        paths = [(d.path, d.type) for d in self._paged(self.api.branches.diff_branch, branch,
-                                                      prefix=PREFIX)
-                 if d.path_type == "object"]
-        for path, kind in paths:
-            if kind == "removed":
-                staged[_key(path)] = None
+        wanted = []
+        for d in self._paged(self.api.branches.diff_branch, branch, prefix=PREFIX):
+            if d.path_type != "object":
                 continue
+            key = _key(d.path)
+            if d.type == "removed":
+                staged[key] = None
+            elif key in covered:
+                staged[key] = _ABSENT  # replaced by the log's value below
+            elif key in known:
+                staged[key] = known[key]
+            else:
+                wanted.append(d.path)
+
+        def read(path):
             try:
                 stats = self.api(self.api.objects.stat_object, branch, path, user_metadata=True)
             except RefNotFound:
-                staged[_key(path)] = None
-                continue
-            staged[_key(path)] = self._value_of(branch, stats)
+                return path, None
+            return path, self._value_of(branch, stats)
+
+        for path, value in self._pool.map(read, wanted) if len(wanted) > 1 else map(read, wanted):
+            staged[_key(path)] = value
         return staged
 
+    def _state(self, branch: str) -> _BranchState:
+        """The branch's state, refreshed now unless a read may use the known one."""
+        return self._fresh(branch) or self._refresh(branch)
+
     def _view(self, ref: RefExpr) -> _View:
-        if self.cache_ttl > 0 and isinstance(ref, str):
-            with self._lock:
-                known = self._branches.get(ref)
-            if known is not None and time.monotonic() - known.checked < self.cache_ttl:
-                return _View(self, ResolvedRef(ref, known.head, ref, None), known.staged,
-                             ("branch", ref, known.head, known.journal))
-        journal = _ABSENT
-        if isinstance(ref, str) and ref in self._branches:  # a branch: ask both at once
-            probe = self._probe.submit(self._journal, ref)
-            try:
-                resolved = self.resolve(ref)
-            finally:
-                journal = probe.result()
-        else:
-            resolved = self.resolve(ref)
+        state = self._fresh(ref) if isinstance(ref, str) else None
+        if state is None:
+            if isinstance(ref, str) and ref in self._branches:  # a branch read before
+                try:
+                    state = self._refresh(ref)
+                except RefNotFound:
+                    state = None
+        if state is not None:
+            return _View(self, ResolvedRef(ref, state.head, ref, None), state,
+                         ("branch", ref, state.head, state.version))
+        resolved = self.resolve(ref)
         if resolved.branch is None:
             return _View(self, resolved, None, ("commit", resolved.commit))
-        state = self._branch_state(resolved.branch, resolved.commit, journal=journal)
+        state = self._refresh(resolved.branch)
         resolved = ResolvedRef(resolved.expr, state.head, resolved.branch, None)
-        token = ("branch", resolved.branch, state.head, state.journal)
-        return _View(self, resolved, state.staged, token)
+        return _View(self, resolved, state, ("branch", resolved.branch, state.head,
+                                             state.version))
 
     # --- reads and writes ------------------------------------------------------------------
     @contextmanager
@@ -930,55 +1155,66 @@ class LakeFSStore(VersionedStore):
         return self._view(ref).token
 
     def _branch_lock(self, branch: str) -> threading.RLock:
+        """Held by a write transaction and a commit of the branch (one at a time)."""
         with self._lock:
             return self._branch_locks.setdefault(branch, threading.RLock())
+
+    def _refresh_lock(self, branch: str) -> threading.Lock:
+        """Held while the branch's state is asked of lakeFS (one refresh at a time)."""
+        with self._lock:
+            return self._refresh_locks.setdefault(branch, threading.Lock())
 
     @contextmanager
     def write(self, branch: BranchName):
         self._check_open()
-        resolved = self.resolve(branch)
-        if resolved.branch is None:
+        name = branch if self._fresh(branch) is not None else self.resolve(branch).branch
+        if name is None:
             raise ReadOnlyRef(f"{branch!r} is not a branch: only branches can be written")
-        with self._branch_lock(resolved.branch):
-            state = self._branch_state(resolved.branch, force=True)
-            ref = ResolvedRef(branch, state.head, resolved.branch, None)
-            txn = _Write(self, ref, state.staged, None)
+        with self._branch_lock(name):
+            state = self._state(name)
+            txn = _Write(self, ResolvedRef(branch, state.head, name, None), state, None)
             yield txn
             if txn.changes:
                 # lakeFS applies a new protection rule to writes only after its settings cache
-                # expires (1 s, seconds in practice): ask for the rules themselves, always fresh
-                if self._protected(resolved.branch):
-                    raise ProtectedRef(f"branch {resolved.branch!r} is protected: it changes "
-                                       "only by merges")
-                self._apply(resolved.branch, state, txn.changes)
+                # expires (1 s, seconds in practice): ask for the rules themselves (ours are
+                # always current; another server's within RULES_TTL)
+                if self._protected(name):
+                    raise ProtectedRef(f"branch {name!r} is protected: it changes only by "
+                                       "merges")
+                self._log_write(name, state, txn.changes)
 
-    def _apply(self, branch: str, state: _BranchState, changes: dict) -> None:
-        """Upload and delete a transaction's changes, then move the branch's journal."""
-        snap = _Snapshot(self, state.head)
+    def _log_write(self, branch: str, state: _BranchState, changes: dict) -> None:
+        """One log entry with all of ``changes``: uploaded whole, or not at all."""
+        name = lakefs_log.new_entry_name()
+        self.api.upload(branch, lakefs_log.directory(branch) + name, lakefs_log.encode(changes))
+        with self._lock:
+            self._entries[(branch, name)] = dict(changes)
+            current = self._branches.get(branch) or state
+            self._put_state(branch, self._extend(branch, current, [name], current.checked))
+
+    def _put_keys(self, branch: str, head: CommitID, changes: dict,
+                  base: dict | None = None) -> None:
+        """Write ``changes`` as per-key objects on ``branch`` (whose head is ``head``): uploads in
+        parallel, then bulk deletes of what the branch has. Not atomic: used on temporary
+        branches and by a fold, whose log still holds the changes."""
+        snap = _Snapshot(self, head)
         puts = [(k, v) for k, v in changes.items() if v is not None]
-        dels = [k for k, v in changes.items() if v is None
-                and (state.staged.get(k) is not None or
-                     (k not in state.staged and snap.get(k) is not None))]
+        dels = [k for k, v in changes.items() if v is None]
         for future in [self._pool.submit(self._upload, branch, k, v) for k, v in puts]:
             future.result()
-        for i in range(0, len(dels), PAGE):
-            chunk = dels[i:i + PAGE]
+        base = base or {}
+        self._delete_paths(branch, [_path(k) for k in dels
+                                    if base.get(k) is not None or
+                                    (k not in base and snap.get(k) is not None)])
+
+    def _delete_paths(self, branch: str, paths: list[str]) -> None:
+        for i in range(0, len(paths), PAGE):
             answer = self.api(self.api.objects.delete_objects, branch,
-                              self.api.sdk.PathList(paths=[_path(k) for k in chunk]))
+                              self.api.sdk.PathList(paths=paths[i:i + PAGE]))
             errors = [e for e in (answer.errors or []) if e.status_code not in (404, None)]
             if errors:
                 raise LakeFSError(f"lakeFS could not delete {errors[0].path}: "
                                   f"{errors[0].message}")
-        stats = self.api.upload(branch, JOURNAL + branch, uuid.uuid4().hex.encode())
-        staged = dict(state.staged)
-        for k, v in changes.items():
-            if v is None and snap.get(k) is None:
-                staged.pop(k, None)
-            else:
-                staged[k] = v
-        with self._lock:
-            self._branches[branch] = _BranchState(state.head, stats.checksum, staged,
-                                                  time.monotonic())
 
     def _upload(self, branch: str, key: Key, value: bytes):
         headers = {}
@@ -989,15 +1225,15 @@ class LakeFSStore(VersionedStore):
     # --- commits ---------------------------------------------------------------------------
     def _real_staged(self, branch: str, state: _BranchState) -> list[DiffEntry]:
         snap = _Snapshot(self, state.head)
-        keys = sorted(state.staged)
+        keys = state.keys
         committed = snap.get_many(keys)
         return [DiffEntry(k, c, state.staged[k]) for k, c in zip(keys, committed)
                 if c != state.staged[k]]
 
     def _data_staged(self, branch: str) -> bool:
-        """Whether the branch has uncommitted changes outside the catalog and its journal."""
+        """Whether the branch has uncommitted changes outside the catalog and its log."""
         for entry in self._paged(self.api.branches.diff_branch, branch):
-            if not entry.path.startswith((PREFIX, JOURNAL)):
+            if not entry.path.startswith(NOT_DATA):
                 return True
         return False
 
@@ -1007,19 +1243,48 @@ class LakeFSStore(VersionedStore):
         self._check_open()
         if self._branch(branch) is None:
             raise RefNotFound(f"no branch {branch!r}")
-        if self._protected(branch):  # fresh rules: lakeFS's own check may lag (see write)
+        if self._protected(branch, fresh=True):  # lakeFS's own check may lag (see write)
             raise ProtectedRef(f"branch {branch!r} is protected: it changes only by merges")
         with self._branch_lock(branch):
-            state = self._branch_state(branch, force=True)
+            state = self._refresh(branch)
             if expected_head is not None and state.head != expected_head:
                 raise HeadMoved(f"branch {branch!r} is at {state.head[:12]}, not "
                                 f"{expected_head[:12]}")
-            if not allow_empty and not self._real_staged(branch, state) and \
-                    not self._data_staged(branch):
-                if state.staged:  # no-op writes only: drop them
+            changes = self._real_staged(branch, state)
+            if not allow_empty and not changes and not self._data_staged(branch):
+                if state.staged or state.entries or state.markers:  # no-op writes: drop them
                     self._reset_catalog(branch)
                 raise NothingToCommit(f"nothing to commit on branch {branch!r}")
+            self._fold(branch, state, changes)
             return self._commit(branch, message, author, metadata, allow_empty=True)
+
+    def _fold(self, branch: str, state: _BranchState, changes: list[DiffEntry]) -> None:
+        """Write the log's net changes as per-key objects, then drop the log: a marker naming
+        the entries folded first, so that a fold stopped at any step reads the same."""
+        if not state.entries and not state.markers:
+            return  # per-key objects only: committed as they are
+        writes = {}
+        for entry in changes:
+            if entry.right is None or state.base.get(entry.key, _ABSENT) != entry.right:
+                writes[entry.key] = entry.right
+        # keys staged per key whose value the log took back to the committed one
+        for key, value in state.base.items():
+            if key not in writes and state.staged.get(key) != value:
+                writes[key] = state.staged.get(key)
+        self._put_keys(branch, state.head, writes, state.base)
+        directory = lakefs_log.directory(branch)
+        marker = lakefs_log.new_marker_name()
+        self.api.upload(branch, directory + marker,
+                        lakefs_log.encode_marker(list(state.entries) + list(state.markers)))
+        done = [n for n in state.markers if not lakefs_log.is_marker(n)]
+        self._delete_paths(branch, [directory + n for n in (*state.entries, *done)])
+        self._delete_paths(branch, [directory + n for n in state.markers
+                                    if lakefs_log.is_marker(n)] + [directory + marker])
+        try:  # the journal of the layout before the log, if any
+            self.api(self.api.branches.reset_branch, branch, self.api.sdk.ResetCreation(
+                type="object", path=JOURNAL + branch))
+        except StoreError:
+            pass
 
     def _commit(self, branch, message, author, metadata, allow_empty=False) -> Commit:
         now = time.time()
@@ -1029,8 +1294,7 @@ class LakeFSStore(VersionedStore):
         raw = self.api(self.api.commits.commit, branch, self.api.sdk.CommitCreation(
             message=message, metadata=meta, date=int(now), allow_empty=allow_empty))
         commit = self._commit_of(raw)
-        with self._lock:
-            self._branches.pop(branch, None)
+        self._outdate(branch)
         return commit
 
     def log(self, ref: RefExpr, limit: int | None = None) -> Iterator[Commit]:
@@ -1083,7 +1347,7 @@ class LakeFSStore(VersionedStore):
     def staged(self, branch: BranchName) -> Iterator[DiffEntry]:
         if self._branch(branch) is None:
             raise RefNotFound(f"no branch {branch!r}")
-        state = self._branch_state(branch, force=True)
+        state = self._refresh(branch)
         return iter(self._real_staged(branch, state))
 
     def reset(self, branch: BranchName) -> int:
@@ -1092,7 +1356,7 @@ class LakeFSStore(VersionedStore):
         if self._protected(branch):
             raise ProtectedRef(f"branch {branch!r} is protected")
         with self._branch_lock(branch):
-            state = self._branch_state(branch, force=True)
+            state = self._refresh(branch)
             dropped = len(self._real_staged(branch, state))
             self._reset_catalog(branch)
             return dropped
@@ -1101,13 +1365,16 @@ class LakeFSStore(VersionedStore):
         sdk = self.api.sdk
         self.api(self.api.branches.reset_branch, branch,
                  sdk.ResetCreation(type="common_prefix", path=PREFIX))
-        try:
-            self.api(self.api.branches.reset_branch, branch,
-                     sdk.ResetCreation(type="object", path=JOURNAL + branch))
-        except RefNotFound:
-            pass
+        for kind, path in (("common_prefix", lakefs_log.directory(branch)),
+                           ("object", JOURNAL + branch)):  # the layout before the log's
+            try:
+                self.api(self.api.branches.reset_branch, branch,
+                         sdk.ResetCreation(type=kind, path=path))
+            except RefNotFound:
+                pass
         with self._lock:
             self._branches.pop(branch, None)
+            self._forget_log(branch)
 
     # --- merges ------------------------------------------------------------------------------
     def data_conflicts(self, base: CommitID, source: CommitID, dest: CommitID) -> list[str]:
@@ -1116,7 +1383,7 @@ class LakeFSStore(VersionedStore):
         def changed(side):
             out = {}
             for d in self._paged(self.api.refs.diff_refs, base, side, type="two_dot"):
-                if d.path_type == "object" and not d.path.startswith((PREFIX, JOURNAL)):
+                if d.path_type == "object" and not d.path.startswith(NOT_DATA):
                     out[d.path] = d
             return out
 
@@ -1159,7 +1426,7 @@ class LakeFSStore(VersionedStore):
     @staticmethod
     def _data_path(path: str) -> str:
         path = path.lstrip("/")
-        if path.startswith((PREFIX, JOURNAL)) or path.rstrip("/") + "/" in (PREFIX, JOURNAL):
+        if path.startswith(NOT_DATA) or path.rstrip("/") + "/" in NOT_DATA:
             raise StoreError(f"{path!r} is the catalog's, not a data location")
         return path
 
@@ -1211,7 +1478,7 @@ class LakeFSStore(VersionedStore):
         for key, value in changes:
             writes[key] = value
         with self._branch_lock(branch):
-            state = self._branch_state(branch, force=True)
+            state = self._refresh(branch)
             if expected_head is not None and state.head != expected_head:
                 raise HeadMoved(f"branch {branch!r} is at {state.head[:12]}, not "
                                 f"{expected_head[:12]}")
@@ -1224,20 +1491,25 @@ class LakeFSStore(VersionedStore):
             if self._real_staged(branch, state) or self._data_staged(branch):
                 raise DirtyBranch(f"branch {branch!r} has uncommitted changes: commit or reset "
                                   "them first (lakeFS commits and merges a branch whole)")
+            if state.entries or state.markers or state.base:  # no-op writes: drop them
+                self._reset_catalog(branch)
             if len(parents) == 1:
                 return self._snapshot_on(branch, state, writes, message, author, metadata)
             return self._merge_snapshot(branch, state, parents[1], writes, message, author,
                                         metadata, data_strategy)
 
     def _snapshot_on(self, branch, state, writes, message, author, metadata) -> Commit:
-        if not self._protected(branch):
+        if not self._protected(branch, fresh=True):  # one log entry, folded and committed
             if writes:
-                self._apply(branch, state, writes)
+                self._log_write(branch, state, writes)
+                state = self._refresh(branch)
+                self._fold(branch, state, self._real_staged(branch, state))
             return self._commit(branch, message, author, metadata, allow_empty=True)
+        # on a temporary branch, merged in: the branch moves once, with all of it or none
         temp = self._temp_branch(state.head)
         try:
             if writes:
-                self._apply(temp, self._branch_state(temp, force=True), writes)
+                self._put_keys(temp, state.head, writes)
             self._commit(temp, message, author, metadata, allow_empty=True)
             return self._merge(temp, branch, message, author, metadata, None)
         finally:
@@ -1281,14 +1553,14 @@ class LakeFSStore(VersionedStore):
                     self._rewrite_to(temp, directory, winner)
                 self._commit(temp, f"Merge: rewritten directories as {data_strategy} says",
                              author, {}, allow_empty=True)
-            tstate = self._branch_state(temp, force=True)
+            temp_head = self._branch(temp).commit_id
             every = sorted(set(keys) | dst_changed)
             extra = [k for k in every if k not in final]  # changed by dest alone: kept
             final.update(zip(extra, dest_snap.get_many(extra)))
-            merged = dict(zip(every, _Snapshot(self, tstate.head).get_many(every)))
+            merged = dict(zip(every, _Snapshot(self, temp_head).get_many(every)))
             fixes = {k: final[k] for k in every if merged[k] != final[k]}
             if fixes:
-                self._apply(temp, tstate, fixes)
+                self._put_keys(temp, temp_head, fixes)
                 self._commit(temp, f"Merge resolutions for {branch}", author, {},
                              allow_empty=True)
             return self._merge(temp, branch, message, author, metadata, None)
@@ -1309,8 +1581,7 @@ class LakeFSStore(VersionedStore):
                 raise LakeFSError(f"lakeFS found conflicts merging into {branch!r}: {exc}") \
                     from None
             raise
-        with self._lock:
-            self._branches.pop(branch, None)
+        self._outdate(branch)
         return self.get_commit(result.reference)
 
     def _temp_branch(self, source: CommitID) -> str:
@@ -1336,8 +1607,10 @@ class LakeFSStore(VersionedStore):
         if self._closed:
             return
         self._closed = True
+        self._stop.set()
+        if self._poller is not None:
+            self._poller.join(timeout=READ_TIMEOUT + CONNECT_TIMEOUT)
         self._pool.shutdown(wait=True)
-        self._probe.shutdown(wait=True)
         self.api.close()
 
 

@@ -9,6 +9,10 @@ acknowledged write must be there, whole; the write in flight may or may not have
 effect, but never in part.
 
     python -m tests.resilience.killrun --rounds 20 --writes 10000     # docs/resilience.md
+    python -m tests.resilience.killrun --lakefs --rounds 20 --writes 2000
+
+``--lakefs``: the store is a fresh repository of the real lakeFS of the tests
+(:mod:`tests.support.lakefs`, started once) each round, instead of an embedded store.
 
 Prints one line per round and a summary; exit status 1 if any write was lost or half-applied
 or a store failed to reopen.
@@ -31,11 +35,16 @@ from tests.resilience import workload
 from tests.support.client import connect
 
 
-def one_round(work: Path, writes: int, seed: int) -> dict:
+def one_round(work: Path, writes: int, seed: int, lakefs: bool = False) -> dict:
     rng = random.Random(seed)
-    store = work / "store"
-    server = metastores.start_proxy(work / "s1", store=store, warehouse=work / "wh",
-                                    name="victim")
+    if lakefs:  # a fresh repository of the tests' real lakeFS
+        from tests.support.lakefs import new_repository, real_lakefs
+
+        store, env = f"lakefs://{new_repository('kill')}", dict(os.environ, **real_lakefs().env())
+        where = {"warehouse": False, "env": env}
+    else:
+        store, where = work / "store", {"warehouse": work / "wh"}
+    server = metastores.start_proxy(work / "s1", store=store, name="victim", **where)
     kill_at = rng.randint(1, writes)
     writer = None
     killed = threading.Event()
@@ -67,8 +76,7 @@ def one_round(work: Path, writes: int, seed: int) -> dict:
     took = time.monotonic() - started
     reopened = time.monotonic()
     try:
-        again = metastores.start_proxy(work / "s2", store=store, warehouse=work / "wh",
-                                       name="restarted")
+        again = metastores.start_proxy(work / "s2", store=store, name="restarted", **where)
     except Exception as exc:  # noqa: BLE001 - the store did not reopen: the worst outcome
         return {"seed": seed, "kill_at": kill_at, "reopened": False, "error": str(exc)}
     try:
@@ -91,12 +99,15 @@ def main(argv=None) -> int:
     p.add_argument("--writes", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", metavar="FILE")
+    p.add_argument("--lakefs", action="store_true",
+                   help="a fresh repository of a real lakeFS each round (started once)")
     args = p.parse_args(argv)
     results = []
     bad = 0
     with tempfile.TemporaryDirectory(prefix="hms-killrun-") as tmp:
         for r in range(args.rounds):
-            res = one_round(Path(tmp) / f"round{r}", args.writes, args.seed * 1000 + r)
+            res = one_round(Path(tmp) / f"round{r}", args.writes, args.seed * 1000 + r,
+                            lakefs=args.lakefs)
             results.append(res)
             ok = res.get("reopened") and not res.get("lost") and not res.get("partial")
             bad += not ok

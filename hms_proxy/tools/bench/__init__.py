@@ -63,11 +63,14 @@ def register(subparsers) -> argparse.ArgumentParser:
         stats_bench,
         throughput,
         versioning,  # inside
+        visibility,
     )
 
-    modes = p.add_subparsers(dest="bench_mode", metavar="{versioning,import,stats,throughput}",
+    modes = p.add_subparsers(dest="bench_mode",
+                             metavar="{versioning,import,stats,throughput,visibility}",
                              title="modes (optional)")
     throughput.register(modes)
+    visibility.register(modes)
     versioning.register(modes)
     importing.register(modes)
     stats_bench.register(modes)
