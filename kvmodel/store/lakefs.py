@@ -858,19 +858,32 @@ class LakeFSStore(VersionedStore):
             groups.setdefault(k.rsplit("/", 1)[0] + "/" if "/" in k else "", []).append(k)
         for directory, members in groups.items():
             if len(members) >= 16:
-                wanted = set(members)
-                for key, value in self._committed_scan(commit, directory,
-                                                       prefix_end(directory)):
-                    if key in wanted:
-                        out[key] = value
-                for k in members:
-                    if k not in out:
-                        out[k] = None
-                        self._values.put((commit, k), _ABSENT, 64 + len(k))
+                self._committed_run(commit, directory, sorted(members), out)
             else:
                 for k in members:
                     out[k] = self._committed_value(commit, k)
         return [out[k] for k in keys]
+
+    def _committed_run(self, commit: CommitID, directory: str, members: list[Key],
+                       out: dict) -> None:
+        """Values of many keys of one directory (sorted): listing pages that start at the
+        first key not known yet, each answering every key up to its last entry, so the cost
+        follows how the keys cluster, not how large the directory is."""
+        i = 0
+        while i < len(members):
+            entries, nxt = self._page(commit, PREFIX + directory, _after_for(_path(members[i])))
+            if not entries and nxt is not None:  # nothing to bound it by: one key at a time
+                out[members[i]] = self._committed_value(commit, members[i])
+                i += 1
+                continue
+            found = {_key(path): value for path, value in entries}
+            last = _key(entries[-1][0]) if nxt is not None else None  # None: to the end
+            while i < len(members) and (last is None or members[i] <= last):
+                key = members[i]
+                out[key] = found.get(key)
+                if out[key] is None:
+                    self._values.put((commit, key), _ABSENT, 64 + len(key))
+                i += 1
 
     def _committed_scan(self, commit: CommitID, start: Key, end: Key | None
                         ) -> Iterator[tuple[Key, Value]]:

@@ -12,7 +12,9 @@ effect, but never in part.
     python -m tests.resilience.killrun --lakefs --rounds 20 --writes 2000
 
 ``--lakefs``: the store is a fresh repository of the real lakeFS of the tests
-(:mod:`tests.support.lakefs`, started once) each round, instead of an embedded store.
+(:mod:`tests.support.lakefs`, started once) each round, instead of an embedded store, and
+the workload adds writes of many keys (``add_partitions`` of 1,000, a rename carrying 1,000
+partitions, a cascading ``drop_database``: :mod:`tests.resilience.workload`, ``heavy``).
 
 Prints one line per round and a summary; exit status 1 if any write was lost or half-applied
 or a store failed to reopen.
@@ -20,6 +22,7 @@ or a store failed to reopen.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import random
@@ -52,7 +55,9 @@ def one_round(work: Path, writes: int, seed: int, lakefs: bool = False) -> dict:
     def killer():
         while not killed.is_set():
             if writer is not None and len(writer.ledger.acked) >= kill_at:
-                time.sleep(rng.random() / 1000)
+                # a fraction of a millisecond later; on lakeFS up to 0.3 s, the length of its
+                # heavy writes, so the kill also lands inside an add_partitions of 1,000
+                time.sleep(rng.random() * (0.3 if lakefs else 0.001))
                 os.killpg(server.popen.pid, signal.SIGKILL)
                 killed.set()
                 return
@@ -62,7 +67,7 @@ def one_round(work: Path, writes: int, seed: int, lakefs: bool = False) -> dict:
     try:
         with connect(server, timeout=30) as client:
             workload.setup(client)
-            writer = workload.Writer(client, seed)
+            writer = workload.Writer(client, seed, heavy=lakefs)
             thread = threading.Thread(target=killer, daemon=True)
             thread.start()
             ledger = writer.run(writes)
@@ -89,6 +94,8 @@ def one_round(work: Path, writes: int, seed: int, lakefs: bool = False) -> dict:
             "lost": [f"{o.kind} {o.i}" for o in result["lost"]],
             "partial": [f"{o.kind} {o.i}" for o in result["partial"]],
             "in_flight": result["in_flight"], "seconds": round(took, 1),
+            "kinds": dict(collections.Counter(op.kind for op in ledger.acked)),
+            "in_flight_kind": ledger.in_flight.kind if ledger.in_flight else None,
             "restart_s": round(restart_s, 2)}
 
 
@@ -114,7 +121,9 @@ def main(argv=None) -> int:
             print(f"round {r + 1}/{args.rounds}: kill after {res['kill_at']} acks; "
                   + (f"reopened in {res['restart_s']} s, {res['acked']} acknowledged writes "
                      f"checked, lost {len(res['lost'])}, half-applied {len(res['partial'])}, "
-                     f"in flight: {res['in_flight']}" if res.get("reopened")
+                     f"in flight: {res['in_flight']} ({res['in_flight_kind']}); acknowledged: "
+                     + ", ".join(f"{n} {k}" for k, n in sorted(res["kinds"].items()))
+                     if res.get("reopened")
                      else f"STORE DID NOT REOPEN: {res.get('error')}"), flush=True)
     acked = sum(r.get("acked", 0) for r in results)
     print(f"{args.rounds} rounds, {acked} acknowledged writes checked, "

@@ -37,6 +37,15 @@ def test_kill_nine_during_mixed_writes_loses_nothing(tmp_path):
         assert res["acked"] >= 1
 
 
+def test_kill_nine_during_heavy_writes_on_lakefs_loses_nothing(tmp_path):
+    """The same over a real lakeFS, with writes of 1,000 keys (docs/resilience.md)."""
+    for r in range(2):
+        res = killrun.one_round(tmp_path / f"lake{r}", 150, 200 + r, lakefs=True)
+        assert res["reopened"], res
+        assert res["lost"] == [] and res["partial"] == [], res
+        assert res["acked"] >= 1
+
+
 def test_concurrent_add_partitions_lose_none(server):
     """HIVE-24428: partitions added to one table by 8 clients at once are all there."""
     errors = []

@@ -14,6 +14,15 @@ Operations (``i`` a unique number):
 * ``param``: ``alter_table rz.base`` adding parameter ``k_i``;
 * ``drop``: ``drop_table rz.t_j`` (with its partitions) of an earlier filled table;
 * ``unpart``: ``drop_partition rz.base p=j_0`` of an earlier ``add``.
+
+With ``heavy`` (the lakeFS kill run: writes of many keys, the ones a store without
+transactions would half-apply), also:
+
+* ``bulk``: ``create_table rz.b_i`` and, acknowledged separately, ``add_partitions`` of
+  1,000 partitions to it (``bulkfill``);
+* ``rename``: ``alter_table`` renaming ``rz.b_j`` (with its 1,000 partitions) to ``rz.r_j``;
+* ``dbmake``: ``create_database x_i``, then a table in it with three partitions (``dbtable``,
+  ``dbfill``); ``dropdb``: ``drop_database x_j`` cascading, of an earlier filled one.
 """
 from __future__ import annotations
 
@@ -23,6 +32,7 @@ from dataclasses import dataclass, field
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 
 DB = "rz"
+BULK = 1000  # partitions of a heavy add_partitions
 
 
 def sd(location=None):
@@ -66,8 +76,11 @@ def setup(client) -> None:
 class Writer:
     """Issues the workload's operations on a client, recording them in a ledger."""
 
-    def __init__(self, client, seed: int):
+    def __init__(self, client, seed: int, heavy: bool = False):
         self.client = client
+        self.heavy = heavy
+        self.bulks: list[int] = []  # tables of 1,000 partitions, not renamed
+        self.dbs: list[int] = []  # databases with a filled table, not dropped
         self.rng = random.Random(seed)
         self.ledger = Ledger()
         self.i = 0
@@ -77,6 +90,16 @@ class Writer:
     def _next(self) -> Op:
         self.i += 1
         roll = self.rng.random()
+        if self.heavy:
+            if roll < 0.08:
+                return Op("bulk", self.i)
+            if roll < 0.12 and self.bulks:
+                return Op("rename", self.i, self.bulks.pop(self.rng.randrange(len(self.bulks))))
+            if roll < 0.16:
+                return Op("dbmake", self.i)
+            if roll < 0.2 and self.dbs:
+                return Op("dropdb", self.i, self.dbs.pop(self.rng.randrange(len(self.dbs))))
+            roll = self.rng.random()
         if roll < 0.4 or not self.adds:
             return Op("add", self.i)
         if roll < 0.6:
@@ -105,12 +128,35 @@ class Writer:
             c.drop_table(DB, f"t_{op.target}", True)
         elif op.kind == "unpart":
             c.drop_partition(DB, "base", [f"{op.target}_0"], True)
+        elif op.kind == "bulk":
+            c.create_table(table(f"b_{op.i}"))
+        elif op.kind == "bulkfill":
+            c.add_partitions(partitions(f"b_{op.i}", [f"{k:04d}" for k in range(BULK)]))
+            self.bulks.append(op.i)
+        elif op.kind == "rename":
+            moved = c.get_table(DB, f"b_{op.target}")
+            moved.tableName = f"r_{op.target}"
+            c.alter_table(DB, f"b_{op.target}", moved)
+        elif op.kind == "dbmake":
+            c.create_database(T.Database(f"x_{op.i}", "", None, {}))
+        elif op.kind == "dbtable":
+            made = table("t")
+            made.dbName = f"x_{op.i}"
+            c.create_table(made)
+        elif op.kind == "dbfill":
+            c.add_partitions([T.Partition([f"f{k}"], f"x_{op.i}", "t", 0, 0, sd(), {})
+                              for k in range(3)])
+            self.dbs.append(op.i)
+        elif op.kind == "dropdb":
+            c.drop_database(f"x_{op.target}", True, True)
 
     def run(self, count: int) -> Ledger:
         """Up to ``count`` operations; stops at the first failure (the server died)."""
         for _ in range(count):
             op = self._next()
-            steps = [op, Op("fill", op.i)] if op.kind == "table" else [op]
+            steps = {"table": [op, Op("fill", op.i)], "bulk": [op, Op("bulkfill", op.i)],
+                     "dbmake": [op, Op("dbtable", op.i), Op("dbfill", op.i)]
+                     }.get(op.kind, [op])
             for step in steps:
                 self.ledger.in_flight = step
                 try:
@@ -128,6 +174,13 @@ def check(client, ledger: Ledger) -> dict:
     base_parts = set(client.get_partition_names(DB, "base", -1))
     tables = set(client.get_all_tables(DB))
     params = client.get_table(DB, "base").parameters or {}
+    databases = set(client.get_all_databases())
+
+    def count(db, tbl):
+        return len(client.get_partition_names(db, tbl, -1))
+
+    def whole(n, full):
+        return True if n == full else False if n == 0 else "partial"
 
     def state(op: Op):
         """True (took effect, whole), False (no effect), or "partial"."""
@@ -153,14 +206,44 @@ def check(client, ledger: Ledger) -> dict:
             return False if len(names) == 3 else "partial"
         if op.kind == "unpart":
             return f"p={op.target}_0" not in base_parts
+        if op.kind == "bulk":
+            return f"b_{op.i}" in tables or f"r_{op.i}" in tables
+        if op.kind == "bulkfill":
+            name = f"b_{op.i}" if f"b_{op.i}" in tables else f"r_{op.i}"
+            return whole(count(DB, name), BULK) if name in tables else False
+        if op.kind == "rename":
+            old, new = f"b_{op.target}" in tables, f"r_{op.target}" in tables
+            if old == new:
+                return "partial"
+            return whole(count(DB, f"r_{op.target}"), BULK) if new else False
+        if op.kind == "dbmake":
+            return f"x_{op.i}" in databases
+        if op.kind == "dbtable":
+            if f"x_{op.i}" not in databases:
+                return None  # dropped later: judged by the drop
+            return "t" in client.get_all_tables(f"x_{op.i}")
+        if op.kind == "dbfill":
+            if f"x_{op.i}" not in databases:
+                return None
+            return whole(count(f"x_{op.i}", "t"), 3)
+        if op.kind == "dropdb":
+            if f"x_{op.target}" not in databases:
+                return True
+            there = "t" in client.get_all_tables(f"x_{op.target}")
+            return False if there and count(f"x_{op.target}", "t") == 3 else "partial"
         raise ValueError(op.kind)
 
     dropped = {op.target for op in ledger.acked if op.kind == "drop"}
     if ledger.in_flight is not None and ledger.in_flight.kind == "drop":
         dropped.add(ledger.in_flight.target)
+    gone = {op.target for op in ledger.acked if op.kind == "dropdb"}
+    if ledger.in_flight is not None and ledger.in_flight.kind == "dropdb":
+        gone.add(ledger.in_flight.target)
     lost, partial = [], []
     for op in ledger.acked:
         if op.kind in ("table", "fill") and op.i in dropped:
+            continue
+        if op.kind in ("dbmake", "dbtable", "dbfill") and op.i in gone:
             continue
         got = state(op)
         if got == "partial":

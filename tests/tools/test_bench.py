@@ -54,3 +54,16 @@ def test_bench_produces_a_full_table(proxy, tmp_path, capsys):
     markdown = out_md.read_text()
     assert "hms-proxy bench --start-proxy --against" in markdown
     assert rows["get_table"]["label"] in markdown
+
+
+def test_bench_visibility_two_servers_over_one_lakefs_branch(tmp_path, capsys):
+    """Two servers over a real lakeFS (started by the bench): each write through A is read
+    back through A at once and shown by B; the figures come out (their values are the
+    docs' business, not this test's)."""
+    out = tmp_path / "vis.json"
+    args = parse(["bench", "visibility", "--writes", "5", "--json", str(out)])
+    assert args.func(args) == 0
+    result = json.loads(out.read_text())
+    assert result["writes"] == 5 and result["own_writes_not_read_back"] == 0
+    assert 0 <= result["median_ms"] <= result["p99_ms"] <= result["worst_ms"]
+    assert "read back through A at once: 5 of 5" in capsys.readouterr().out

@@ -114,16 +114,28 @@ def test_listing_reads_pages_not_objects(calls, repo, lake):
         with fresh.read("main") as view:
             got = list(view.scan_prefix("db/big/table/t/part/"))
         assert len(got) == 2500 and got[7] == ("db/big/table/t/part/ds=00007", b"p7")
-        calls = beyond_refreshes(delta())
+        made = beyond_refreshes(delta())
         # 1,000 a page, values in the metadata (the first refresh of the branch: apart)
-        assert calls.get(LIST, 0) == 3, calls
-        assert calls.get(GET, 0) == 0 and calls.get(STAT, 0) <= 1, calls
+        assert made.get(LIST, 0) == 3, made
+        assert made.get(GET, 0) == 0 and made.get(STAT, 0) <= 1, made
         # get_many of many keys of one directory lists it rather than reading key by key
         delta = counting(calls)
         with fresh.read("main") as view:
             values = view.get_many([f"db/big/table/t/part/ds={i:05d}" for i in range(0, 2500, 7)])
         assert values[1] == b"p7"
         assert delta().get(STAT, 0) <= 1
+    finally:
+        fresh.close()
+    # many keys close together cost a page where they are, not a listing of the directory
+    fresh = open_lake(repo)
+    try:
+        with fresh.read("main") as view:
+            delta = counting(calls)
+            wanted = [f"db/big/table/t/part/ds={i:05d}" for i in range(2400, 2450)]
+            values = view.get_many(wanted + ["db/big/table/t/part/ds=99999"])
+        assert values[:50] == [b"p%d" % i for i in range(2400, 2450)] and values[50] is None
+        made = beyond_refreshes(delta())
+        assert made == {LIST: 1}, made
     finally:
         fresh.close()
 
