@@ -52,6 +52,7 @@ down). Tags and commits are read once. Catalog objects must be written through t
 from __future__ import annotations
 
 import base64
+import dataclasses
 import logging
 import bisect
 import fnmatch
@@ -571,6 +572,7 @@ class _BranchState:
     checked: float  # time.monotonic() when the refresh that saw this began
     version: int
     used: float = 0.0  # time.monotonic() of the last read
+    news: int | None = None  # the branch's change counter in Redis when this was made
 
 
 _versions = itertools.count(1)
@@ -622,6 +624,7 @@ class LakeFSStore(VersionedStore):
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="lakefs-upload")
         self._stop = threading.Event()
+        self._redis = None  # with use_redis: where branch changes are announced
         self._poller: threading.Thread | None = None
         self._closed = False
         self.api(self.api.repos.get_repository,
@@ -635,9 +638,38 @@ class LakeFSStore(VersionedStore):
         return max(STALE_AFTER, 4 * self.refresh_interval)
 
     def use_redis(self, redis_url: str) -> None:
-        """Share what is read at commits through Redis (``serve --redis``)."""
+        """Share what is read at commits through Redis (``serve --redis``), and announce every
+        change of a branch there: a read then checks the branch's change counter (one Redis
+        call) and refreshes at once when another process changed the branch, so that clients
+        of several processes or servers sharing the Redis read their writes at once."""
+        import redis
+
         self._values = _CommitCache(self._values.local.max_weight, redis_url, self.repository)
         self._pages = _CommitCache(self._pages.local.max_weight, redis_url, self.repository)
+        self._redis = redis.Redis.from_url(redis_url, socket_timeout=0.5,
+                                           socket_connect_timeout=0.5)
+
+    def _news_key(self, branch: str) -> str:
+        return f"hms-lakefs:{self.repository}:news:{branch}"
+
+    def _news(self, branch: str) -> int | None:
+        """The branch's change counter in Redis; None without Redis or when it fails (the
+        time bound alone then applies)."""
+        if self._redis is None:
+            return None
+        try:
+            return int(self._redis.get(self._news_key(branch)) or 0)
+        except Exception:  # noqa: BLE001 - Redis down: stale_after still bounds
+            return None
+
+    def _announce(self, branch: str) -> int | None:
+        """Count a change of the branch in Redis (before the caller is answered)."""
+        if self._redis is None:
+            return None
+        try:
+            return int(self._redis.incr(self._news_key(branch)))
+        except Exception:  # noqa: BLE001 - Redis down: the others see it within stale_after
+            return None
 
     # --- names and refs ------------------------------------------------------------------
     @staticmethod
@@ -924,9 +956,10 @@ class LakeFSStore(VersionedStore):
         return result
 
     # --- branch state ------------------------------------------------------------------------
-    def _fresh(self, branch: str) -> _BranchState | None:
+    def _fresh(self, branch: str, news: bool = False) -> _BranchState | None:
         """The branch's known state if a read may use it (refreshed within
-        :attr:`stale_after`, and background refreshes on), else None."""
+        :attr:`stale_after`, and background refreshes on; with ``news`` and Redis, no change
+        announced since), else None."""
         if self.refresh_interval <= 0 or not isinstance(branch, str):
             return None
         state = self._branches.get(branch)
@@ -935,6 +968,10 @@ class LakeFSStore(VersionedStore):
         now = time.monotonic()
         if now - state.checked >= self.stale_after:
             return None
+        if news and state.news is not None:
+            current = self._news(branch)
+            if current is not None and current != state.news:
+                return None
         state.used = now
         return state
 
@@ -964,6 +1001,7 @@ class LakeFSStore(VersionedStore):
         see ``docs/lakefs-design.md``). Entries are read once each (they never change). Writes
         of this process made meanwhile are kept (they hold the branch lock, not this one)."""
         started = time.monotonic()
+        news = self._news(branch)  # read first: a change announced after it is seen next time
         before = self._branches.get(branch)
         directory = lakefs_log.directory(branch)
         try:
@@ -1007,6 +1045,9 @@ class LakeFSStore(VersionedStore):
                     (before is None or n not in before.entries)]
                 if mine:
                     state = self._extend(branch, state, mine, started)
+            if state.news != news and (state.news is None or news is None or
+                                       news > state.news):
+                state.news = news
             self._put_state(branch, state)
             keep = set(state.entries) | folded
             for key in [k for k in self._entries if k[0] == branch and k[1] not in keep]:
@@ -1137,7 +1178,7 @@ class LakeFSStore(VersionedStore):
         return self._fresh(branch) or self._refresh(branch)
 
     def _view(self, ref: RefExpr) -> _View:
-        state = self._fresh(ref) if isinstance(ref, str) else None
+        state = self._fresh(ref, news=True) if isinstance(ref, str) else None
         if state is None:
             if isinstance(ref, str) and ref in self._branches:  # a branch read before
                 try:
@@ -1184,7 +1225,7 @@ class LakeFSStore(VersionedStore):
         if name is None:
             raise ReadOnlyRef(f"{branch!r} is not a branch: only branches can be written")
         with self._branch_lock(name):
-            state = self._state(name)
+            state = self._fresh(name, news=True) or self._refresh(name)
             txn = _Write(self, ResolvedRef(branch, state.head, name, None), state, None)
             yield txn
             if txn.changes:
@@ -1200,10 +1241,16 @@ class LakeFSStore(VersionedStore):
         """One log entry with all of ``changes``: uploaded whole, or not at all."""
         name = lakefs_log.new_entry_name()
         self.api.upload(branch, lakefs_log.directory(branch) + name, lakefs_log.encode(changes))
+        news = self._announce(branch)
         with self._lock:
             self._entries[(branch, name)] = dict(changes)
             current = self._branches.get(branch) or state
-            self._put_state(branch, self._extend(branch, current, [name], current.checked))
+            new = self._extend(branch, current, [name], current.checked)
+            if new is current:
+                new = dataclasses.replace(current)
+            # our own change: the state stays current unless another was announced meanwhile
+            new.news = news if news is not None and current.news == news - 1 else None
+            self._put_state(branch, new)
 
     def _put_keys(self, branch: str, head: CommitID, changes: dict,
                   base: dict | None = None) -> None:
@@ -1308,6 +1355,7 @@ class LakeFSStore(VersionedStore):
             message=message, metadata=meta, date=int(now), allow_empty=allow_empty))
         commit = self._commit_of(raw)
         self._outdate(branch)
+        self._announce(branch)
         return commit
 
     def log(self, ref: RefExpr, limit: int | None = None) -> Iterator[Commit]:
@@ -1388,6 +1436,7 @@ class LakeFSStore(VersionedStore):
         with self._lock:
             self._branches.pop(branch, None)
             self._forget_log(branch)
+        self._announce(branch)
 
     # --- merges ------------------------------------------------------------------------------
     def data_conflicts(self, base: CommitID, source: CommitID, dest: CommitID) -> list[str]:
@@ -1595,6 +1644,7 @@ class LakeFSStore(VersionedStore):
                     from None
             raise
         self._outdate(branch)
+        self._announce(branch)
         return self.get_commit(result.reference)
 
     def _temp_branch(self, source: CommitID) -> str:

@@ -106,3 +106,39 @@ def test_a_dead_lakefs_fails_calls_at_once_and_a_restarted_one_is_used_again(sta
         assert "lost" not in client.get_all_tables("shop")
         client.create_table(table("later"))
         assert set(client.get_all_tables("shop")) == {"kept", "later"}
+
+
+def test_a_slow_lakefs_slows_writes_but_loses_nothing_and_reads_go_on(stack):
+    """Latency injected into the real lakeFS: it is stopped for 0.3 s in every 0.5 s
+    (SIGSTOP/SIGCONT), so its calls take up to 0.3 s longer. Writes wait for it within their
+    timeout and all succeed; reads keep answering; everything acknowledged is there."""
+    import threading
+
+    lakefs = stack["lakefs"]
+    stop = threading.Event()
+
+    def stutter():
+        while not stop.is_set():
+            os.killpg(lakefs.pid, signal.SIGSTOP)
+            time.sleep(0.3)
+            os.killpg(lakefs.pid, signal.SIGCONT)
+            time.sleep(0.2)
+
+    with connect(stack["server"]) as client:
+        client.create_database(T.Database("shop", "", None, {}))
+        thread = threading.Thread(target=stutter, daemon=True)
+        thread.start()
+        made, slowest = [], 0.0
+        try:
+            for i in range(20):
+                started = time.monotonic()
+                client.create_table(table(f"t{i}"))
+                slowest = max(slowest, time.monotonic() - started)
+                made.append(f"t{i}")
+                assert client.get_table("shop", f"t{i}").tableName == f"t{i}"
+        finally:
+            stop.set()
+            thread.join(5)
+            os.killpg(lakefs.pid, signal.SIGCONT)
+        assert slowest < 8, slowest  # within lakeFS's read timeout: waited, not failed
+        assert set(client.get_all_tables("shop")) == set(made)

@@ -286,3 +286,20 @@ def test_http_api_over_lakefs(lake, tmp_path):
         assert api.get("/commits", ref="site").body["commits"][0]["message"] == "web into site"
     finally:
         proc.stop()
+
+
+def test_processes_over_one_branch_read_their_writes_on_any_connection(lake, tmp_path):
+    """serve --processes 2: connections land on either worker; each worker announces its
+    writes in the shared Redis, so a write through one connection is read at once through a
+    new one, whichever worker answers it (without the announcements about a quarter of the
+    reads missed it, within the 1 s bound)."""
+    server = start_proxy(tmp_path / "mp", "--processes", "2", store=f"lakefs://{REPO}",
+                         warehouse=False, env=lake["env"])
+    try:
+        with connect(server) as writer:
+            for i in range(30):
+                writer.create_database(T.Database(f"mp{i}", "", None, {}))
+                with connect(server) as reader:
+                    assert reader.get_database(f"mp{i}").name == f"mp{i}"
+    finally:
+        server.stop()

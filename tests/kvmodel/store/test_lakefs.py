@@ -46,9 +46,12 @@ def open_lake(repo, **kw) -> LakeFSStore:
     return LakeFSStore(repo, real_lakefs().config(), **kw)
 
 
+QUIET = 60.0  # refresh: no background refresh in a test's time, so calls count exactly
+
+
 @pytest.fixture
 def lake(repo):
-    store = open_lake(repo)
+    store = open_lake(repo, refresh=QUIET)
     yield store
     store.close()
 
@@ -108,7 +111,7 @@ def test_catalog_keys_are_objects_under_hms(lake, repo):
 
 def test_listing_reads_pages_not_objects(calls, repo, lake):
     put(lake, "main", {f"db/big/table/t/part/ds={i:05d}": b"p%d" % i for i in range(2500)})
-    fresh = open_lake(repo)  # nothing cached
+    fresh = open_lake(repo, refresh=QUIET)  # nothing cached
     try:
         delta = counting(calls)
         with fresh.read("main") as view:
@@ -127,7 +130,7 @@ def test_listing_reads_pages_not_objects(calls, repo, lake):
     finally:
         fresh.close()
     # many keys close together cost a page where they are, not a listing of the directory
-    fresh = open_lake(repo)
+    fresh = open_lake(repo, refresh=QUIET)
     try:
         with fresh.read("main") as view:
             delta = counting(calls)
@@ -152,6 +155,22 @@ def test_a_branch_read_asks_lakefs_nothing_while_its_state_is_fresh(calls, repo,
         assert lake.get("main", "a") == b"1"
         assert lake.get_branch("main").name == "main"
     assert beyond_refreshes(delta()) == {}
+
+
+def test_tags_and_commits_are_asked_of_lakefs_once(calls, repo, lake):
+    commit = put(lake, "main", {"a": b"1"})
+    lake.create_tag("v1", "main")
+    fresh = open_lake(repo, refresh=QUIET)
+    try:
+        assert fresh.get("v1", "a") == b"1" and fresh.get(commit.id, "a") == b"1"
+        delta = counting(calls)
+        for _ in range(20):
+            assert fresh.get("v1", "a") == b"1"
+            assert fresh.get(commit.id, "a") == b"1"
+            assert fresh.resolve("v1").commit == commit.id
+        assert beyond_refreshes(delta()) == {}
+    finally:
+        fresh.close()
 
 
 def test_refresh_zero_asks_at_every_read(calls, repo):
@@ -273,7 +292,7 @@ def test_large_values_are_read_once_by_checksum(calls, repo, lake):
     big = bytes(range(256)) * (INLINE_LIMIT // 128)
     put(lake, "main", {"big/a": big, "big/small": b"s"})
     put(lake, "main", {"other": b"x"})  # a new commit: same object, another commit id
-    fresh = open_lake(repo)
+    fresh = open_lake(repo, refresh=QUIET)
     try:
         delta = counting(calls)
         with fresh.read("main") as view:
