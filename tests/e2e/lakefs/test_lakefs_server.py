@@ -179,8 +179,12 @@ def test_ten_thousand_partitions_list_in_pages(lake):
         warm = time.perf_counter() - started
         assert len(again) == PARTITIONS
         warm_calls = real.api_calls() - before
-        assert sum(warm_calls.values()) == 3 * warm_calls.get("DiffBranch", 0), warm_calls
-        # nothing but background refreshes: the listing is served from memory
+        # nothing but background refreshes (one may straddle the counts' edges): the listing
+        # is served from memory
+        refreshes = warm_calls.get("DiffBranch", 0)
+        assert set(warm_calls) <= {"DiffBranch", "GetBranch", "ListObjects"}, warm_calls
+        assert abs(warm_calls.get("ListObjects", 0) - refreshes) <= 1, warm_calls
+        assert abs(warm_calls.get("GetBranch", 0) - refreshes) <= 1, warm_calls
     print(f"get_partitions({PARTITIONS}) over a real local lakeFS: cold {cold:.2f} s, "
           f"warm {warm:.2f} s")
 
