@@ -52,11 +52,11 @@ down). Tags and commits are read once. Catalog objects must be written through t
 from __future__ import annotations
 
 import base64
-import dataclasses
-import logging
 import bisect
+import dataclasses
 import fnmatch
 import itertools
+import logging
 import os
 import posixpath
 import threading
@@ -67,6 +67,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from kvmodel.store import lakefs_log
 from kvmodel.store.cache import LRUCache
 from kvmodel.store.contract import (
     Branch,
@@ -96,7 +97,6 @@ from kvmodel.store.errors import (
     RefNotFound,
     StoreError,
 )
-from kvmodel.store import lakefs_log
 from kvmodel.store.refs import is_commit_prefix, merge_base, parse_ref, validate_name, walk_ancestry
 
 PREFIX = "_hms/"  # catalog key k is the object PREFIX + k

@@ -23,7 +23,7 @@ from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
 from kvmodel import catalog as K  # noqa: E402
 from kvmodel import codec  # noqa: E402
 from kvmodel.locations import RefLocations  # noqa: E402
-from kvmodel.store.lakefs import LakeFSConfig, LakeFSStore  # noqa: E402
+from kvmodel.store.lakefs import LakeFSStore  # noqa: E402
 from tests.support.client import connect  # noqa: E402
 from tests.support.lakefs import new_repository, real_lakefs  # noqa: E402
 from tests.support.process import REPO_ROOT  # noqa: E402
