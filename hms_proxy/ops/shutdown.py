@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import sys
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -38,7 +39,19 @@ class StopRequest:
         """The command has stopped: ignore further stop signals from here to the process's
         end. Python puts back the default handlers while the interpreter finalizes, and a
         signal of the same burst arriving then would kill the stopped process with -SIGINT
-        instead of letting it exit 0; an ignored signal stays ignored."""
+        instead of letting it exit 0; an ignored signal stays ignored. A signal of the burst
+        landing while a disposition changes makes CPython report "Signal N ignored due to race
+        condition" (an unraisable error, printed with a traceback): that one is what we asked
+        for, and is not printed."""
+        previous = sys.unraisablehook
+
+        def hook(unraisable):
+            if isinstance(unraisable.exc_value, OSError) and \
+                    "ignored due to race condition" in str(unraisable.exc_value):
+                return
+            previous(unraisable)
+
+        sys.unraisablehook = hook
         for sig in getattr(self, "_signals", ()):
             signal.signal(sig, signal.SIG_IGN)
 

@@ -621,6 +621,7 @@ class LakeFSStore(VersionedStore):
         self._branch_locks: dict[str, threading.RLock] = {}
         self._refresh_locks: dict[str, threading.Lock] = {}
         self._failures: dict[str, tuple[float, StoreError]] = {}  # the last failed refresh
+        self._moved: dict[str, float] = {}  # when this process last moved a branch's head
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="lakefs-upload")
         self._stop = threading.Event()
@@ -1045,6 +1046,8 @@ class LakeFSStore(VersionedStore):
                     (before is None or n not in before.entries)]
                 if mine:
                     state = self._extend(branch, state, mine, started)
+            if self._moved.get(branch, -float("inf")) >= started:
+                state.checked = -float("inf")  # the branch moved during this refresh
             if state.news != news and (state.news is None or news is None or
                                        news > state.news):
                 state.news = news
@@ -1088,10 +1091,13 @@ class LakeFSStore(VersionedStore):
             self._poller.start()
 
     def _outdate(self, branch: str) -> None:
-        """The branch moved: its next read refreshes its state (known to be a branch)."""
-        state = self._branches.get(branch)
-        if state is not None:
-            state.checked = -float("inf")
+        """The branch moved: its next read refreshes its state (known to be a branch), and a
+        refresh that began before the move does not count as fresh."""
+        with self._lock:
+            self._moved[branch] = time.monotonic()
+            state = self._branches.get(branch)
+            if state is not None:
+                state.checked = -float("inf")
 
     def _drop_state(self, branch: str) -> None:
         with self._lock:

@@ -510,3 +510,37 @@ def test_appends_on_both_sides_merge_cleanly(lake, repo):
                                                                    prefix=part).results)
     assert listed == [part + n for n in ("part-0000-base.parquet", "part-0001-dev.parquet",
                                           "part-0001-main.parquet")]
+
+
+def test_a_refresh_begun_before_our_commit_does_not_hide_it(repo, monkeypatch):
+    """A background refresh that asked lakeFS before this process committed, and installs its
+    state after, must not make the old head look fresh (a race the CI found: the log of a
+    merge showed the head before the merge). The refresh is held inside its calls here."""
+    store = open_lake(repo)
+    try:
+        put(store, "main", {"a": b"1"})
+        store.get("main", "a")
+        inside, go = threading.Event(), threading.Event()
+        real = store._branch
+
+        def held(name):  # the refresh's last call: the head, before our commit
+            out = real(name)
+            if threading.current_thread() is thread:
+                inside.set()
+                go.wait(10)
+            return out
+
+        monkeypatch.setattr(store, "_branch", held)
+        thread = threading.Thread(target=store._refresh_now, args=("main",))
+        thread.start()
+        assert inside.wait(10)
+        with store.write("main") as txn:
+            txn.put("a", b"2")
+        moved = store.commit("main", "moved")
+        go.set()
+        thread.join(10)
+        assert store.resolve("main").commit == moved.id
+        assert [c.id for c in store.log("main", limit=1)] == [moved.id]
+        assert store.get("main", "a") == b"2"
+    finally:
+        store.close()
