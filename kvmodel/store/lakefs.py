@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import base64
 import bisect
-import dataclasses
 import fnmatch
 import itertools
 import logging
@@ -1041,8 +1040,9 @@ class LakeFSStore(VersionedStore):
             else:
                 state = self._build(branch, ref.commit_id, base, live, markers, started)
                 # this process's writes made during the calls above, which they may not show
+                listed = set(live)
                 mine = [] if current is None else [
-                    n for n in current.entries if n not in set(live) and
+                    n for n in current.entries if n not in listed and
                     (before is None or n not in before.entries)]
                 if mine:
                     state = self._extend(branch, state, mine, started)
@@ -1052,11 +1052,8 @@ class LakeFSStore(VersionedStore):
                                        news > state.news):
                 state.news = news
             self._put_state(branch, state)
-            keep = set(state.entries) | folded
-            for key in [k for k in self._entries if k[0] == branch and k[1] not in keep]:
-                del self._entries[key]
-            for key in [k for k in self._folds if k[0] == branch and k[1] not in names]:
-                del self._folds[key]
+            # entries folded or reset away, and markers gone, are no longer needed
+            self._forget_log(branch, set(state.entries) | folded, set(names))
             self._failures.pop(branch, None)
         return state
 
@@ -1103,10 +1100,13 @@ class LakeFSStore(VersionedStore):
         with self._lock:
             self._branches.pop(branch, None)
 
-    def _forget_log(self, branch: str) -> None:
-        for key in [k for k in self._entries if k[0] == branch]:
+    def _forget_log(self, branch: str, entries: set = frozenset(),
+                    markers: set = frozenset()) -> None:
+        """Drop what was read of the branch's log, but for ``entries`` and ``markers`` (the
+        caller holds ``self._lock``)."""
+        for key in [k for k in self._entries if k[0] == branch and k[1] not in entries]:
             del self._entries[key]
-        for key in [k for k in self._folds if k[0] == branch]:
+        for key in [k for k in self._folds if k[0] == branch and k[1] not in markers]:
             del self._folds[key]
 
     def _poll(self) -> None:
@@ -1126,11 +1126,14 @@ class LakeFSStore(VersionedStore):
                 if self._stop.is_set():
                     return
 
+    def _log_object(self, branch: str, name: str) -> bytes:
+        """An entry or marker of the branch's log, as uploaded (never changes)."""
+        return bytes(self.api(self.api.objects.get_object, branch,
+                              lakefs_log.directory(branch) + name))
+
     def _load_entries(self, branch: str, names: list[str]) -> None:
         def load(name):
-            data = self.api(self.api.objects.get_object, branch,
-                            lakefs_log.directory(branch) + name)
-            return name, lakefs_log.decode(bytes(data), name)
+            return name, lakefs_log.decode(self._log_object(branch, name), name)
 
         if len(names) == 1:
             found = [load(names[0])]
@@ -1143,9 +1146,7 @@ class LakeFSStore(VersionedStore):
     def _fold_marker(self, branch: str, marker: str) -> set:
         hit = self._folds.get((branch, marker))
         if hit is None:
-            data = self.api(self.api.objects.get_object, branch,
-                            lakefs_log.directory(branch) + marker)
-            hit = lakefs_log.decode_marker(bytes(data), marker)
+            hit = lakefs_log.decode_marker(self._log_object(branch, marker), marker)
             self._folds[(branch, marker)] = hit
         return hit
 
@@ -1178,10 +1179,6 @@ class LakeFSStore(VersionedStore):
         for path, value in self._pool.map(read, wanted) if len(wanted) > 1 else map(read, wanted):
             staged[_key(path)] = value
         return staged
-
-    def _state(self, branch: str) -> _BranchState:
-        """The branch's state, refreshed now unless a read may use the known one."""
-        return self._fresh(branch) or self._refresh(branch)
 
     def _view(self, ref: RefExpr) -> _View:
         state = self._fresh(ref, news=True) if isinstance(ref, str) else None
@@ -1252,8 +1249,6 @@ class LakeFSStore(VersionedStore):
             self._entries[(branch, name)] = dict(changes)
             current = self._branches.get(branch) or state
             new = self._extend(branch, current, [name], current.checked)
-            if new is current:
-                new = dataclasses.replace(current)
             # our own change: the state stays current unless another was announced meanwhile
             new.news = news if news is not None and current.news == news - 1 else None
             self._put_state(branch, new)
