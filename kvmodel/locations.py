@@ -190,11 +190,13 @@ class RenderedStore:
 __all__ = ["RefLocations", "RenderedStore", "SCHEMES", "CANONICAL_SCHEME"]
 
 
-def open_catalog_store(location) -> VersionedStore:
+def open_catalog_store(location, **lakefs_options) -> VersionedStore:
     """The store at ``location`` as the catalog keeps it (:func:`kvmodel.store.open_store`):
     a lakeFS one stores the locations under its repository ref-free
-    (:meth:`RefLocations.canonical` on every value written), any other as it is."""
+    (:meth:`RefLocations.canonical` on every value written), any other as it is.
+    ``lakefs_options``: keyword arguments of ``LakeFSStore`` (``config``...)."""
     repository = lakefs_repository(str(location))
     if repository is not None:
-        return open_store(location, canonical=RefLocations(repository).canonical)
+        return open_store(location, canonical=RefLocations(repository).canonical,
+                          **lakefs_options)
     return open_store(location)

@@ -250,16 +250,35 @@ class LakeFSProcess(LocalProcess):
                 "LAKECTL_CREDENTIALS_ACCESS_KEY_ID": self.access_key_id,
                 "LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY": self.secret_access_key}
 
-    def create_repository(self, name: str, branch: str = "main"):
-        """A new repository whose objects live in ``<workdir>/data/<name>``."""
+    def _repositories_api(self):
         import lakefs_sdk
 
         conf = lakefs_sdk.Configuration(host=self.api_url, username=self.access_key_id,
                                         password=self.secret_access_key)
-        with lakefs_sdk.ApiClient(conf) as client:
-            return lakefs_sdk.RepositoriesApi(client).create_repository(
-                lakefs_sdk.RepositoryCreation(name=name, storage_namespace=f"local://{name}",
-                                              default_branch=branch))
+        return lakefs_sdk.RepositoriesApi(lakefs_sdk.ApiClient(conf))
+
+    def create_repository(self, name: str, branch: str = "main"):
+        """A new repository whose objects live in ``<workdir>/data/<name>``."""
+        import lakefs_sdk
+
+        api = self._repositories_api()
+        with api.api_client:
+            return api.create_repository(lakefs_sdk.RepositoryCreation(
+                name=name, storage_namespace=f"local://{name}", default_branch=branch))
+
+    def repositories(self) -> set[str]:
+        """The names of the repositories this lakeFS has (an earlier run's, with a kept
+        work directory)."""
+        api = self._repositories_api()
+        names: set[str] = set()
+        with api.api_client:
+            after = ""
+            while True:
+                page = api.list_repositories(after=after, amount=1000)
+                names.update(r.id for r in page.results)
+                if not page.pagination.has_more:
+                    return names
+                after = page.pagination.next_offset
 
 
 def _ready(proc: LakeFSProcess) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 from hms_proxy.cli import build_parser
 from hms_proxy.tools.bench import register
@@ -67,3 +68,57 @@ def test_plain_bench_options_are_unchanged():
     args = build_parser().parse_args(["bench", "versioning", "--partitions", "50"])
     assert args.func.__name__ == "cmd_versioning" and args.partitions == 50
     assert args.small == 10_000 and args.tables == 100
+
+
+def test_bench_versioning_on_a_real_lakefs_builds_resumes_and_measures(tmp_path):
+    """`--start-lakefs`: the same rows measured on two repositories of a real local lakeFS;
+    only the 1M-vs-10k ratios keep a target there. A build stopped after its first committed
+    chunk resumes from it; a second run reuses both repositories."""
+    from hms_proxy.tools import lakefs_local
+    from hms_proxy.tools.bench import versioning
+    from kvmodel.store.lakefs import LakeFSConfig
+
+    before = os.environ.get("LAKEFS_ENDPOINT")
+    root = tmp_path / "stores"
+    # an earlier run stopped after committing the first chunk of the large store
+    lakefs = lakefs_local.start_lakefs(workdir=root / "lakefs")
+    try:
+        lakefs.create_repository("large")
+        gen = versioning.Generator(300, 2)
+        store = versioning.open_catalog_store("lakefs://large", config=LakeFSConfig(
+            lakefs.api_url, lakefs.access_key_id, lakefs.secret_access_key))
+        try:
+            with store.write("main") as txn:
+                txn.put_many(gen.catalog_entries())
+                txn.put_many([gen.partition(0, i) for i in range(100)])
+            store.commit("main", "first chunk", "bench",
+                         {**versioning._fingerprint(300, 2), "built": "100"})
+        finally:
+            store.close()
+    finally:
+        lakefs.stop()
+
+    small = ["--partitions", "300", "--tables", "2", "--small", "100", "--history", "3",
+             "--repeat", "1", "--reads", "3", "--store", str(root), "--start-lakefs"]
+    out_json, out_md = tmp_path / "v.json", tmp_path / "v.md"
+    args = parse(["bench", "versioning", *small, "--json", str(out_json),
+                  "--markdown", str(out_md)])
+    assert args.func(args) == 0
+    result = json.loads(out_json.read_text())
+    assert result["store"].startswith("lakeFS ")
+    assert result["builds"]["large"]["resumed_after"] == 100
+    assert result["builds"]["large"]["partitions"] == 200  # the rest
+    assert result["builds"]["small"]["partitions"] == 100
+    rows = {row["operation"]: row for row in result["rows"]}
+    assert set(rows) == set(TARGETS)
+    for key, row in rows.items():
+        assert row["value"] is not None and row["value"] >= 0, (key, row)
+        assert (row["target"] is not None) == (row["unit"] == "x"), (key, row)
+    assert "--start-lakefs" in result["command"]
+    assert "only the ratios have one here" in out_md.read_text()
+
+    again = parse(["bench", "versioning", *small, "--json", str(out_json)])
+    assert again.func(again) == 0
+    result = json.loads(out_json.read_text())
+    assert result["builds"]["large"]["reused"] and result["builds"]["small"]["reused"]
+    assert "LAKEFS_ENDPOINT" not in os.environ or os.environ["LAKEFS_ENDPOINT"] == before

@@ -102,6 +102,12 @@ def register(modes) -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE", help="write every sample and the medians as JSON")
     p.add_argument("--markdown", metavar="FILE", help="write the results table as Markdown")
     p.add_argument("--keep", action="store_true", help="keep the temporary store directory")
+    p.add_argument("--start-lakefs", action="store_true",
+                   help="measure lakeFS stores instead: build and start a local lakeFS (its "
+                        "data in DIR/lakefs with --store, kept and reused like the embedded "
+                        "stores) and build the two stores as its repositories 'large' and "
+                        "'small', committing every 20,000 partitions so that an interrupted "
+                        "build resumes")
     p.set_defaults(func=cmd_versioning)
     return p
 
@@ -197,37 +203,59 @@ def _fingerprint(partitions: int, tables: int) -> dict[str, str]:
             "tables": str(tables)}
 
 
-def build_store(path: Path, gen: Generator) -> dict:
-    """Open the store at ``path``, building its content on ``main`` unless a previous run
-    already did. Returns the build's timings."""
+def build_store(location, gen: Generator, commit_chunks: bool = False,
+                options: dict | None = None) -> dict:
+    """Open the store at ``location``, building its content on ``main`` unless a previous run
+    already did. Returns the build's timings.
 
-    store = open_catalog_store(path)
+    ``commit_chunks`` (lakeFS): commit each transaction of :data:`BUILD_CHUNK` partitions, the
+    commit's metadata counting the partitions built so far, so that a build stopped midway
+    resumes where it stopped; the embedded store stages everything and commits once.
+    ``options``: what :func:`open_catalog_store` passes to a lakeFS store."""
+
+    store = open_catalog_store(location, **(options or {}))
     fp = _fingerprint(gen.partitions, gen.tables)
     head = store.get_commit(store.resolve("main").commit)
     if head.metadata == fp:
-        log(f"{path}: reusing the store built by an earlier run")
+        log(f"{location}: reusing the store built by an earlier run")
         return {"store": store, "reused": True, "seconds": None}
-    if head.parents:
-        raise SystemExit(f"hms-proxy bench versioning: {path} holds another store; "
+    done = 0
+    partial = dict(head.metadata or {})
+    if commit_chunks and partial.pop("built", None) is not None and partial == fp:
+        done = int(head.metadata["built"])
+        log(f"{location}: resuming the build after {done:,} partitions")
+    elif head.parents:
+        raise SystemExit(f"hms-proxy bench versioning: {location} holds another store; "
                          "use an empty directory")
-    log(f"{path}: building {gen.partitions:,} partitions over {gen.tables} tables")
+    log(f"{location}: building {gen.partitions:,} partitions over {gen.tables} tables")
     t0 = time.perf_counter()
     staged = 0
     value_bytes = 0
     gen_s = 0.0
-    with store.write("main") as txn:
-        txn.put_many(gen.catalog_entries())
+    commit_s = 0.0
+    if not done:
+        with store.write("main") as txn:
+            txn.put_many(gen.catalog_entries())
     batch: list[tuple[str, bytes]] = []
 
     def flush():
-        nonlocal batch
+        nonlocal batch, commit_s
         batch.sort()
         with store.write("main") as txn:
             txn.put_many(batch)
         batch = []
+        if commit_chunks:
+            c0 = time.perf_counter()
+            store.commit("main", f"versioning bench: {staged} of {gen.partitions} partitions",
+                         "bench", {**fp, "built": str(staged)})
+            commit_s += time.perf_counter() - c0
 
+    seen = 0
     for t in range(gen.tables):
         for i in range(gen.per_table[t]):
+            seen += 1
+            if seen <= done:
+                continue
             g0 = time.perf_counter()
             kv = gen.partition(t, i)
             gen_s += time.perf_counter() - g0
@@ -236,20 +264,22 @@ def build_store(path: Path, gen: Generator) -> dict:
             staged += 1
             if len(batch) >= BUILD_CHUNK:
                 flush()
-                if staged % (BUILD_CHUNK * 10) == 0:
-                    log(f"  staged {staged:,} partitions ({time.perf_counter() - t0:.0f} s)")
+                if staged % (BUILD_CHUNK * (1 if commit_chunks else 10)) == 0:
+                    log(f"  staged {done + staged:,} partitions "
+                        f"({time.perf_counter() - t0:.0f} s)")
     if batch:
         flush()
     t1 = time.perf_counter()
-    log(f"  staged {staged:,} partitions in {t1 - t0:.1f} s; committing")
+    log(f"  staged {done + staged:,} partitions in {t1 - t0:.1f} s; committing")
     store.commit("main", f"versioning bench: {gen.partitions} partitions over {gen.tables} "
-                         "tables", "bench", fp)
+                         "tables", "bench", fp, allow_empty=commit_chunks)
     t2 = time.perf_counter()
+    commit_s += t2 - t1
     log(f"  committed in {t2 - t1:.1f} s")
     return {"store": store, "reused": False, "seconds": round(t2 - t0, 2),
-            "stage_seconds": round(t1 - t0, 2), "generate_seconds": round(gen_s, 2),
-            "commit_seconds": round(t2 - t1, 2), "partitions": staged,
-            "mean_value_bytes": round(value_bytes / max(staged, 1))}
+            "stage_seconds": round(t2 - t0 - commit_s, 2), "generate_seconds": round(gen_s, 2),
+            "commit_seconds": round(commit_s, 2), "partitions": staged, "resumed_after": done,
+            "chunk_commits": commit_chunks, "mean_value_bytes": round(value_bytes / max(staged, 1))}
 
 
 def _db_bytes(path: Path) -> int:
@@ -360,8 +390,9 @@ def measure_changes(store, gen: Generator, scale: Scale, run: str, repeat: int,
         f"{scale.median('merge'):.1f} ms")
 
 
-def measure_history(path: Path, store, gen: Generator, run: str, history: int, reads: int,
-                    repeat: int, rng: random.Random) -> dict[str, list[float]]:
+def measure_history(location, store, gen: Generator, run: str, history: int, reads: int,
+                    repeat: int, rng: random.Random, options: dict | None = None
+                    ) -> dict[str, list[float]]:
     """``history`` one-partition commits on a branch, then point reads at the oldest of them
     and at the head. Reads use partitions no history commit touched (same value both sides)."""
 
@@ -414,7 +445,7 @@ def measure_history(path: Path, store, gen: Generator, run: str, history: int, r
     for _ in range(repeat):
         k = pick()
         for name, ref in (("read_cold_head", head), ("read_cold_old", old)):
-            fresh = open_catalog_store(path)
+            fresh = open_catalog_store(location, **(options or {}))
             try:
                 ms, value = _timed(lambda: fresh.get(ref, k))
             finally:
@@ -438,7 +469,32 @@ def command_line(args) -> str:
             parts += [f"--{name}", str(value)]
     if args.store:
         parts += ["--store", args.store]
+    if getattr(args, "start_lakefs", False):
+        parts.append("--start-lakefs")
     return " ".join(parts)
+
+
+def _start_lakefs(root: Path, cleanup: list) -> dict:
+    """A local lakeFS with its data under ``root/lakefs`` and the repositories 'large' and
+    'small' (made unless an earlier run did): the stores' locations, by name."""
+    from hms_proxy.tools import lakefs_local
+
+    try:
+        lakefs = lakefs_local.start_lakefs(workdir=root / "lakefs")
+    except (OSError, RuntimeError) as exc:
+        raise SystemExit(f"hms-proxy bench versioning: --start-lakefs: "
+                         f"{str(exc).splitlines()[0]}") from None
+    cleanup.append(lakefs.stop)
+    existing = lakefs.repositories()
+    for name in ("large", "small"):
+        if name not in existing:
+            lakefs.create_repository(name)
+    log(f"lakeFS {lakefs_local.DEFAULT_VERSION} at {lakefs.endpoint}, data in {root / 'lakefs'}")
+    from kvmodel.store.lakefs import LakeFSConfig
+
+    config = LakeFSConfig(lakefs.api_url, lakefs.access_key_id, lakefs.secret_access_key)
+    return {"large": "lakefs://large", "small": "lakefs://small",
+            "lakefs": lakefs_local.DEFAULT_VERSION, "options": {"config": config}}
 
 
 def run(args) -> dict:
@@ -456,13 +512,18 @@ def run(args) -> dict:
     rng = random.Random(args.seed)
     run_id = "bench-" + secrets.token_hex(3)
     stores = []
+    cleanup: list = []
+    on_lakefs = getattr(args, "start_lakefs", False)
     try:
+        locations = (_start_lakefs(root, cleanup) if on_lakefs else
+                     {"large": root / "large", "small": root / "small"})
         big_gen, small_gen = (Generator(args.partitions, args.tables),
                               Generator(args.small, args.tables))
         builds = {}
-        big = build_store(root / "large", big_gen)
+        options = locations.get("options")
+        big = build_store(locations["large"], big_gen, on_lakefs, options)
         stores.append(big["store"])
-        small = build_store(root / "small", small_gen)
+        small = build_store(locations["small"], small_gen, on_lakefs, options)
         stores.append(small["store"])
         builds["large"] = {k: v for k, v in big.items() if k != "store"}
         builds["small"] = {k: v for k, v in small.items() if k != "store"}
@@ -473,15 +534,17 @@ def run(args) -> dict:
         log(f"measuring on the small store ({args.small:,} partitions)")
         measure_changes(small["store"], small_gen, small_scale, run_id, args.repeat, rng)
         log(f"history: {args.history} one-partition commits on the large store")
-        history = measure_history(root / "large", big["store"], big_gen, run_id, args.history,
-                                  args.reads, args.repeat, rng)
+        history = measure_history(locations["large"], big["store"], big_gen, run_id, args.history,
+                                  args.reads, args.repeat, rng, options)
         for name, store in (("large", big["store"]), ("small", small["store"])):
-            builds[name]["db_bytes"] = _db_bytes(root / name)
+            builds[name]["db_bytes"] = None if on_lakefs else _db_bytes(root / name)
             builds[name]["ranges"] = store.range_count(store.resolve("main").commit) \
                 if hasattr(store, "range_count") else None
     finally:
         for store in stores:
             store.close()
+        for stop in reversed(cleanup):
+            stop()
         if temp and not args.keep:
             shutil.rmtree(root, ignore_errors=True)
         elif temp:
@@ -496,6 +559,8 @@ def run(args) -> dict:
 
     def add(key, value, samples=None, small_samples=None):
         _, target, unit = TARGETS[key]
+        if on_lakefs and unit == "ms":
+            target = None  # the embedded store's targets; on lakeFS only the ratios have one
         met = None if target is None or value is None else value <= target
         row = {"operation": key, "label": label(key), "value": value, "unit": unit,
                "target": target, "met": met}
@@ -533,6 +598,7 @@ def run(args) -> dict:
         "machine": {**machine_info(), "load_average_start": load_start},
         "partitions": args.partitions, "tables": args.tables, "small": args.small,
         "history": args.history, "repeat": args.repeat, "reads": args.reads, "seed": args.seed,
+        "store": f"lakeFS {locations['lakefs']}" if on_lakefs else "embedded",
         "builds": builds, "rows": rows, "small_medians": small_medians,
     }
 
@@ -555,11 +621,14 @@ def _build_line(name: str, b: dict) -> str:
     ranges = f", {b['ranges']:,} ranges on main" if b.get("ranges") else ""
     if b.get("reused"):
         return f"- {name} store: reused from an earlier run{ranges}{size}"
-    return (f"- {name} store: {b['partitions']:,} partitions of {b['mean_value_bytes']:,} bytes "
-            f"on average built in {b['seconds']} s: staged with put_many in transactions of "
-            f"{BUILD_CHUNK:,} in {b['stage_seconds']} s (of which generating and encoding "
-            f"{b['generate_seconds']} s), then one commit in {b['commit_seconds']} s"
-            f"{ranges}{size}")
+    resumed = (f" (resumed after {b['resumed_after']:,} built by an earlier run)"
+               if b.get("resumed_after") else "")
+    commits = (f"each committed, commits {b['commit_seconds']} s in all" if b.get("chunk_commits")
+               else f"then one commit in {b['commit_seconds']} s")
+    return (f"- {name} store: {b['partitions']:,} partitions{resumed} of "
+            f"{b['mean_value_bytes']:,} bytes on average built in {b['seconds']} s: staged with "
+            f"put_many in transactions of {BUILD_CHUNK:,} in {b['stage_seconds']} s (of which "
+            f"generating and encoding {b['generate_seconds']} s), {commits}{ranges}{size}")
 
 
 def render_markdown(result: dict) -> str:
@@ -568,6 +637,9 @@ def render_markdown(result: dict) -> str:
         f"Command: `{result['command']}`",
         "",
         f"- date (start): {result['date']}, wall time {result['seconds']} s",
+        f"- store: {result.get('store', 'embedded')}"
+        + ("; the absolute targets are the embedded store's, only the ratios have one here"
+           if result.get("store", "embedded") != "embedded" else ""),
         f"- machine: {m.get('nproc')} CPUs ({m.get('cpu', '?')}), {m.get('ram_gb', '?')} GB RAM, "
         f"Python {m.get('python')}, SQLite {m.get('sqlite', '?')}, {m.get('platform')}",
         f"- load average (1, 5, 15 min) at start {m.get('load_average_start')}, at end "
