@@ -179,6 +179,16 @@ def make_pointer(set_path: str, commit: str | None, schema: str, rows: int,
                       sort_keys=True, separators=(",", ":")).encode()
 
 
+def data_bytes(pointer: dict) -> int | None:
+    """``bytes=`` of a pointer's data fingerprint: the size of the data files its set was
+    computed over (a partitioned table's ``_table_`` set: its partitions' in all)."""
+    for part in str(pointer.get("data") or "").split("|"):
+        name, _, value = part.partition("=")
+        if name == "bytes" and value.isdigit():
+            return int(value)
+    return None
+
+
 def read_pointer(value: bytes | None) -> dict | None:
     import json
 

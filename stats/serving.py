@@ -40,8 +40,9 @@ from stats import files, layout
 log = logging.getLogger(__name__)
 
 # The statistics.parquet columns the HMS calls need (a projection: nothing else is read).
-SERVED_FIELDS = ("column", "type", "null_count", "distinct_count", "min", "max", "min_value",
-                 "max_value", "avg_length", "max_length", "true_count", "false_count")
+SERVED_FIELDS = ("column", "type", "count", "null_count", "distinct_count", "min", "max",
+                 "min_value", "max_value", "avg_length", "max_length", "true_count",
+                 "false_count")
 _ABSENT = ("absent",)  # cached: the set has no row for this column
 _ROW_WEIGHT = 400
 _EPOCH = datetime.date(1970, 1, 1)
@@ -352,11 +353,6 @@ def _served(env, t, table, partition, pointer: dict, columns, shape: "_Shape") -
             continue  # the column changed type since the set was computed
         out[col] = data
     return {col: out[col] for col in wanted if col in out}
-    try:
-        stamp = int(pointer.get("computed")) if pointer.get("computed") is not None else None
-    except (TypeError, ValueError):
-        stamp = None
-    return out, stamp
 
 
 def column_statistics(env, t, reader, table, partition: str | None, columns: list[str]):
@@ -401,3 +397,103 @@ def rename_pointers(cat, old, new) -> None:
     for key, value in list(cat.view.scan_prefix(old_root)):
         cat.view.put(new_root + key[len(old_root):], _relocated(value, old_loc, new_loc))
 
+
+
+# --- Spark's statistics parameters (stats.spark_props) ---------------------------------------
+def read_width_bins(set_path: str, columns: list[str], cache=None) -> dict[str, list]:
+    """``{column: [(lower, upper, count)]}``: the equal-width bins of those of ``columns``
+    (lower-case) that histograms.parquet has, cached by set and column."""
+    out: dict[str, list] = {}
+    missing = []
+    for col in dict.fromkeys(columns):
+        hit = cache.get(("stats-set-bins", set_path, col)) if cache is not None else None
+        if hit is None:
+            missing.append(col)
+        elif hit is not _ABSENT:
+            out[col] = hit
+    if not missing:
+        return out
+    import pyarrow.parquet as pq
+
+    filesystem, path = _open(set_path, layout.HISTOGRAMS)
+    names = {n.lower(): n for n in pq.read_schema(
+        path if filesystem is None else filesystem.open_input_file(path)).names}
+    present = [names[c] for c in missing if c in names]
+    table = pq.read_table(path, columns=present, filesystem=filesystem) if present else None
+    for col in missing:
+        bins = None
+        if table is not None and col in names and names[col] in table.column_names:
+            bins = [(b["lower"], b["upper"], b["count"]) for b in
+                    table.column(names[col]).to_pylist() if b is not None]
+        if bins:
+            out[col] = bins
+        if cache is not None:
+            cache.put(("stats-set-bins", set_path, col), bins or _ABSENT,
+                      _ROW_WEIGHT + 24 * len(bins or ()))
+    return out
+
+
+def table_pointer(reader, table, partition: str | None) -> dict | None:
+    """The pointer that serves ``partition`` of ``table`` (None: the table level, the ``_``
+    set, or a partitioned table's ``_table_`` set)."""
+    pointer = read_pointer(reader, table.dbName, table.tableName, partition)
+    if pointer is None and partition is None and table.partitionKeys:
+        pointer = read_pointer(reader, table.dbName, table.tableName, TABLE_LEVEL)
+    return pointer
+
+
+def spark_properties(env, reader, table, partition: str | None, pointer: dict | None = None,
+                     size: int | None = None) -> dict[str, str]:
+    """The parameters :mod:`stats.spark_props` derives from the set serving ``partition`` of
+    ``table`` (None: the table level): ``spark.sql.statistics.*``, with column statistics for
+    the columns the set may serve (as :func:`_served`: none of a dropped or retyped column),
+    and Hive's ``numRows``. ``size``: the data's bytes when the set does not record them (the
+    object's ``totalSize``); without either no ``spark.sql.statistics.*`` key is given (Spark
+    requires ``totalSize`` with them). {} when no current set serves it. Cached by set, schema
+    and Spark column names (the dict is shared: do not modify it)."""
+    from stats import spark_props
+
+    if pointer is None:
+        pointer = table_pointer(reader, table, partition)
+    if pointer is None or pointer.get("stale"):
+        return {}
+    shape = _Shape.of(table)
+    names = spark_props.spark_column_names(table.parameters)
+    cache = getattr(env, "cache", None)
+    key = ("stats-spark-props", pointer["set"], shape.fingerprint, pointer.get("schema"),
+           tuple(sorted(names.items())), size)
+    hit = cache.get(key) if cache is not None else None
+    if hit is not None:
+        return hit
+    out: dict[str, str] = {}
+    rows_count = pointer.get("rows")
+    bytes_ = layout.data_bytes(pointer)
+    if bytes_ is None:
+        bytes_ = size
+    if rows_count is not None:
+        out["numRows"] = str(int(rows_count))
+    if bytes_ is not None:
+        out[spark_props.TOTAL_SIZE] = str(int(bytes_))
+        if rows_count is not None:
+            out[spark_props.NUM_ROWS] = str(int(rows_count))
+        fresh = pointer.get("schema") == shape.fingerprint
+        wanted = [c for c in shape.types if spark_props.supported(shape.types[c])]
+        try:
+            rows = read_rows(pointer["set"], wanted, cache) if wanted else {}
+            numeric = [c for c in wanted if c in rows and layout.is_numeric(shape.types[c])]
+            bins = read_width_bins(pointer["set"], numeric, cache) if numeric else {}
+        except Exception as exc:  # a set that is gone or unreadable: its counts only
+            log.warning("statistics set %s of %s.%s (%s) not readable: %s", pointer["set"],
+                        table.dbName, table.tableName, partition or layout.UNPARTITIONED, exc)
+            rows, bins = {}, {}
+        for col in wanted:
+            row = rows.get(col)
+            if row is None or (not fresh and _norm_type(row.get("type")) != shape.norm[col]):
+                continue
+            spark_name = names.get(col, col)
+            for stat, text in spark_props.column_stats(shape.types[col], row,
+                                                       bins.get(col)).items():
+                out[spark_props.column_key(spark_name, stat)] = text
+    if cache is not None:
+        cache.put(key, out, _ROW_WEIGHT + sum(len(k) + len(v) for k, v in out.items()))
+    return out

@@ -127,6 +127,7 @@ def build_server(config: ServeConfig) -> srv.MetastoreServer:
     env = Env(store=store, warehouse=warehouse.Warehouse(warehouse_root), ref=config.ref,
               conf=conf, cache=cache, autocommit=config.autocommit,
               redis_url=config.store.redis or None, lock_wait=config.lock_wait,
+              stats_properties=config.stats_properties,
               access=security.guard(config.ref, config.any_read_only))
     services = (ThriftHiveMetastore, FacebookService)
     federation = None

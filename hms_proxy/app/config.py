@@ -86,6 +86,7 @@ class ServeConfig:
     reuse_port: bool = False
     autocommit: bool = False
     lock_wait: float = 1.0
+    stats_properties: bool = True
     upstream: str | None = None
     upstream_writes: bool = False
     upstream_timeout: float = 10.0

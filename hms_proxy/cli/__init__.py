@@ -66,6 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="how long lock and check_lock hold back a WAITING answer, granting "
                             "the lock the moment its holder releases it (default 1.0; 0 "
                             "answers WAITING at once, as the stock HMS does)")
+    serve.add_argument("--no-stats-properties", dest="stats_properties",
+                       action="store_false",
+                       help="do not add computed statistics (hms-proxy stats compute) to the "
+                            "parameters of the tables and partitions answered "
+                            "(spark.sql.statistics.*, which Spark's optimizer reads, and Hive's "
+                            "numRows); the statistics calls still serve them")
     serve.add_argument("--redis", default=None, metavar="URL",
                        help="keep locks and transactions in Redis (redis://host:port/db or "
                             "unix:///path/to/redis.sock) so that several "

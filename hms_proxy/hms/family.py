@@ -38,6 +38,9 @@ class Env:
     redis_url: str | None = None  # serve --redis: locks and transactions shared in Redis
     lock_wait: float = 1.0  # serve --lock-wait: seconds a WAITING lock answer is held back
     access: object | None = None  # hms_proxy.security.access.Guard: rules, read-only, audit (or None)
+    # computed statistics in the parameters of tables and partitions answered
+    # (hms_proxy/hms/served_props.py); serve --no-stats-properties turns it off
+    stats_properties: bool = True
     # what one family's change does to another's objects (hms_proxy/hms/cascades.py),
     # registered by hms_proxy.hms.handler.connect
     cascades: Cascades = field(default_factory=Cascades)

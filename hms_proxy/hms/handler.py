@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from thrift.Thrift import TApplicationException
 
+from hms_proxy.hms import served_props
 from hms_proxy.hms.colstats import ColumnStatsCalls
 from hms_proxy.hms.constraints import ConstraintCalls
 from hms_proxy.hms.databases import DatabaseCalls
@@ -64,9 +65,10 @@ class Handler:
         self.env = connect(env)
         self._calls = {}
         families = {cls: cls(env) for cls in FAMILIES}
+        served = served_props.ServedProperties(env) if env.stats_properties else None
         for name, family_cls in served_methods(thrift_methods).items():
             self._calls[name] = _routed(name, getattr(families[family_cls], name),
-                                        thrift_methods[name], federation, env.access)
+                                        thrift_methods[name], federation, env.access, served)
         self._implemented = sorted(self._calls)
         if federation is not None:  # calls we do not serve may still go to the upstream
             for name, method in thrift_methods.items():
@@ -96,17 +98,23 @@ def _unknown(name: str):
     return impl
 
 
-def _routed(name: str, impl, method, federation=None, guard=None):
+def _routed(name: str, impl, method, federation=None, guard=None, served=None):
     """The family method behind the routing of :mod:`hms_proxy.thrift.routing`: the call's ref is
     chosen here, once, and its answer qualified back when the request was qualified. With
     ``serve --upstream``, :mod:`hms_proxy.thrift.federation` decides whether it is ours at all;
-    with access control, the :class:`~hms_proxy.security.access.Guard` whether it runs at all."""
+    with access control, the :class:`~hms_proxy.security.access.Guard` whether it runs at all.
+    ``served``: the :class:`~hms_proxy.hms.served_props.ServedProperties` that adds computed
+    statistics to the tables and partitions a read answers with."""
     arg_names = method.arg_names
     result_spec = method.result_cls.thrift_spec if method.result_cls is not None else ()
     route = federation.route_for(name, method) if federation is not None else None
+    if served is not None and not served_props.serves(name, result_spec):
+        served = None
 
     def local(ctx, args, ref):
         value = impl(ctx, *args)
+        if served is not None:
+            value = served.answer(ctx, value, result_spec, ctx.ref)
         if ref is not None:
             value = routing.qualify_result(value, result_spec, ref)
         return value

@@ -95,6 +95,7 @@ def partitions(family, ctx, db: str, tbl: str, max_parts=None,
         log.debug("streaming %d partitions of %s.%s (%d bytes)", count, db, tbl, size)
         stream = RawStream(count, size, (d for _, d in cat.partitions_raw(db, tbl)),
                            stack.pop_all().close)
+        stream.table = (db, tbl)  # whose partitions (hms_proxy.hms.served_props)
         return table, stream
     finally:
         stack.close()

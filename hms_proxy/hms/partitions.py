@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import copy
 
-from hms_proxy.hms import filters, javafmt, listing, names, privileges, warehouse
+from hms_proxy.hms import filters, javafmt, listing, names, privileges, served_props, warehouse
 from hms_proxy.hms.family import DDL_TIME, Family, lower, now
 from hms_proxy.hms.names import part_name
 from hms_proxy.hms.tables import is_external, is_view, normalize_sd, update_stats_fast
@@ -488,6 +488,8 @@ class PartitionCalls(Family):
                 part.createTime = new_part.createTime or 0
                 part.lastAccessTime = new_part.lastAccessTime or 0
                 part.privileges = None
+                if self.env.stats_properties:  # what we served is not written back
+                    served_props.strip_served(self.env, cat, table, old, part)
                 if props.get("DO_NOT_UPDATE_STATS", "").lower() != "true" and not is_view(table):
                     update_stats_fast(part.parameters, part.sd.location, False, env_context,
                                       force=_needs_stats(part.parameters, props))

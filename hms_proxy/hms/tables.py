@@ -4,7 +4,7 @@ from __future__ import annotations
 import copy
 import json
 
-from hms_proxy.hms import names, privileges, warehouse
+from hms_proxy.hms import names, privileges, served_props, warehouse
 from hms_proxy.hms.family import DDL_TIME, Family, column_problem, lower, match_names, now
 from hms_proxy.hms.txn import acid as acid_validation
 from hms_proxy.thrift import errors
@@ -329,6 +329,8 @@ class TableCalls(Family):
             new = normalize_table(new_tbl, self.t)
             new.dbName = new.dbName or db
             self._check_partition_keys(old, new)
+            if self.env.stats_properties:  # what we served is not written back
+                served_props.strip_served(self.env, cat, old, old, new)
             rename = (new.dbName, new.tableName) != (db, name)
             if rename:
                 moves = self._rename(cat, old, new)

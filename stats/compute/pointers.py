@@ -148,6 +148,9 @@ def build_table_level(store, ref: str, db: str, tbl: str, new: dict[str, bytes] 
                                   distributions=distributions)
     fingerprint = layout.schema_fingerprint(ts.columns)
     data = f"{location}|partitions={len(used)}/{len(ts.partition_names)}"
+    sizes = [layout.data_bytes(pointers[p]) for p in used]
+    if all(size is not None for size in sizes):  # what the used partitions' sets read
+        data += f"|bytes={sum(sizes)}"
     level.set = path
     level.pointer = (layout.pointer_key(db, tbl, layout.TABLE_LEVEL),
                      layout.make_pointer(path, commit or ts.commit, fingerprint, level.rows, data))
