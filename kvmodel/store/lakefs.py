@@ -109,6 +109,11 @@ TEMP_BRANCH = "hms-tmp-"
 PAGE = 1000  # lakeFS's largest page
 CONNECT_TIMEOUT = float(os.environ.get("HMS_LAKEFS_CONNECT_TIMEOUT", "3"))  # seconds
 READ_TIMEOUT = float(os.environ.get("HMS_LAKEFS_READ_TIMEOUT", "8"))  # seconds per answer
+# a commit or a merge rewrites every range its changes touch, and a diff between commits reads
+# them (up to 20 MB each by lakeFS's default): changes spread over a large repository take
+# lakeFS many seconds (15 s for 100 partitions at random among 1,000,000 here), and giving up
+# early would report a failure for a commit lakeFS goes on to make
+VERSIONING_TIMEOUT = float(os.environ.get("HMS_LAKEFS_VERSIONING_TIMEOUT", "600"))
 UPLOAD_THREADS = 8
 DEFAULT_REFRESH = 0.25  # seconds between background refreshes of a branch being read
 STALE_AFTER = 1.0  # a read refreshes a branch state older than this itself
@@ -838,6 +843,8 @@ class LakeFSStore(VersionedStore):
                       key=lambda t: t.name)
 
     def _paged(self, fn, *args, **kwargs):
+        if fn == self.api.refs.diff_refs:
+            kwargs.setdefault("_request_timeout", (CONNECT_TIMEOUT, VERSIONING_TIMEOUT))
         after = ""
         while True:
             page = self.api(fn, *args, after=after, amount=PAGE, **kwargs)
@@ -1353,7 +1360,8 @@ class LakeFSStore(VersionedStore):
         meta[META_AUTHOR] = author or ""
         meta[META_CREATED] = repr(now)
         raw = self.api(self.api.commits.commit, branch, self.api.sdk.CommitCreation(
-            message=message, metadata=meta, date=int(now), allow_empty=allow_empty))
+            message=message, metadata=meta, date=int(now), allow_empty=allow_empty),
+            _request_timeout=(CONNECT_TIMEOUT, VERSIONING_TIMEOUT))
         commit = self._commit_of(raw)
         self._outdate(branch)
         self._announce(branch)
@@ -1638,7 +1646,8 @@ class LakeFSStore(VersionedStore):
         try:
             result = self.api(self.api.refs.merge_into_branch, source, branch,
                               self.api.sdk.Merge(message=message, metadata=meta,
-                                                 strategy=strategy, allow_empty=True))
+                                                 strategy=strategy, allow_empty=True),
+                              _request_timeout=(CONNECT_TIMEOUT, VERSIONING_TIMEOUT))
         except LakeFSError as exc:
             if "conflict" in str(exc).lower():
                 raise LakeFSError(f"lakeFS found conflicts merging into {branch!r}: {exc}") \
