@@ -17,7 +17,9 @@ This module turns a statistics set's rows (:data:`stats.serving.SERVED_FIELDS`) 
 bins (``histograms.parquet``) into those parameters. The equi-height bins are derived from the
 equal-width ones (values assumed uniform within an equal-width bin; a bin's distinct count is
 the column's, shared out by the width of the non-empty equal-width bins the bin covers), so
-they are an estimate, like the ones Spark's own ``percentile_approx`` gives. The LZ4 stream
+they are an estimate, like the ones Spark's own ``percentile_approx`` gives. Integral columns
+(and dates) get whole-number bounds, and when their equal-width bins are narrower than 1 (a
+range of fewer values than bins) exact distinct counts per bin. The LZ4 stream
 holds the bytes uncompressed (lz4-java's "raw" blocks, which its reader accepts like
 compressed ones): no compression library is needed to serve them.
 
@@ -26,6 +28,7 @@ Pure Python, no pyarrow: the server imports it on every table read.
 from __future__ import annotations
 
 import base64
+import bisect
 import datetime
 import json
 import math
@@ -149,14 +152,29 @@ def equi_height(width_bins: list[tuple[float, float, int]], distinct: int, integ
         return sum(max(0.0, min(hi, b_hi) - max(lo, b_lo)) for b_lo, b_hi, _ in width_bins)
 
     edges = [width_bins[0][0]] + [at(height * k) for k in range(1, nbins)] + [width_bins[-1][1]]
+    values = None
+    if integral:
+        # values are whole numbers: so are the bounds (a value's rows spread over several
+        # bins give bins [v, v], as Spark's own); bins narrower than 1 hold one value each,
+        # which gives the bins' distinct counts exactly
+        edges = [float(math.floor(e + 0.5)) for e in edges]
+        if all(hi - lo < 1 for lo, hi, _ in width_bins):
+            values = sorted({math.ceil(lo) for lo, _, _ in width_bins})
     out = []
+    cap_rows = max(1, math.ceil(height))
     for k in range(nbins):
         lo, hi = edges[k], max(edges[k], edges[k + 1])
-        if occupied > 0:
+        if lo == hi:
+            ndv = 1
+        elif values is not None:  # the values in (lo, hi], the first bin [lo, hi]
+            ndv = (bisect.bisect_right(values, hi)
+                   - (bisect.bisect_left(values, lo) if k == 0 else
+                      bisect.bisect_right(values, lo)))
+        elif occupied > 0:
             ndv = distinct * covered(lo, hi) / occupied
         else:  # every value equal
             ndv = 1
-        cap = max(1, math.ceil(height))
+        cap = cap_rows
         if integral:
             cap = min(cap, max(1, math.floor(hi) - math.ceil(lo) + 1))
         out.append((lo, hi, int(min(cap, max(1, round(ndv))))))

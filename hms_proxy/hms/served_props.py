@@ -22,6 +22,7 @@ the table has any pointer).
 """
 from __future__ import annotations
 
+import copy
 import logging
 import struct
 
@@ -250,10 +251,11 @@ class _Call:
             hit = self.env.cache.get((self._token, "served-props", raw))
             if hit is not None:
                 return obj if hit is _NOTHING else Raw(hit)
-        struct_ = codec.decode(cls, raw) if raw is not None else obj
+        # a decoded answer may be shared with a cache: the served keys go on a copy
+        struct_ = codec.decode(cls, raw) if raw is not None else copy.copy(obj)
         changed = self.add(struct_)
         if raw is None:
-            return struct_
+            return struct_ if changed else obj
         data = codec.encode(struct_) if changed else None
         if self._token is not None:
             self.env.cache.put((self._token, "served-props", raw),

@@ -427,3 +427,83 @@ def test_a_renamed_table_keeps_its_statistics(proxy):
             client.drop_database(db, True, True)
     finally:
         store.close()
+
+
+# --- statistics in the parameters of tables and partitions (hms_proxy/hms/served_props.py) --
+def test_partitions_are_answered_with_spark_statistics_never_stored(proxy):
+    """The set's statistics ride in the partition's parameters in every listing call, the
+    stored partition does not hold them, and writing back what was read stores nothing of
+    them; a client's own differing values are stored whole, column by column, and win."""
+    import json
+
+    store = _store_of(proxy)
+    db, stats = "s3sv_props", "spark.sql.statistics."
+    try:
+        with connect(proxy) as client:
+            try:
+                client.drop_database(db, True, True)
+            except TException:
+                pass
+            client.create_database(database(db))
+            client.create_table(table(db, "t", cols("a int", "s string", "m map<string,int>"),
+                                      partition_keys=cols("ds string")))
+            t = client.get_table(db, "t")
+            client.add_partition(partition(t, ["1"]))
+            rows = [stat_row("a", "int", count=10, null_count=1, distinct_count=9, min="1",
+                             max="100", min_value=1.0, max_value=100.0),
+                    stat_row("s", "string", count=10, null_count=0, distinct_count=5,
+                             avg_length=3.5, max_length=12),
+                    stat_row("m", "map<string,int>", count=10, null_count=0)]
+            path = write_set(t.sd.location + "/ds=1", "ds=1", rows)
+            pointer = json.loads(layout.make_pointer(
+                path, None, layout.schema_fingerprint(t.sd.cols), rows=10,
+                data="x|files=1|bytes=777|mtime=0"))
+            with store.write("main") as txn:
+                txn.put(layout.pointer_key(db, "t", "ds=1"),
+                        json.dumps(pointer, sort_keys=True).encode())
+
+            answers = [client.get_partition(db, "t", ["1"]),
+                       client.get_partition_by_name(db, "t", "ds=1"),
+                       client.get_partitions(db, "t", -1)[0],
+                       client.get_partitions_by_names(db, "t", ["ds=1"])[0],
+                       client.get_partitions_by_filter(db, "t", "ds = '1'", -1)[0],
+                       client.get_partitions_ps(db, "t", ["1"], -1)[0]]
+            for got in answers:
+                p = got.parameters
+                assert (p[stats + "totalSize"], p[stats + "numRows"], p["numRows"]) == \
+                    ("777", "10", "10")
+                assert p[stats + "colStats.a.distinctCount"] == "9"
+                assert p[stats + "colStats.a.min"] == "1" and p[stats + "colStats.a.max"] == "100"
+                assert p[stats + "colStats.s.avgLen"] == "4"
+                assert not [k for k in p if ".colStats.m." in k]  # complex: none, as Spark
+            table_answer = client.get_table(db, "t").parameters  # no table-level set
+            assert not [k for k in table_answer if k.startswith(stats)]
+
+            def stored():
+                from hms_proxy.thrift.gen.hive_metastore import ttypes
+                from kvmodel import codec
+
+                raw = store.get("main", f"db/{db}/table/t/part/ds=1")
+                return codec.decode(ttypes.Partition, raw).parameters
+
+            assert not [k for k in stored() if k.startswith(stats) or k == "numRows"]
+            # written back as read (Hive, Trino, Spark's ALTER): nothing of it is stored
+            echo = client.get_partition(db, "t", ["1"])
+            echo.parameters["team"] = "ads"
+            client.alter_partition(db, "t", echo)
+            assert stored()["team"] == "ads"
+            assert not [k for k in stored() if k.startswith(stats) or k == "numRows"]
+            # a client's own statistics of a: stored whole (this group differs), and answered
+            mine = client.get_partition(db, "t", ["1"])
+            mine.parameters[stats + "colStats.a.distinctCount"] = "42"
+            client.alter_partition(db, "t", mine)
+            own = stored()
+            assert own[stats + "colStats.a.distinctCount"] == "42"
+            assert own[stats + "colStats.a.version"] == "2"
+            assert not [k for k in own if ".colStats.s." in k]
+            p = client.get_partition(db, "t", ["1"]).parameters
+            assert p[stats + "colStats.a.distinctCount"] == "42"
+            assert p[stats + "colStats.s.distinctCount"] == "5"
+            client.drop_database(db, True, True)
+    finally:
+        store.close()

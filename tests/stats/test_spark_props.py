@@ -150,3 +150,18 @@ def test_own_columns_are_those_with_a_version():
               "spark.sql.statistics.colStats.userId.min": "0",
               "spark.sql.statistics.colStats.x.min": "1", "numRows": "3"}
     assert sp.own_columns(params) == {"userid"}
+
+
+def test_integral_bins_have_whole_bounds_and_exact_distinct_counts():
+    # values 0..9, 100 rows each, in 1,000 equal-width bins over [0, 9]: one value per
+    # non-empty bin (what the compute job writes for a small-range integer column)
+    width = 9 / 1000
+    bins = [(v / width // 1 * width, v / width // 1 * width + width, 100) for v in range(10)]
+    height, out = sp.equi_height(bins, distinct=10, integral=True, nbins=25)
+    assert height == 40.0
+    assert all(lo == int(lo) and hi == int(hi) for lo, hi, _ in out)
+    # a value's 100 rows fill two or three bins [v, v]: Spark's equality estimate finds them
+    assert sum(1 for lo, hi, _ in out if lo == hi == 7.0) >= 2
+    for k, (lo, hi, ndv) in enumerate(out):
+        inside = [v for v in range(10) if (lo <= v if k == 0 else lo < v) and v <= hi]
+        assert ndv == (1 if lo == hi else max(1, len(inside))), (lo, hi, ndv)

@@ -60,6 +60,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     # (and func); plain `hms-proxy bench --target ...` is unchanged.
     from hms_proxy.tools.bench import (  # light: heavy imports
         importing,
+        plans,
         stats_bench,
         throughput,
         versioning,  # inside
@@ -67,13 +68,14 @@ def register(subparsers) -> argparse.ArgumentParser:
     )
 
     modes = p.add_subparsers(dest="bench_mode",
-                             metavar="{versioning,import,stats,throughput,visibility}",
+                             metavar="{versioning,import,stats,plans,throughput,visibility}",
                              title="modes (optional)")
     throughput.register(modes)
     visibility.register(modes)
     versioning.register(modes)
     importing.register(modes)
     stats_bench.register(modes)
+    plans.register(modes)
     return p
 
 
