@@ -544,3 +544,46 @@ def test_a_refresh_begun_before_our_commit_does_not_hide_it(repo, monkeypatch):
         assert store.get("main", "a") == b"2"
     finally:
         store.close()
+
+
+def test_commits_merges_and_diffs_wait_longer_than_other_calls(monkeypatch, lake):
+    """lakeFS rewrites or reads every range a commit, merge or diff between commits touches:
+    on a large repository that takes seconds (15 s for 100 scattered partitions among a
+    million, docs/benchmarks.md), so those calls get VERSIONING_TIMEOUT, every other call
+    the short read time-out (a call given up on is reported failed while lakeFS goes on)."""
+    from kvmodel.store import lakefs as module
+
+    timeouts: dict[str, set] = {}
+    real = lakefs_sdk.ApiClient.call_api
+
+    def spy(self, resource_path, method, *args, **kwargs):
+        timeouts.setdefault(f"{method} {resource_path}", set()).add(
+            kwargs.get("_request_timeout"))
+        return real(self, resource_path, method, *args, **kwargs)
+
+    monkeypatch.setattr(lakefs_sdk.ApiClient, "call_api", spy)
+    with lake.write("main") as txn:
+        txn.put("db/a", b"1")
+    base = lake.commit("main", "one", "t")
+    lake.create_branch("dev", "main")
+    with lake.write("dev") as txn:
+        txn.put("db/b", b"2")
+    lake.commit("dev", "two", "t")
+    lake.merge_base("dev", "main")
+    assert [d.key for d in lake.diff(base.id, "dev")] == ["db/b"]
+    from kvmodel.versioning import merge_refs
+
+    assert merge_refs(lake, "dev", "main", author="t").commit is not None
+    long = (module.CONNECT_TIMEOUT, module.VERSIONING_TIMEOUT)
+    short = (module.CONNECT_TIMEOUT, module.READ_TIMEOUT)
+    assert module.VERSIONING_TIMEOUT > module.READ_TIMEOUT
+    slow = {k: v for k, v in timeouts.items()
+            if k.startswith("POST") and ("/commits" in k or "/merge/" in k) or "/diff/" in k}
+    assert any("/commits" in k for k in slow) and any("/diff/" in k for k in slow), timeouts
+    assert any("/merge/" in k for k in slow), timeouts
+    for path, seen in slow.items():
+        assert seen == {long}, (path, seen)
+    for path, seen in timeouts.items():
+        if path not in slow and not path.startswith("POST /repositories/{repository}/branches"
+                                                    "/{branch}/objects"):
+            assert seen <= {short, None}, (path, seen)
