@@ -177,17 +177,10 @@ def _timestamp_seconds(number):
 
 
 def _decimal(text, number, t):
-    from decimal import Decimal, InvalidOperation
+    from stats.spark_props import decimal_text
 
-    for value in (text, None if number is None or not math.isfinite(number) else repr(number)):
-        if value is None:
-            continue
-        try:
-            Decimal(str(value).strip())
-        except InvalidOperation:
-            continue
-        return decimal_struct(str(value).strip(), t)
-    return None
+    value = decimal_text(text, number)
+    return None if value is None else decimal_struct(value, t)
 
 
 def to_stats_data(hive_type: str, row: dict, t):

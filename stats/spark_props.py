@@ -215,7 +215,8 @@ def _number_text(text, number, integral: bool) -> str | None:
     return str(int(number)) if integral else repr(float(number))
 
 
-def _decimal_text(text, number) -> str | None:
+def decimal_text(text, number) -> str | None:
+    """The first of ``text`` and ``number`` that reads as a decimal, as text; None if neither."""
     from decimal import Decimal, InvalidOperation
 
     for value in (text, None if number is None or not math.isfinite(number) else repr(number)):
@@ -266,8 +267,8 @@ def column_stats(hive_type: str, row: dict, width_bins=None,
         lo = _number_text(row.get("min"), row.get("min_value"), integral)
         hi = _number_text(row.get("max"), row.get("max_value"), integral)
     elif kind == "decimal":
-        lo = _decimal_text(row.get("min"), row.get("min_value"))
-        hi = _decimal_text(row.get("max"), row.get("max_value"))
+        lo = decimal_text(row.get("min"), row.get("min_value"))
+        hi = decimal_text(row.get("max"), row.get("max_value"))
     elif kind == "date":
         lo = _date_text(row.get("min"), row.get("min_value"))
         hi = _date_text(row.get("max"), row.get("max_value"))
