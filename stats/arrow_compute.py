@@ -12,13 +12,11 @@ from __future__ import annotations
 import datetime
 import decimal
 import os
-import shutil
 
 import numpy as np
 import pyarrow as pa
 
 from hms_proxy.hms.javafmt import double_to_string
-from hms_proxy.hms.warehouse import local_path
 from stats import layout
 
 
@@ -91,25 +89,13 @@ def write_files(tables: dict, directory: str) -> None:
 
 
 def write_set(tables: dict, table_location: str, partition: str) -> str:
-    """Write a set into a fresh immutable ``<location>/_stats/<partition>/<id>/`` (through a
-    hidden temporary directory renamed into place); returns its path as a location. Local
-    (``file:`` or plain path) locations only."""
+    """Write a set into a fresh immutable ``<location>/_stats/<partition>/<id>/`` at any location
+    :func:`stats.files.locate` reaches (local: through a hidden temporary directory renamed into
+    place; lakeFS, S3...: an object per file); returns its path as a location."""
+    from stats import files
 
-    set_id = layout.new_set_id()
-    target = layout.set_dir(table_location, partition, set_id)
-    local = local_path(target)
-    if local is None:
-        raise ValueError(f"cannot write statistics to {target}: only local (file:) locations "
-                         "are written without Spark")
-    parent = os.path.dirname(local)
-    tmp = os.path.join(parent, f".{set_id}.tmp")
-    try:
-        write_files(tables, tmp)
-        os.rename(tmp, local)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return target
+    target = layout.set_dir(table_location, partition, layout.new_set_id())
+    return files.write_set_files(target, lambda directory: write_files(tables, directory))
 
 
 __all__ = ["compute_set", "write_files", "write_set", "text", "numbers"]

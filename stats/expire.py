@@ -19,6 +19,18 @@ records their pointers. Partition directories left empty are removed too.
 
 Finding the pointers costs one diff per commit (a commit's pointers are its first parent's
 plus what its diff changed), so a long history of small commits is cheap.
+
+**On a lakeFS store** (:func:`expire_lakefs`) the sets are objects of the repository, beside
+the data, and a commit keeps its objects whatever a branch does later: ``main~3`` and a tag
+read their sets from their own commit. So only the branches' heads count: a set is kept when
+the pointers of any branch (committed or staged) name it, and deleted, on every unprotected
+branch that has it, otherwise (lakeFS's garbage collection frees the bytes once no commit it
+retains has them). Using every branch, not only the one the object is on, keeps a merge from
+carrying one branch's deletion into a branch that still points at the set. A branch with no
+uncommitted change gets the deletions as a commit of their own (``stats expire (N sets)``,
+metadata ``source: stats expire``); on a branch with uncommitted changes they are left staged
+beside them (lakeFS commits a branch whole). Protected branches are skipped (expire on a branch
+and merge it).
 """
 from __future__ import annotations
 
@@ -45,6 +57,9 @@ class ExpireResult:
     kept: list[str] = field(default_factory=list)       # referenced set directories
     young: list[str] = field(default_factory=list)      # unreferenced, but too recent
     skipped: list[str] = field(default_factory=list)    # _stats roots that are not local
+    protected: list[str] = field(default_factory=list)  # lakeFS: branches left alone
+    commits: dict = field(default_factory=dict)         # lakeFS: branch -> commit id
+    uncommitted: list[str] = field(default_factory=list)  # lakeFS: deletions left staged
 
 
 def _norm(location: str | None) -> str | None:
@@ -53,19 +68,21 @@ def _norm(location: str | None) -> str | None:
 
 
 class _References:
-    """What the catalog's versions refer to: set paths and ``_stats`` roots."""
+    """What the catalog's versions refer to: set paths and ``_stats`` roots, as ``normalise``
+    gives them (default: local paths; a location it gives None for is another scheme's)."""
 
-    def __init__(self):
+    def __init__(self, normalise=_norm, join=os.path.join):
+        self.normalise, self.join = normalise, join
         self.sets: set[str] = set()
-        self.roots: set[str] = set()       # local ``<table location>/_stats`` directories
-        self.remote: set[str] = set()      # other schemes
+        self.roots: set[str] = set()       # ``<table location>/_stats`` directories
+        self.remote: set[str] = set()      # those of other schemes
 
     def _root(self, location: str):
-        local = _norm(location)
-        if local is None:
+        path = self.normalise(location)
+        if path is None:
             self.remote.add(location.rstrip("/") + "/" + layout.STATS_DIR)
         else:
-            self.roots.add(os.path.join(local, layout.STATS_DIR))
+            self.roots.add(self.join(path, layout.STATS_DIR))
 
     def see(self, key: str, value: bytes | None):
         if value is None:
@@ -78,9 +95,9 @@ class _References:
             path = pointer.get("set") if isinstance(pointer, dict) else None
             if not isinstance(path, str) or not path:
                 return
-            local = _norm(path)
-            if local is not None:
-                self.sets.add(local)
+            inside = self.normalise(path)
+            if inside is not None:
+                self.sets.add(inside)
             marker = "/" + layout.STATS_DIR + "/"
             if marker in path:
                 self._root(path.split(marker, 1)[0])
@@ -189,4 +206,73 @@ def expire(store, *, dry_run: bool = False, min_age: float = DEFAULT_MIN_AGE,
             _remove_empty_parents(norm, root)
             if out:
                 out(f"deleted {norm}")
+    return result
+
+
+# --- on lakeFS --------------------------------------------------------------------------------
+def _repo_path(location: str, repository: str) -> str | None:
+    """The path inside ``repository`` of a location in it (canonical ``lakefs://REPO/@/p`` or
+    rendered ``s3a|s3|lakefs://REPO/<ref>/p``), else None."""
+    for scheme in ("lakefs", "s3a", "s3"):
+        head = f"{scheme}://{repository}/"
+        if location.startswith(head):
+            _, _, path = location[len(head):].partition("/")
+            return path.strip("/") or None
+    return None
+
+
+def expire_lakefs(store, *, dry_run: bool = False, min_age: float = DEFAULT_MIN_AGE,
+                  out=None) -> ExpireResult:
+    """:func:`expire` on a lakeFS store (see the module docstring): sets are listed and deleted
+    per branch, as ``lakefs://REPO/<branch>/<set directory>``."""
+    raw = getattr(store, "wrapped", store)
+    repository = raw.repository
+    refs = _References(lambda location: _repo_path(location, repository),
+                       lambda path, name: f"{path}/{name}")
+    branches = raw.list_branches()
+    for branch in branches:
+        with raw.read(branch.name) as view:
+            for key, value in view.scan("db/", prefix_end("db/")):
+                refs.see(key, value)
+    result = ExpireResult(skipped=sorted(refs.remote))
+    now = time.time()
+    for branch in branches:
+        name = branch.name
+        if branch.protected:
+            result.protected.append(name)
+            continue
+        head = raw.resolve(name).commit
+        clean = not raw.uncommitted(name)
+        doomed: list[str] = []
+        for root in sorted(refs.roots):
+            newest: dict[str, int] = {}
+            files: dict[str, list[str]] = {}
+            for path, _, mtime in raw.data_listing(name, root):
+                directory = path.rsplit("/", 1)[0]
+                files.setdefault(directory, []).append(path)
+                newest[directory] = max(newest.get(directory, 0), mtime)
+            for directory in sorted(files):
+                shown = f"lakefs://{repository}/{name}/{directory}"
+                if directory in refs.sets:
+                    result.kept.append(shown)
+                elif now - newest[directory] < min_age:
+                    result.young.append(shown)
+                else:
+                    result.deleted.append(shown)
+                    doomed.extend(files[directory])
+                    if out and dry_run:
+                        out(f"would delete {shown}")
+        if dry_run or not doomed:
+            continue
+        raw.delete_data_paths(name, doomed)
+        if out:
+            for directory in sorted({p.rsplit("/", 1)[0] for p in doomed}):
+                out(f"deleted lakefs://{repository}/{name}/{directory}")
+        sets = len({p.rsplit("/", 1)[0] for p in doomed})
+        if clean:
+            commit = raw.commit(name, f"stats expire ({sets} set{'' if sets == 1 else 's'})",
+                                metadata={"source": "stats expire"}, expected_head=head)
+            result.commits[name] = commit.id
+        else:
+            result.uncommitted.append(name)
     return result

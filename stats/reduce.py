@@ -30,9 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hms_proxy.hms.warehouse import local_path
+from stats import files, layout
 from stats import frequencies as freq
-from stats import layout
 from stats.sets import PartitionSet, open_sets  # noqa: F401 - PartitionSet: stats.reduce's name too
 
 # Spark's xxhash64 and the HyperLogLog sketches live in stats.sketch (names kept here).
@@ -334,7 +333,8 @@ def write_table_set(table_location: str, sets, *, bins: int = layout.DEFAULT_BIN
                     redis=None, redis_url: str | None = None, distributions: bool = False,
                     set_id: str | None = None, **frequency_options) -> str:
     """Reduce partition sets into the table's own set, written like a partition's under
-    ``<table location>/_stats/_table_/<set id>/`` (never changed afterwards); returns its path.
+    ``<table location>/_stats/_table_/<set id>/`` (never changed afterwards; any location
+    :func:`stats.files.write_set_files` writes: local, lakeFS, S3); returns its path.
 
     frequencies.parquet holds a row group per column; its schema metadata lists, as JSON, the
     ``partitions`` (names) and ``partition_sets`` (paths), in the order of the optional
@@ -351,9 +351,6 @@ def write_table_set(table_location: str, sets, *, bins: int = layout.DEFAULT_BIN
     statistics = reduce_statistics(sets, bins, frequencies=result, histograms=histograms)
     order = statistics.column("column").to_pylist()
     path = layout.set_dir(table_location, layout.TABLE_LEVEL, set_id or layout.new_set_id())
-    local = local_path(path) or path
-    os.makedirs(local)
-    pq.write_table(statistics, os.path.join(local, layout.STATISTICS))
     table = result.table
     if distributions:
         table = freq.partition_distributions(sets, table)
@@ -361,12 +358,18 @@ def write_table_set(table_location: str, sets, *, bins: int = layout.DEFAULT_BIN
             b"partition_sets": json.dumps([s.path for s in sets]).encode(),
             b"duplicates_only": json.dumps(result.duplicates_only()).encode()}
     schema = table.schema.with_metadata(meta)
-    with pq.ParquetWriter(os.path.join(local, layout.FREQUENCIES), schema) as writer:
-        for name in order:
-            if name in result.reports:
-                part = table.filter(pc.equal(table["column"], name))
-                writer.write_table(part.replace_schema_metadata(meta),
-                                   row_group_size=max(len(part), 1))
-    pq.write_table(histograms_table(histograms, order), os.path.join(local, layout.HISTOGRAMS))
-    pq.write_table(reduce_sketches(sets), os.path.join(local, layout.SKETCHES))
-    return path
+
+    def write(local: str) -> None:
+        os.makedirs(local)
+        pq.write_table(statistics, os.path.join(local, layout.STATISTICS))
+        with pq.ParquetWriter(os.path.join(local, layout.FREQUENCIES), schema) as writer:
+            for name in order:
+                if name in result.reports:
+                    part = table.filter(pc.equal(table["column"], name))
+                    writer.write_table(part.replace_schema_metadata(meta),
+                                       row_group_size=max(len(part), 1))
+        pq.write_table(histograms_table(histograms, order),
+                       os.path.join(local, layout.HISTOGRAMS))
+        pq.write_table(reduce_sketches(sets), os.path.join(local, layout.SKETCHES))
+
+    return files.write_set_files(path, write)

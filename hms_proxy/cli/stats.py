@@ -8,9 +8,10 @@ import sys
 
 from hms_proxy.cli import stats_compute
 from kvmodel.locations import open_catalog_store
+from kvmodel.store import lakefs_repository
 from kvmodel.store.errors import StoreError
 from stats import layout
-from stats.expire import DEFAULT_MIN_AGE, DEFAULT_STORE, expire
+from stats.expire import DEFAULT_MIN_AGE, DEFAULT_STORE, expire, expire_lakefs
 from stats.query import QueryError, TableStats, as_number, open_table, result_rows
 
 # what `stats show` prints
@@ -43,7 +44,10 @@ def register_expire(subparsers) -> None:
         "expire", help="delete statistics sets no commit refers to",
         description="Delete the statistics set directories under every table location's "
                     "_stats/ that no commit reachable from a branch or tag, and no staged "
-                    "change, points to (local file: locations). Prints each set it deletes "
+                    "change, points to (local file: locations). On a lakefs:// store: the set "
+                    "objects of the repository that no branch's pointers name, deleted on "
+                    "each unprotected branch (commits keep theirs) and committed there when "
+                    "the branch had no uncommitted change. Prints each set it deletes "
                     "(or, with --dry-run, would delete).")
     p.add_argument("--store", default=os.environ.get("HMS_STORE", DEFAULT_STORE),
                    help="store path (default ./metastore, env HMS_STORE)")
@@ -65,18 +69,32 @@ def cmd_expire(args) -> int:
     except (StoreError, OSError, ValueError) as exc:
         print(f"hms-proxy: error: {exc}", file=sys.stderr)
         return 2
+    on_lakefs = lakefs_repository(str(args.store)) is not None
     try:
-        result = expire(store, dry_run=args.dry_run, min_age=args.min_age,
-                        out=None if args.json else print)
+        result = (expire_lakefs if on_lakefs else expire)(
+            store, dry_run=args.dry_run, min_age=args.min_age, out=None if args.json else print)
+    except StoreError as exc:
+        print(f"hms-proxy: error: {exc}", file=sys.stderr)
+        return 2
     finally:
         store.close()
     if args.json:
-        print(json.dumps({"dry_run": args.dry_run, "deleted": result.deleted,
-                          "kept": result.kept, "young": result.young,
-                          "skipped": result.skipped}, indent=2))
+        report = {"dry_run": args.dry_run, "deleted": result.deleted, "kept": result.kept,
+                  "young": result.young, "skipped": result.skipped}
+        if on_lakefs:
+            report.update(protected=result.protected, commits=result.commits,
+                          uncommitted=result.uncommitted)
+        print(json.dumps(report, indent=2))
         return 0
     for root in result.skipped:
-        print(f"skipped {root} (not a local location)")
+        print(f"skipped {root} (" + ("not in the repository)" if on_lakefs else
+                                     "not a local location)"))
+    for branch in result.protected:
+        print(f"skipped branch {branch} (protected: expire on a branch and merge it)")
+    for branch, commit in result.commits.items():
+        print(f"committed the deletions on {branch}: {commit[:12]}")
+    for branch in result.uncommitted:
+        print(f"left the deletions on {branch} uncommitted, beside its uncommitted changes")
     verb = "to delete" if args.dry_run else "deleted"
     print(f"{len(result.deleted)} set(s) {verb}, {len(result.kept)} referenced kept"
           + (f", {len(result.young)} newer than {args.min_age:g}s kept" if result.young else ""))

@@ -1503,10 +1503,31 @@ class LakeFSStore(VersionedStore):
 
     def data_objects(self, branch: BranchName, directory: str) -> Iterator[tuple[str, int]]:
         """(path, size) of the objects under ``directory/`` on ``branch``."""
+        for path, size, _ in self.data_listing(branch, directory):
+            yield path, size
+
+    def data_listing(self, branch: RefExpr, directory: str) -> Iterator[tuple[str, int, int]]:
+        """(path, size, modification time in seconds since the epoch) of the objects under
+        ``directory/`` at ``branch`` (staged ones included)."""
         prefix = self._data_path(directory).rstrip("/") + "/"
         for o in self._paged(self.api.objects.list_objects, branch, prefix=prefix, delimiter=""):
             if o.path_type == "object":
-                yield o.path, o.size_bytes or 0
+                yield o.path, o.size_bytes or 0, o.mtime or 0
+
+    def delete_data_paths(self, branch: BranchName, paths: list[str]) -> int:
+        """Delete these data objects on ``branch`` (uncommitted); how many."""
+        self._check_open()
+        if self._protected(branch):
+            raise ProtectedRef(f"branch {branch!r} is protected")
+        paths = [self._data_path(p) for p in paths]
+        for i in range(0, len(paths), PAGE):
+            self.api(self.api.objects.delete_objects, branch,
+                     self.api.sdk.PathList(paths=paths[i:i + PAGE]))
+        return len(paths)
+
+    def uncommitted(self, branch: BranchName) -> bool:
+        """Whether ``branch`` has any uncommitted change: catalog keys or data objects."""
+        return next(iter(self.staged(branch)), None) is not None or self._data_staged(branch)
 
     def delete_data(self, branch: BranchName, directory: str) -> int:
         """Delete everything under ``directory/`` on ``branch`` (uncommitted, as a client's

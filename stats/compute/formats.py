@@ -15,7 +15,8 @@ A table registered in the metastore is
   tuple of its partition columns (Hive's ``k=v/...`` name), ``_`` when unpartitioned.
 
 Each partition's rows get a statistics set computed with pyarrow (:mod:`stats.arrow_compute`,
-no Spark), written under ``<table location>/_stats/<partition>/<set id>/`` (local locations),
+no Spark), written under ``<table location>/_stats/<partition>/<set id>/`` (a local directory, or
+objects of lakeFS or S3: :func:`stats.files.write_set_files`),
 and the pointers are recorded exactly as the Spark job records its own
 (:func:`stats.compute.record_pointers`). Columns are the metastore's (``sd.cols``) when they
 name the data's columns, else the data's own (Hive types from the Arrow types). The pointers'
@@ -110,13 +111,20 @@ def _columns(table, schema) -> list[tuple[str, str]]:
 
 
 # --- the formats -------------------------------------------------------------------------------
-def _iceberg_partitions(uri: str, db: str, tbl: str, ref: str):
+def _iceberg_partitions(uri: str, db: str, tbl: str, ref: str, metadata_location: str = ""):
     """(arrow schema, [(partition name, read() -> pyarrow.Table, data fingerprint)])."""
     from pyiceberg.catalog.hive import HiveCatalog
     from pyiceberg.expressions import AlwaysTrue
     from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
 
-    catalog = HiveCatalog("hms-proxy", uri=uri)
+    from stats import files
+
+    gateway = files.lakefs_gateway(metadata_location)
+    properties = {} if gateway is None else {  # read through lakeFS's S3 gateway
+        "s3.endpoint": gateway["endpoint"], "s3.region": "us-east-1",
+        "s3.access-key-id": gateway["access_key_id"],
+        "s3.secret-access-key": gateway["secret_access_key"]}
+    catalog = HiveCatalog("hms-proxy", uri=uri, **properties)
     itable = catalog.load_table((f"{db}@{ref}", tbl))
     snapshot = itable.current_snapshot()
     schema = itable.schema()
@@ -164,7 +172,15 @@ def _delta_partitions(location: str):
     import pyarrow.dataset as pds
     from deltalake import DeltaTable  # missing: the CLI says "pip install 'hms-proxy[delta]'"
 
-    dt = DeltaTable(location)
+    from stats import files
+
+    gateway = files.lakefs_gateway(location)
+    options = None if gateway is None else {  # read through lakeFS's S3 gateway
+        "AWS_ENDPOINT_URL": gateway["endpoint"], "AWS_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": gateway["access_key_id"],
+        "AWS_SECRET_ACCESS_KEY": gateway["secret_access_key"],
+        "AWS_ALLOW_HTTP": "true", "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false"}
+    dt = DeltaTable(location, storage_options=options)
     dataset = dt.to_pyarrow_dataset()
     schema = dataset.schema
     keys = list(dt.metadata().partition_columns or [])
@@ -210,7 +226,8 @@ def _whole_table(location, result, partitioned, commit, fingerprint, bins, redis
     from stats import reduce  # pyarrow, numpy: the stats extra
     from stats.sets import PartitionSet
 
-    sets = [PartitionSet(local_path(result.sets[p]), p) for p in partitioned]
+    sets = [PartitionSet(local_path(result.sets[p]) or result.sets[p], p)
+            for p in partitioned]
     path = reduce.write_table_set(location, sets, bins=bins, redis_url=redis_url,
                                   distributions=distributions)
     rows = sum(result.rows[p] for p in partitioned)
@@ -258,7 +275,8 @@ def compute_table(uri: str, store, db: str, tbl: str, *, ref: str = "main",
     if fmt == ICEBERG:
         location = (table.sd.location if table.sd is not None else None) or \
             (table.parameters or {}).get("location", "")
-        reader = lambda: _iceberg_partitions(uri, db, tbl, ref)  # noqa: E731
+        metadata = (table.parameters or {}).get("metadata_location", "")
+        reader = lambda: _iceberg_partitions(uri, db, tbl, ref, metadata)  # noqa: E731
     else:
         location = _delta_location(table)
         reader = lambda: _delta_partitions(location)  # noqa: E731

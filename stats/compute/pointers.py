@@ -105,7 +105,8 @@ def build_table_level(store, ref: str, db: str, tbl: str, new: dict[str, bytes] 
     recorded). Stale sets (a merge's mark, or another schema) and partitions without a set are
     left out and listed. Returns the pointer to record (``layout.pointer_key(db, tbl,
     layout.TABLE_LEVEL)``) with what was used, or none (``reason``) when no set is usable or
-    the table's location is not a local one. ``distributions``: also record which partitions
+    it cannot be written under the table's location (local, lakeFS, S3: :mod:`stats.files`).
+    ``distributions``: also record which partitions
     hold each value of the discrete columns (:func:`stats.query.TableStats.holding`)."""
     from stats import reduce  # pyarrow, numpy: the stats extra
 
@@ -137,15 +138,22 @@ def build_table_level(store, ref: str, db: str, tbl: str, new: dict[str, bytes] 
     if not used:
         level.reason = f"no partition of {db}.{tbl} has a current statistics set"
         return level
-    if not location or local_path(location) is None:
-        level.reason = (f"the table's location {location!r} is not a local file: location "
-                        "(the table level is written locally only)")
+    if not location:
+        level.reason = f"{db}.{tbl} has no location to write its table-level set under"
         return level
+    from stats import files
     from stats.sets import PartitionSet  # pyarrow: the stats extra
 
-    sets = [PartitionSet(local_path(pointers[p]["set"]), p) for p in used]
-    path = reduce.write_table_set(location, sets, bins=bins, redis=redis, redis_url=redis_url,
-                                  distributions=distributions)
+    branch = store.resolve(ref).branch or ref
+    sets = [PartitionSet(local_path(pointers[p]["set"]) or
+                         files.on_ref(pointers[p]["set"], branch), p) for p in used]
+    try:  # on lakeFS, on the branch computed at (recorded ref-free like every location)
+        path = reduce.write_table_set(files.on_ref(location, branch), sets, bins=bins, redis=redis,
+                                      redis_url=redis_url, distributions=distributions)
+    except (OSError, ValueError) as exc:  # pyarrow's file systems: ArrowIOError is an OSError
+        level.reason = (f"cannot write it under {location}: "
+                        f"{(str(exc) or type(exc).__name__).splitlines()[0]}")
+        return level
     fingerprint = layout.schema_fingerprint(ts.columns)
     data = f"{location}|partitions={len(used)}/{len(ts.partition_names)}"
     sizes = [layout.data_bytes(pointers[p]) for p in used]
