@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import json
 import os
 
 import numpy as np
@@ -81,7 +82,11 @@ def write_files(tables: dict, directory: str) -> None:
     os.makedirs(directory, exist_ok=True)
     layout.write_statistics(tables[layout.STATISTICS],
                             os.path.join(directory, layout.STATISTICS))
-    with layout.frequencies_writer(os.path.join(directory, layout.FREQUENCIES)) as writer:
+    top_only = tables.get(layout.TOP_ONLY) or []
+    schema = layout.FREQUENCIES_SCHEMA if not top_only else \
+        layout.FREQUENCIES_SCHEMA.with_metadata({layout.TOP_ONLY: json.dumps(top_only)})
+    with layout.frequencies_writer(os.path.join(directory, layout.FREQUENCIES),
+                                   schema) as writer:
         for t in tables[layout.FREQUENCIES]:  # a row group per column
             writer.write_table(t, row_group_size=max(t.num_rows, 1))
     pq.write_table(tables[layout.HISTOGRAMS], os.path.join(directory, layout.HISTOGRAMS))

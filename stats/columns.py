@@ -53,6 +53,7 @@ class ColumnStatistics:
     frequencies: pa.Table | None  # FREQUENCIES_SCHEMA rows, discrete columns with values
     histogram: list[dict] | None  # bins (numeric columns; [] when there is no histogram)
     sketch: bytes | None  # HyperLogLog registers (None for complex columns)
+    top_only: bool = False  # frequencies: the most frequent values only (layout.FREQUENCY_LIMIT)
 
 
 def hist_edges(lo: float, hi: float, bins: int) -> list[float]:
@@ -176,10 +177,28 @@ def _histogram(values: np.ndarray, cumulative: np.ndarray, bins: int) -> list[di
             for k in range(bins)]
 
 
-def _frequency_table(name: str, values: pa.Array, counts: np.ndarray) -> pa.Table:
-    """Frequencies by decreasing count, then value (Spark's binary order of the text)."""
+def kept_frequencies(counts: np.ndarray) -> np.ndarray | None:
+    """Indices (ascending) of the values that may be kept in a set's frequencies: None (all of
+    them) up to :data:`layout.FREQUENCY_LIMIT` distinct values; beyond, those occurring more
+    than once as often as the :data:`layout.TOP_FREQUENCIES`-th most frequent or more (ties
+    kept: :func:`_frequency_table` orders them by value and keeps that many)."""
+    if counts.size <= layout.FREQUENCY_LIMIT:
+        return None
+    repeated = np.flatnonzero(counts > 1)
+    if repeated.size > layout.TOP_FREQUENCIES:
+        kth = np.partition(counts[repeated], -layout.TOP_FREQUENCIES)[-layout.TOP_FREQUENCIES]
+        repeated = repeated[counts[repeated] >= kth]
+    return repeated
+
+
+def _frequency_table(name: str, values: pa.Array, counts: np.ndarray,
+                     top: int | None = None) -> pa.Table:
+    """Frequencies by decreasing count, then value (Spark's binary order of the text); the
+    first ``top`` only, when given."""
     table = pa.table({"value": values, "frequency": pa.array(counts, pa.int64())})
     table = table.sort_by([("frequency", "descending"), ("value", "ascending")])
+    if top is not None:
+        table = table.slice(0, top)
     return pa.table({"column": pa.array([name] * table.num_rows, pa.string()),
                      "value": table.column("value"), "frequency": table.column("frequency")},
                     schema=layout.FREQUENCIES_SCHEMA)
@@ -230,7 +249,7 @@ def _numeric(name, hive_type, row, keys: _Keys, bins) -> ColumnStatistics:
         hashes = np.append(hashes, keys.hashes(np.array([np.nan])))
     row.update(distinct_count=int(distinct.size) + (1 if nans else 0), distinct_exact=True)
     histogram: list[dict] = []
-    frequencies = None
+    frequencies, top_only = None, False
     if distinct.size:
         values = keys.numbers(distinct)
         cumulative = np.cumsum(counts)
@@ -259,10 +278,15 @@ def _numeric(name, hive_type, row, keys: _Keys, bins) -> ColumnStatistics:
             row[layout.percentile_name(p)] = v
         histogram = _histogram(values, cumulative, bins)
         if layout.is_discrete(hive_type):
-            text = _texts(distinct, keys, hive_type)
-            frequencies = _frequency_table(name, text, counts)
+            keep = kept_frequencies(counts)
+            if keep is None:
+                frequencies = _frequency_table(name, _texts(distinct, keys, hive_type), counts)
+            else:
+                frequencies = _frequency_table(name, _texts(distinct[keep], keys, hive_type),
+                                               counts[keep], layout.TOP_FREQUENCIES)
+                top_only = True
     return ColumnStatistics(row, frequencies, histogram,
-                            sketch.hll_registers(hashes).tobytes())
+                            sketch.hll_registers(hashes).tobytes(), top_only)
 
 
 def layout_scale(hive_type: str) -> int:
@@ -286,7 +310,7 @@ def _by_value(name, hive_type, row, valid: pa.Array, bins) -> ColumnStatistics:
     distinct, counts = counted.field("values"), np.asarray(counted.field("counts"))
     row.update(distinct_count=len(distinct), distinct_exact=True)
     lo, hi = pc.min_max(distinct).values()
-    frequencies = None
+    frequencies, top_only = None, False
     histogram = None
     if base == "boolean":
         trues = int(counts[np.asarray(distinct.fill_null(False))].sum())
@@ -332,9 +356,14 @@ def _by_value(name, hive_type, row, valid: pa.Array, bins) -> ColumnStatistics:
                 row[layout.percentile_name(p)] = v
             histogram = _histogram(values, cumulative, bins)
     if layout.is_discrete(hive_type) and text is not None:
-        frequencies = _frequency_table(name, text, counts)
+        keep = kept_frequencies(counts)
+        if keep is not None:
+            text, counts = text.take(pa.array(keep)), counts[keep]
+        frequencies = _frequency_table(name, text, counts,
+                                       None if keep is None else layout.TOP_FREQUENCIES)
+        top_only = keep is not None
     return ColumnStatistics(row, frequencies, histogram,
-                            sketch.hll_registers(hashes).tobytes())
+                            sketch.hll_registers(hashes).tobytes(), top_only)
 
 
 def _plain_text(value) -> str | None:
@@ -367,7 +396,8 @@ def assemble(columns, results: list[ColumnStatistics], statistics=()) -> dict:
         [{"column": name, "hll": r.sketch} for (name, _), r in zip(columns, results)
          if r.sketch is not None], schema=layout.SKETCHES_SCHEMA)
     return {layout.STATISTICS: statistics, layout.FREQUENCIES: frequencies,
-            layout.HISTOGRAMS: histograms, layout.SKETCHES: sketches}
+            layout.HISTOGRAMS: histograms, layout.SKETCHES: sketches,
+            layout.TOP_ONLY: [name for (name, _), r in zip(columns, results) if r.top_only]}
 
 
 __all__ = ["ColumnStatistics", "column_statistics", "assemble", "hist_edges", "is_complex",

@@ -370,8 +370,11 @@ def table_frequencies(sets, *, redis=None, redis_url: str | None = None, columns
     if not sets:
         return FrequencyResult(layout.FREQUENCIES_SCHEMA.empty_table())
     rows = [s.rows() for s in sets]
+    # a column some set lists only the most frequent values of (layout.FREQUENCY_LIMIT) has no
+    # table-level frequencies: its distinct count comes from the merged sketches
     names = [c for c, r in rows[0].items()
-             if layout.is_discrete(r["type"] or "") and (columns is None or c in columns)]
+             if layout.is_discrete(r["type"] or "") and (columns is None or c in columns)
+             and not any(s.top_only(c) for s in sets)]
     if redis is None:
         with redis_client(redis_url, workdir) as client:
             return _run(client, sets, rows, names, limit, pipeline, chunk, bloom_bits,

@@ -29,6 +29,15 @@ FILES = (STATISTICS, FREQUENCIES, HISTOGRAMS, SKETCHES)
 DEFAULT_BINS = 1000
 PERCENTILES = (1, 5, 25, 50, 75, 95, 99)  # columns p01 ... p99
 HLL_PRECISION = 12  # 4,096 one-byte registers; standard error 1.04 / sqrt(4096) = 1.6%
+# A discrete column with more distinct values than this in one set (a key, an id) keeps in
+# frequencies.parquet only its values occurring more than once, the TOP_FREQUENCIES most frequent:
+# a list of every value would be as large as the data and go through the Spark driver. Its exact
+# distinct count stays in statistics.parquet.
+FREQUENCY_LIMIT = 1_000_000
+TOP_FREQUENCIES = 10_000
+# such columns, as a JSON list in frequencies.parquet's schema metadata (and the key of that list
+# in a set's tables as the engines give them)
+TOP_ONLY = "top_only"
 
 # Hive column types whose every value is listed in frequencies.parquet.
 DISCRETE_TYPES = ("string", "varchar", "char", "boolean", "tinyint", "smallint", "int",

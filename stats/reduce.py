@@ -357,6 +357,10 @@ def write_table_set(table_location: str, sets, *, bins: int = layout.DEFAULT_BIN
     meta = {b"partitions": json.dumps([s.partition for s in sets]).encode(),
             b"partition_sets": json.dumps([s.path for s in sets]).encode(),
             b"duplicates_only": json.dumps(result.duplicates_only()).encode()}
+    top_only = [c for c, r in sets[0].rows().items()  # listed by no partition in full
+                if layout.is_discrete(r["type"] or "") and c not in result.reports]
+    if top_only:
+        meta[layout.TOP_ONLY.encode()] = json.dumps(top_only).encode()
     schema = table.schema.with_metadata(meta)
 
     def write(local: str) -> None:

@@ -3,6 +3,7 @@ the table-level reduction (:mod:`stats.reduce`), the frequency consolidation
 (:mod:`stats.frequencies`) and the lookups (:mod:`stats.query`) read."""
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 
@@ -29,6 +30,7 @@ class PartitionSet:
     _freq_groups: dict | None = field(default=None, repr=False)
     _rows: dict | None = field(default=None, repr=False)
     _hists: dict = field(default_factory=dict, repr=False)
+    _top_only: frozenset | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, item) -> "PartitionSet":
@@ -115,6 +117,26 @@ class PartitionSet:
         if all(self._pure(meta, i) for i in groups):
             return sum(meta.row_group(i).num_rows for i in groups)
         return len(self.frequencies(column))
+
+    def frequencies_complete(self, column: str) -> bool:
+        """Whether frequencies.parquet lists every value of ``column`` (its rows there match its
+        exact distinct count), not only the most frequent ones (:data:`layout.FREQUENCY_LIMIT`)."""
+        row = self.rows().get(column) or {}
+        if not row.get("distinct_exact") or row.get("distinct_count") is None:
+            return True  # nothing to compare with: as written
+        return self.distinct_values(column) >= row["distinct_count"]
+
+    def top_only(self, column: str) -> bool:
+        """Whether ``column`` lists only its most frequent values, having had more distinct
+        values than :data:`layout.FREQUENCY_LIMIT` when the set was computed (the columns
+        frequencies.parquet's schema metadata names; fewer rows than its distinct count in
+        another column: a damaged set, which the table level refuses)."""
+        if self._top_only is None:
+            path = self.file(layout.FREQUENCIES)
+            meta = {} if not files.exists(path) else \
+                (pq.read_schema(files.open_input(path)).metadata or {})
+            self._top_only = frozenset(json.loads(meta.get(layout.TOP_ONLY.encode(), b"[]")))
+        return column in self._top_only
 
     @staticmethod
     def _pure(meta, i) -> bool:

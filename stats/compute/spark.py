@@ -66,6 +66,8 @@ def _summary_exprs(columns, options: Options, stats: list[Statistic]):
             else:
                 pct = f"approx_percentile({vsql}, array({fractions}), {options.accuracy})"
             exprs.append(F.expr(pct).alias(f"pct_{i}"))
+        if layout.is_discrete(htype):  # decides whether its frequencies are all kept
+            exprs.append(F.approx_count_distinct(c).alias(f"ad_{i}"))
         if base in STRING_TYPES:
             exprs += [F.avg(F.length(c)).alias(f"avglen_{i}"),
                       F.max(F.length(c)).alias(f"maxlen_{i}")]
@@ -140,13 +142,19 @@ def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
     if cheap:  # columns without values have no entries: 0 distinct
         distinct = {i: 0 for i, (_, t) in enumerate(columns)
                     if not layout.is_discrete(t) and not t.lower().startswith("map")}
+    # discrete columns too varied to list every value (layout.FREQUENCY_LIMIT, estimated with a
+    # 5% error): counted exactly in Spark, only their most frequent repeated values collected
+    top_only = {i for i, (_, t) in enumerate(columns) if layout.is_discrete(t)
+                and (summary.get(f"ad_{i}") or 0) > 0.9 * layout.FREQUENCY_LIMIT}
+    distinct.update({i: 0 for i in top_only})
 
     def update(i, register, rank):
         regs = registers.setdefault(i, bytearray(1 << layout.HLL_PRECISION))
         regs[register] = max(regs[register], rank)
 
     if rows:
-        small, freqs = _distribution_pass(df, columns, ranges, options.bins, cheap, rows)
+        small, freqs = _distribution_pass(df, columns, ranges, options.bins, cheap, rows,
+                                          top_only)
         for kind, i, nkey, n, groups, rank in zip(
                 *[small.column(c).to_pylist() for c in ("kind", "col", "nkey", "n", "groups",
                                                          "rank")]):
@@ -170,7 +178,8 @@ def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
             freq_tables += _frequency_tables(freq)
     freq_tables.sort(key=lambda t: t.column("col")[0].as_py())
     for t in freq_tables:
-        distinct[t.column("col")[0].as_py()] = t.num_rows
+        if t.column("col")[0].as_py() not in top_only:
+            distinct[t.column("col")[0].as_py()] = t.num_rows
     log.debug("%s %s: distribution pass, %.2fs", info.display, part.name,
               time.monotonic() - started)
 
@@ -201,10 +210,12 @@ def compute_partition(spark, info: TableInfo, part: Partition, options: Options,
         frequencies.append(pa.Table.from_arrays(
             [pa.array([name] * t.num_rows, pa.string()), t.column("value").cast(pa.string()),
              t.column("frequency").cast(pa.int64())], schema=layout.FREQUENCIES_SCHEMA))
+    top_names = [columns[i][0] for i in sorted(top_only)]
     return PartitionResult(part, rows, {layout.STATISTICS: statistics,
                                         layout.FREQUENCIES: frequencies,
                                         layout.HISTOGRAMS: histograms,
-                                        layout.SKETCHES: sketches})
+                                        layout.SKETCHES: sketches,
+                                        layout.TOP_ONLY: top_names})
 
 
 def sql_statistics(spark, info: TableInfo, part: Partition,
@@ -247,14 +258,17 @@ def _bin_index(v, lo: float, hi: float, bins: int):
     return F.when((v >= edge(dec + 1)) & (dec != bins - 1), dec + 1).otherwise(dec)
 
 
-def _distribution_pass(df, columns, ranges, bins, cheap, rows):
+def _distribution_pass(df, columns, ranges, bins, cheap, rows, top_only=frozenset()):
     """The distribution pass: (the hll, histogram and distinct rows, [frequency tables]) as
     Arrow. Each column is grouped by its typed value (``count`` per value; in a partition that
     is not cheap, a column without frequencies is taken row by row instead); the value groups
     give the frequencies (collected with their sketch update and histogram bin), the sketch
     registers (``max`` rank per register), the bins (``sum`` of the counts per bin) and the
     exact distinct counts (the number of groups). The small results of all columns come from
-    one aggregation, the frequencies from another (column by column when large)."""
+    one aggregation, the frequencies from another (column by column when large). A discrete
+    column in ``top_only`` is taken like a non-discrete one of a cheap partition (exact distinct
+    count, sketch and bins from its value groups, in Spark), and only its
+    :data:`layout.TOP_FREQUENCIES` most frequent values occurring more than once are collected."""
     from functools import reduce
 
     from pyspark.sql import functions as F
@@ -275,13 +289,20 @@ def _distribution_pass(df, columns, ranges, bins, cheap, rows):
             index = _bin_index(F.expr(value_sql(name, htype)), *ranges[i], bins).cast("int")
         else:
             index = F.lit(None).cast("int")
-        if discrete:
+        if i in top_only:
+            freq_parts.append(values.where(F.col("n") > 1).select(
+                F.lit(_KIND_FREQ).alias("kind"), F.lit(i).alias("col"),
+                c.cast("string").alias("skey"), register.alias("nkey"), rank.alias("rank"),
+                F.col("n").cast("long").alias("n"), F.lit(None).cast("int").alias("bin"))
+                .orderBy(F.col("n").desc(), F.col("skey")).limit(layout.TOP_FREQUENCIES))
+        elif discrete:
             freq_parts.append(values.select(
                 F.lit(_KIND_FREQ).alias("kind"), F.lit(i).alias("col"),
                 c.cast("string").alias("skey"), register.alias("nkey"), rank.alias("rank"),
                 F.col("n").cast("long").alias("n"), index.alias("bin")))
             continue
-        entries = [F.struct(F.lit(_KIND_DISTINCT if cheap else _KIND_HLL).alias("kind"),
+        entries = [F.struct(F.lit(_KIND_DISTINCT if cheap or discrete else _KIND_HLL)
+                            .alias("kind"),
                             F.lit(i).alias("col"), register.alias("nkey"),
                             rank.cast("long").alias("val"))]
         if i in ranges:

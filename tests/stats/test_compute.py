@@ -567,6 +567,47 @@ def test_sql_engine_every_statistic_and_the_same_sets(env):
               exact_distinct=False, udfs=True)
 
 
+def test_sql_engine_lists_only_the_top_values_of_varied_columns(env, monkeypatch):
+    """A discrete column with more distinct values than layout.FREQUENCY_LIMIT (here 200: the
+    bigint b and the date dt of the two larger partitions) is counted exactly in Spark and only
+    its TOP_FREQUENCIES (here 50) most frequent repeated values are collected: the very rows of
+    the Arrow engine's complete list, cut the same way; its sketch and histogram unchanged. The
+    table level takes their distinct counts from the sketches."""
+    monkeypatch.setattr(layout, "FREQUENCY_LIMIT", 200)
+    monkeypatch.setattr(layout, "TOP_FREQUENCIES", 50)
+    store, spark = env["store"], env["spark"]
+    store.create_branch("s1top", "main")
+    result = compute.compute(spark, env["server"].uri, store, DB, "events", ref="s1top",
+                             options=compute.Options(engine="sql"),
+                             store_path=str(env["store_path"]))
+    cut = set()
+    for name, path in result.sets.items():
+        full, top = PartitionSet(local(env["events"].sets[name])), PartitionSet(local(path))
+        full_rows, top_rows = full.rows(), top.rows()
+        for column, htype in COLUMNS:
+            assert top_rows[column]["distinct_count"] == full_rows[column]["distinct_count"]
+            if not layout.is_discrete(htype):
+                continue
+            complete = full.frequencies(column)
+            if full_rows[column]["distinct_count"] > 200:
+                cut.add((name, column))
+                repeated = complete.filter(pc.greater(complete["frequency"], 1))
+                assert top.frequencies(column).equals(repeated.slice(0, 50)), (name, column)
+                assert not top.frequencies_complete(column)
+            else:
+                assert top.frequencies(column).equals(complete), (name, column)
+        for file in (layout.HISTOGRAMS, layout.SKETCHES):
+            assert _set_tables(path)[file].equals(_set_tables(env["events"].sets[name])[file])
+    assert cut == {(p, c) for p in ("ds=2024-01-01", "ds=2024-01-02") for c in ("b", "dt")}
+    level = PartitionSet(local(result.table_level.set)).rows()
+    exact = PartitionSet(local(env["events"].table_level.set)).rows()
+    for column in ("b", "dt"):
+        assert not level[column]["distinct_exact"]
+        assert abs(level[column]["distinct_count"] - exact[column]["distinct_count"]) <= \
+            0.05 * exact[column]["distinct_count"]
+    assert level["s"] == {k: v for k, v in exact["s"].items() if not k.startswith("udf_")}
+
+
 def test_partition_too_large_for_a_task_goes_to_the_sql_engine(env):
     """A partition with more values than ``task_values`` is computed by the SQL engine (its
     approximate percentiles say so); the others stay with the Arrow tasks."""
