@@ -65,6 +65,10 @@ def register(modes) -> argparse.ArgumentParser:
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.add_argument("--no-cbo", dest="cbo", action="store_false",
                    help="both sessions with Spark's defaults only (spark.sql.cbo.enabled off)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting of both query sessions (repeatable), e.g. "
+                        "spark.sql.autoBroadcastJoinThreshold=BYTES to see the plan change at "
+                        "a small --customers")
     p.add_argument("--workdir", metavar="DIR",
                    help="work directory, kept (default: a temporary one, deleted afterwards)")
     p.add_argument("--json", metavar="FILE", help="write the plans and timings as JSON")
@@ -167,7 +171,7 @@ def run(args, work: Path) -> dict:
     server = start_proxy(work / "server", store=store_path,
                          cwd=Path(__file__).resolve().parents[3])
     spark = store = None
-    conf = dict(CBO) if args.cbo else {}
+    conf = {**(dict(CBO) if args.cbo else {}), **settings(args.conf)}
     try:
         log(f"hms-proxy at {server.uri}; writing {args.rows:,} sales and {args.customers:,} "
             "customers")
@@ -208,7 +212,8 @@ def run(args, work: Path) -> dict:
         "seconds": round(time.time() - started, 1),
         "machine": {**machine_info(), "load_average_start": load_start},
         "rows": args.rows, "customers": args.customers, "runs": args.runs,
-        "master": args.master, "cbo": args.cbo, "query": QUERY, "sizes": sizes,
+        "master": args.master, "cbo": args.cbo, "conf": settings(args.conf), "query": QUERY,
+        "sizes": sizes,
         "write_s": written["write_s"], "compute_s": round(compute_s, 1),
         "before": before, "after": after,
     }
@@ -222,7 +227,20 @@ def command_line(args) -> str:
             parts += [f"--{name}", str(getattr(args, name))]
     if not args.cbo:
         parts.append("--no-cbo")
+    for item in args.conf:
+        parts += ["--conf", item]
     return " ".join(parts)
+
+
+def settings(items: list[str]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` items as a dict; SystemExit on one without ``=``."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"hms-proxy bench plans: --conf takes KEY=VALUE, not {item!r}")
+        out[key.strip()] = value
+    return out
 
 
 def render_table(result: dict) -> str:
@@ -254,7 +272,8 @@ def render_markdown(result: dict) -> str:
         f"({result['sizes']['customers'] / 2**20:.1f} MiB), written in {result['write_s']} s; "
         f"`stats compute` of both in {result['compute_s']} s",
         f"- sessions: Spark {result['master']}, defaults"
-        + (" plus `spark.sql.cbo.enabled=true`" if result["cbo"] else ""),
+        + (" plus `spark.sql.cbo.enabled=true`" if result["cbo"] else "")
+        + "".join(f", `{k}={v}`" for k, v in (result.get("conf") or {}).items()),
         f"- query: `{result['query']}`",
         "",
         render_table(result),
@@ -266,6 +285,7 @@ def cmd_plans(args) -> int:
     for name in ("rows", "customers", "runs"):
         if getattr(args, name) < 1:
             raise SystemExit(f"hms-proxy bench plans: --{name} must be at least 1")
+    settings(args.conf)
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="hms-bench-plans-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
