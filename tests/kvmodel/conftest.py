@@ -13,7 +13,6 @@ what a real lakeFS cannot be made to do on demand: injected faults (tests/kvmode
 """
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable
 from pathlib import Path

@@ -7,7 +7,6 @@ import argparse
 import json
 
 import pyarrow  # noqa: F401
-import pytest
 
 from hms_proxy.tools.bench import (
     register,  # noqa: E402
