@@ -160,11 +160,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def lakefs_config(workdir: Path, port: int) -> str:
+def lakefs_config(workdir: Path, port: int, range_entries: int | None = None) -> str:
     """The server's YAML configuration (JSON strings are YAML strings). Only keys lakeFS
-    knows: it reads the file with viper's UnmarshalExact and refuses unknown ones."""
+    knows: it reads the file with viper's UnmarshalExact and refuses unknown ones.
+    ``range_entries``: Graveler's ``committed.permanent.range_raggedness_entries`` (the mean
+    entries of a range between content-defined boundaries; lakeFS's default 50,000, below
+    which its 20 MB range cap usually cuts first)."""
     q = json.dumps
     w = Path(workdir)
+    permanent = "" if range_entries is None else \
+        f", permanent: {{range_raggedness_entries: {int(range_entries)}}}"
     return f"""\
 listen_address: {q(f"127.0.0.1:{port}")}
 logging: {{format: text, level: INFO, output: "-"}}
@@ -174,7 +179,7 @@ blockstore:
   signing: {{secret_key: {q(SIGNING_KEY)}}}
   local: {{path: {q(str(w / "data"))}, import_enabled: true,
           allowed_external_prefixes: [{q(str(w / "imports"))}]}}
-committed: {{local_cache: {{dir: {q(str(w / "cache"))}}}}}
+committed: {{local_cache: {{dir: {q(str(w / "cache"))}}}{permanent}}}
 auth: {{encrypt: {{secret_key: {q(ENCRYPT_KEY)}}}}}
 installation: {{user_name: {q(USER_NAME)}, access_key_id: {q(ACCESS_KEY_ID)},
                secret_access_key: {q(SECRET_ACCESS_KEY)}}}
@@ -297,7 +302,8 @@ def _ready(proc: LakeFSProcess) -> bool:
 
 
 def start_lakefs(workdir=None, port: int | None = None, version: str = DEFAULT_VERSION,
-                 log_path=None, timeout: float = 120.0) -> LakeFSProcess:
+                 log_path=None, timeout: float = 120.0,
+                 range_entries: int | None = None) -> LakeFSProcess:
     """Build if needed, start one lakeFS, wait until it serves the admin key. Without
     ``workdir`` a temporary one is used and removed by ``stop()``."""
     binaries = ensure_lakefs(version)
@@ -307,7 +313,7 @@ def start_lakefs(workdir=None, port: int | None = None, version: str = DEFAULT_V
     port = port or free_port()
     log_path = Path(log_path) if log_path else workdir / "lakefs.log"
     config = workdir / "lakefs.yaml"
-    config.write_text(lakefs_config(workdir, port))
+    config.write_text(lakefs_config(workdir, port, range_entries))
     # LAKEFS_* variables would override the file (viper reads the environment too).
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEFS_")}
     with open(log_path, "ab") as log:
@@ -334,6 +340,10 @@ def main(argv=None) -> int:
     parser.add_argument("--dir", help="work directory, kept (default: a temporary one)")
     parser.add_argument("--version", default=DEFAULT_VERSION)
     parser.add_argument("--build-only", action="store_true", help="build, print paths, exit")
+    parser.add_argument("--range-entries", type=int, metavar="N",
+                        help="lakeFS's committed.permanent.range_raggedness_entries (mean entries "
+                             "per metadata range; lakeFS's default 50,000): about 500 keeps "
+                             "hms-proxy's commits, diffs and merges small (docs/lakefs.md)")
     args = parser.parse_args(argv)
     if args.build_only:
         try:
@@ -363,7 +373,7 @@ def main(argv=None) -> int:
         signal.signal(sig, on_signal)
     started = time.monotonic()
     try:
-        server = start_lakefs(args.dir, args.port, args.version)
+        server = start_lakefs(args.dir, args.port, args.version, range_entries=args.range_entries)
     except KeyboardInterrupt:
         return 130
     except RuntimeError as exc:

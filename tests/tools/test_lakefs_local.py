@@ -40,6 +40,10 @@ def test_config_keys(tmp_path):
     assert conf["security"]["check_latest_version"] is False
     # lakeFS refuses unknown keys: the deprecated usage_report.enabled is left out on purpose
     assert "usage_report" not in conf
+    assert "permanent" not in conf["committed"]  # lakeFS's own range defaults
+    ranged = yaml.safe_load(L.lakefs_config(tmp_path, 18123, range_entries=500))
+    assert ranged["committed"]["permanent"] == {"range_raggedness_entries": 500}
+    assert ranged["committed"]["local_cache"] == conf["committed"]["local_cache"]
 
 
 def test_config_quotes_odd_paths(tmp_path):

@@ -108,6 +108,11 @@ def register(modes) -> argparse.ArgumentParser:
                         "stores) and build the two stores as its repositories 'large' and "
                         "'small', committing every 20,000 partitions so that an interrupted "
                         "build resumes")
+    p.add_argument("--lakefs-range-entries", type=int, default=None, metavar="N",
+                   help="with --start-lakefs: lakeFS's committed.permanent."
+                        "range_raggedness_entries (mean entries per range; lakeFS's default "
+                        "50,000, its 20 MB range cap cutting first with our entries); the "
+                        "repositories keep the ranges they were built with")
     p.set_defaults(func=cmd_versioning)
     return p
 
@@ -471,16 +476,18 @@ def command_line(args) -> str:
         parts += ["--store", args.store]
     if getattr(args, "start_lakefs", False):
         parts.append("--start-lakefs")
+    if getattr(args, "lakefs_range_entries", None):
+        parts += ["--lakefs-range-entries", str(args.lakefs_range_entries)]
     return " ".join(parts)
 
 
-def _start_lakefs(root: Path, cleanup: list) -> dict:
+def _start_lakefs(root: Path, cleanup: list, range_entries: int | None = None) -> dict:
     """A local lakeFS with its data under ``root/lakefs`` and the repositories 'large' and
     'small' (made unless an earlier run did): the stores' locations, by name."""
     from hms_proxy.tools import lakefs_local
 
     try:
-        lakefs = lakefs_local.start_lakefs(workdir=root / "lakefs")
+        lakefs = lakefs_local.start_lakefs(workdir=root / "lakefs", range_entries=range_entries)
     except (OSError, RuntimeError) as exc:
         raise SystemExit(f"hms-proxy bench versioning: --start-lakefs: "
                          f"{str(exc).splitlines()[0]}") from None
@@ -515,8 +522,8 @@ def run(args) -> dict:
     cleanup: list = []
     on_lakefs = getattr(args, "start_lakefs", False)
     try:
-        locations = (_start_lakefs(root, cleanup) if on_lakefs else
-                     {"large": root / "large", "small": root / "small"})
+        locations = (_start_lakefs(root, cleanup, getattr(args, "lakefs_range_entries", None))
+                     if on_lakefs else {"large": root / "large", "small": root / "small"})
         big_gen, small_gen = (Generator(args.partitions, args.tables),
                               Generator(args.small, args.tables))
         builds = {}
