@@ -28,36 +28,60 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
 RUNNER = REPO_ROOT / "tests" / "e2e" / "spark" / "runner.py"
 
 
+def _env(lakefs) -> dict:
+    """The environment of our server, the command line and Spark: lakeFS's settings."""
+    return dict(os.environ, **lakefs.env(), PYTHONPATH=str(REPO_ROOT),
+                SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+
+
+def _cli(repo: str, env: dict, *args) -> subprocess.CompletedProcess:
+    """``hms-proxy ARGS --store lakefs://REPO``."""
+    return subprocess.run([sys.executable, "-m", "hms_proxy.cli", *args, "--store",
+                           f"lakefs://{repo}"], cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def _spark_writes(tmp_path, server, lakefs, repo: str, env: dict, statements: list) -> list:
+    """The statements run by Spark on our server, its tables' files written on main through
+    lakeFS's S3 gateway; one result per statement."""
+    path = tmp_path / "statements.json"
+    path.write_text(json.dumps(statements))
+    cmd = [sys.executable, str(RUNNER), "--uri", server.uri,
+           "--warehouse", f"s3a://{repo}/main/warehouse", "--statements", str(path),
+           "--output", str(tmp_path / "out.jsonl")]
+    for key, value in spark_s3.spark_conf(lakefs.endpoint, lakefs.access_key_id,
+                                          lakefs.secret_access_key).items():
+        cmd += ["--conf", f"{key}={value}"]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line)["result"] for line in
+            Path(tmp_path / "out.jsonl").read_text().splitlines()]
+
+
+def _objects(lakefs, repo: str, ref: str, prefix: str) -> list[str]:
+    """The paths of the repository's objects under ``prefix`` at ``ref``."""
+    with lakefs.sdk() as client:
+        listed = lakefs_sdk.ObjectsApi(client).list_objects(
+            repo, ref, prefix=prefix, amount=1000).results
+    return sorted(o.path for o in listed)
+
+
 def test_stats_computed_on_lakefs_are_read_back_from_it(tmp_path):
     lakefs = real_lakefs()
     repo = new_repository("stats")
-    env = dict(os.environ, **lakefs.env(), PYTHONPATH=str(REPO_ROOT), SPARK_LOCAL_IP="127.0.0.1",
-               PYSPARK_PYTHON=sys.executable)
+    env = _env(lakefs)
     server = start_proxy(tmp_path / "hms", store=f"lakefs://{repo}", warehouse=False, env=env)
     try:
-        statements = tmp_path / "statements.json"
-        statements.write_text(json.dumps([
+        results = _spark_writes(tmp_path, server, lakefs, repo, env, [
             "CREATE TABLE t (id INT, v STRING) PARTITIONED BY (ds STRING) STORED AS PARQUET",
             "INSERT INTO t PARTITION (ds='a') SELECT id, cast(id % 7 AS STRING) FROM range(1000)",
             "INSERT INTO t PARTITION (ds='b') SELECT id, cast(id % 3 AS STRING) FROM range(500)",
-        ]))
-        cmd = [sys.executable, str(RUNNER), "--uri", server.uri,
-               "--warehouse", f"s3a://{repo}/main/warehouse", "--statements", str(statements),
-               "--output", str(tmp_path / "out.jsonl")]
-        for key, value in spark_s3.spark_conf(lakefs.endpoint, lakefs.access_key_id,
-                                              lakefs.secret_access_key).items():
-            cmd += ["--conf", f"{key}={value}"]
-        done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
-        results = [json.loads(line)["result"] for line in
-                   Path(tmp_path / "out.jsonl").read_text().splitlines()]
+        ])
         assert all("rows" in r for r in results), results
 
         def cli(*args):
-            return subprocess.run([sys.executable, "-m", "hms_proxy.cli", *args, "--store",
-                                   f"lakefs://{repo}"], cwd=REPO_ROOT, env=env,
-                                  capture_output=True, text=True, timeout=600)
+            return _cli(repo, env, *args)
 
         assert cli("commit", "main", "-m", "t").returncode == 0
         computed = cli("stats", "compute", "default.t", "--no-progress")  # no s3a --conf given
@@ -67,11 +91,8 @@ def test_stats_computed_on_lakefs_are_read_back_from_it(tmp_path):
         report = json.loads(shown.stdout)
         assert _count(report, "id") == 1000, report
         # the sets are objects of the repository, on main, beside the data
-        with lakefs.sdk() as client:
-            listed = lakefs_sdk.ObjectsApi(client).list_objects(
-                repo, "main", prefix="warehouse/t/_stats/", amount=100).results
-        assert any(o.path.endswith("/statistics.parquet") for o in listed), \
-            [o.path for o in listed]
+        listed = _objects(lakefs, repo, "main", "warehouse/t/_stats/")
+        assert any(path.endswith("/statistics.parquet") for path in listed), listed
         # served by our server from lakeFS, as Trino and Hive ask
         with connect(server) as client:
             req = T.PartitionsStatsRequest(dbName="default", tblName="t", colNames=["id", "v"],
@@ -99,23 +120,17 @@ def _count(report, column):
 def test_stats_on_a_branch_merge_with_the_data_and_expire_on_lakefs(tmp_path):
     lakefs = real_lakefs()
     repo = new_repository("stx")
-    env = dict(os.environ, **lakefs.env(), PYTHONPATH=str(REPO_ROOT), SPARK_LOCAL_IP="127.0.0.1",
-               PYSPARK_PYTHON=sys.executable)
+    env = _env(lakefs)
     server = start_proxy(tmp_path / "hms", store=f"lakefs://{repo}", warehouse=False, env=env)
 
     def cli(*args, check=True):
-        done = subprocess.run([sys.executable, "-m", "hms_proxy.cli", *args, "--store",
-                               f"lakefs://{repo}"], cwd=REPO_ROOT, env=env,
-                              capture_output=True, text=True, timeout=600)
+        done = _cli(repo, env, *args)
         assert not check or done.returncode == 0, (args, done.stdout[-2000:],
                                                    done.stderr[-3000:])
         return done
 
     def objects(ref, prefix):
-        with lakefs.sdk() as client:
-            listed = lakefs_sdk.ObjectsApi(client).list_objects(
-                repo, ref, prefix=prefix, amount=1000).results
-        return sorted(o.path for o in listed)
+        return _objects(lakefs, repo, ref, prefix)
 
     def sets(ref, part):
         return sorted({p.rsplit("/", 1)[0] for p in objects(ref, f"warehouse/u/_stats/{part}/")})
@@ -126,21 +141,11 @@ def test_stats_on_a_branch_merge_with_the_data_and_expire_on_lakefs(tmp_path):
                 dbName=db, tblName="u", colNames=["id"])).tableStats
 
     try:
-        statements = tmp_path / "statements.json"
-        statements.write_text(json.dumps([
+        _spark_writes(tmp_path, server, lakefs, repo, env, [
             "CREATE TABLE u (id INT, v STRING) PARTITIONED BY (ds STRING) STORED AS PARQUET",
             "INSERT INTO u PARTITION (ds='a') SELECT id, cast(id % 7 AS STRING) FROM range(300)",
             "INSERT INTO u PARTITION (ds='b') SELECT id, cast(id % 3 AS STRING) FROM range(200)",
-        ]))
-        cmd = [sys.executable, str(RUNNER), "--uri", server.uri,
-               "--warehouse", f"s3a://{repo}/main/warehouse", "--statements", str(statements),
-               "--output", str(tmp_path / "out.jsonl")]
-        for key, value in spark_s3.spark_conf(lakefs.endpoint, lakefs.access_key_id,
-                                              lakefs.secret_access_key).items():
-            cmd += ["--conf", f"{key}={value}"]
-        done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
+        ])
         cli("commit", "main", "-m", "u")
         cli("branch", "create", "dev", "--from", "main")
 
@@ -207,7 +212,7 @@ def test_iceberg_and_delta_sets_are_written_into_the_repository(tmp_path):
 
     lakefs = real_lakefs()
     repo = new_repository("stf")
-    env = dict(os.environ, **lakefs.env(), PYTHONPATH=str(REPO_ROOT))
+    env = _env(lakefs)
     server = start_proxy(tmp_path / "hms", store=f"lakefs://{repo}", warehouse=False, env=env)
     data = pa.table({"id": pa.array(range(600), pa.int64()),
                      "cat": pa.array(["a", "b", "c"] * 200)})
@@ -244,22 +249,14 @@ def test_iceberg_and_delta_sets_are_written_into_the_repository(tmp_path):
                 parameters={"EXTERNAL": "TRUE", "spark.sql.sources.provider": "delta"}))
 
         for table in ("ice", "dl"):
-            done = subprocess.run(
-                [sys.executable, "-m", "hms_proxy.cli", "stats", "compute", f"lake.{table}",
-                 "--store", f"lakefs://{repo}", "--no-progress"], cwd=REPO_ROOT, env=env,
-                capture_output=True, text=True, timeout=600)
+            done = _cli(repo, env, "stats", "compute", f"lake.{table}", "--no-progress")
             assert done.returncode == 0, done.stderr[-3000:]
             assert "reduced from 3 of 3" in done.stdout, done.stdout
-            with lakefs.sdk() as client:
-                listed = lakefs_sdk.ObjectsApi(client).list_objects(
-                    repo, "main", prefix=f"wh/lake.db/{table}/_stats/", amount=1000).results
-            dirs = {o.path.split("/_stats/", 1)[1].rsplit("/", 2)[0] for o in listed
-                    if o.path.endswith("/statistics.parquet")}
-            assert dirs == {"cat=a", "cat=b", "cat=c", "_table_"}, sorted(o.path for o in listed)
-            shown = subprocess.run(
-                [sys.executable, "-m", "hms_proxy.cli", "stats", "show", f"lake.{table}",
-                 "--json", "--store", f"lakefs://{repo}"], cwd=REPO_ROOT, env=env,
-                capture_output=True, text=True, timeout=600)
+            listed = _objects(lakefs, repo, "main", f"wh/lake.db/{table}/_stats/")
+            dirs = {path.split("/_stats/", 1)[1].rsplit("/", 2)[0] for path in listed
+                    if path.endswith("/statistics.parquet")}
+            assert dirs == {"cat=a", "cat=b", "cat=c", "_table_"}, listed
+            shown = _cli(repo, env, "stats", "show", f"lake.{table}", "--json")
             assert shown.returncode == 0, shown.stderr[-3000:]
             assert _count(json.loads(shown.stdout), "id") == 600, shown.stdout
         # the whole table's set, read back from lakeFS by the server (a Delta table's columns

@@ -265,6 +265,15 @@ def _answers(client, stamps: list) -> list:
     return out
 
 
+def fresh_database(client, db: str) -> None:
+    """``db`` created empty (dropped first, with its tables, when a run left it behind)."""
+    try:
+        client.drop_database(db, True, True)
+    except TException:
+        pass
+    client.create_database(database(db))
+
+
 def _store_of(proc):
     return open_store(Path(proc.workdir) / "store")
 
@@ -307,11 +316,7 @@ def test_stale_sets(proxy):
     db = "s3sv_stale"
     try:
         with connect(proxy) as client:
-            try:
-                client.drop_database(db, True, True)
-            except TException:
-                pass
-            client.create_database(database(db))
+            fresh_database(client, db)
             client.create_table(table(db, "t", cols("id bigint", "name string", "x int")))
             t = client.get_table(db, "t")
             # computed when `id` was an int and `gone` existed: a different schema
@@ -378,11 +383,7 @@ def test_partitioned_table_level_from_the_reduced_set(proxy):
     db = "s3sv_reduced"
     try:
         with connect(proxy) as client:
-            try:
-                client.drop_database(db, True, True)
-            except TException:
-                pass
-            client.create_database(database(db))
+            fresh_database(client, db)
             client.create_table(table(db, "t", cols("id bigint"), partition_keys=cols("ds string")))
             t = client.get_table(db, "t")
             rows = [stat_row("id", "bigint", null_count=0, distinct_count=9, min="1", max="9")]
@@ -404,11 +405,7 @@ def test_a_renamed_table_keeps_its_statistics(proxy):
     db = "s3sv_rename"
     try:
         with connect(proxy) as client:
-            try:
-                client.drop_database(db, True, True)
-            except TException:
-                pass
-            client.create_database(database(db))
+            fresh_database(client, db)
             client.create_table(table(db, "t", cols("id bigint")))
             t = client.get_table(db, "t")
             rows = [stat_row("id", "bigint", null_count=0, distinct_count=2, min="1", max="2")]
@@ -440,11 +437,7 @@ def test_partitions_are_answered_with_spark_statistics_never_stored(proxy):
     db, stats = "s3sv_props", "spark.sql.statistics."
     try:
         with connect(proxy) as client:
-            try:
-                client.drop_database(db, True, True)
-            except TException:
-                pass
-            client.create_database(database(db))
+            fresh_database(client, db)
             client.create_table(table(db, "t", cols("a int", "s string", "m map<string,int>"),
                                       partition_keys=cols("ds string")))
             t = client.get_table(db, "t")
