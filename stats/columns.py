@@ -191,6 +191,15 @@ def kept_frequencies(counts: np.ndarray) -> np.ndarray | None:
     return repeated
 
 
+def _frequencies(name: str, counts: np.ndarray, texts) -> tuple[pa.Table, bool]:
+    """(the frequencies a set keeps of a column, whether only the top ones): ``texts(indices)``
+    gives the text of the values at those indices (None: all of them)."""
+    keep = kept_frequencies(counts)
+    if keep is None:
+        return _frequency_table(name, texts(None), counts), False
+    return _frequency_table(name, texts(keep), counts[keep], layout.TOP_FREQUENCIES), True
+
+
 def _frequency_table(name: str, values: pa.Array, counts: np.ndarray,
                      top: int | None = None) -> pa.Table:
     """Frequencies by decreasing count, then value (Spark's binary order of the text); the
@@ -278,13 +287,8 @@ def _numeric(name, hive_type, row, keys: _Keys, bins) -> ColumnStatistics:
             row[layout.percentile_name(p)] = v
         histogram = _histogram(values, cumulative, bins)
         if layout.is_discrete(hive_type):
-            keep = kept_frequencies(counts)
-            if keep is None:
-                frequencies = _frequency_table(name, _texts(distinct, keys, hive_type), counts)
-            else:
-                frequencies = _frequency_table(name, _texts(distinct[keep], keys, hive_type),
-                                               counts[keep], layout.TOP_FREQUENCIES)
-                top_only = True
+            frequencies, top_only = _frequencies(name, counts, lambda keep: _texts(
+                distinct if keep is None else distinct[keep], keys, hive_type))
     return ColumnStatistics(row, frequencies, histogram,
                             sketch.hll_registers(hashes).tobytes(), top_only)
 
@@ -356,12 +360,8 @@ def _by_value(name, hive_type, row, valid: pa.Array, bins) -> ColumnStatistics:
                 row[layout.percentile_name(p)] = v
             histogram = _histogram(values, cumulative, bins)
     if layout.is_discrete(hive_type) and text is not None:
-        keep = kept_frequencies(counts)
-        if keep is not None:
-            text, counts = text.take(pa.array(keep)), counts[keep]
-        frequencies = _frequency_table(name, text, counts,
-                                       None if keep is None else layout.TOP_FREQUENCIES)
-        top_only = keep is not None
+        frequencies, top_only = _frequencies(
+            name, counts, lambda keep: text if keep is None else text.take(pa.array(keep)))
     return ColumnStatistics(row, frequencies, histogram,
                             sketch.hll_registers(hashes).tobytes(), top_only)
 

@@ -241,8 +241,6 @@ def expire_lakefs(store, *, dry_run: bool = False, min_age: float = DEFAULT_MIN_
         if branch.protected:
             result.protected.append(name)
             continue
-        head = raw.resolve(name).commit
-        clean = not raw.uncommitted(name)
         doomed: list[str] = []
         for root in sorted(refs.roots):
             newest: dict[str, int] = {}
@@ -264,11 +262,14 @@ def expire_lakefs(store, *, dry_run: bool = False, min_age: float = DEFAULT_MIN_
                         out(f"would delete {shown}")
         if dry_run or not doomed:
             continue
+        head = raw.resolve(name).commit  # (whether it had changes of its own: before deleting)
+        clean = not raw.uncommitted(name)
         raw.delete_data_paths(name, doomed)
+        directories = sorted({p.rsplit("/", 1)[0] for p in doomed})
         if out:
-            for directory in sorted({p.rsplit("/", 1)[0] for p in doomed}):
+            for directory in directories:
                 out(f"deleted lakefs://{repository}/{name}/{directory}")
-        sets = len({p.rsplit("/", 1)[0] for p in doomed})
+        sets = len(directories)
         if clean:
             commit = raw.commit(name, f"stats expire ({sets} set{'' if sets == 1 else 's'})",
                                 metadata={"source": "stats expire"}, expected_head=head)

@@ -118,14 +118,6 @@ class PartitionSet:
             return sum(meta.row_group(i).num_rows for i in groups)
         return len(self.frequencies(column))
 
-    def frequencies_complete(self, column: str) -> bool:
-        """Whether frequencies.parquet lists every value of ``column`` (its rows there match its
-        exact distinct count), not only the most frequent ones (:data:`layout.FREQUENCY_LIMIT`)."""
-        row = self.rows().get(column) or {}
-        if not row.get("distinct_exact") or row.get("distinct_count") is None:
-            return True  # nothing to compare with: as written
-        return self.distinct_values(column) >= row["distinct_count"]
-
     def top_only(self, column: str) -> bool:
         """Whether ``column`` lists only its most frequent values, having had more distinct
         values than :data:`layout.FREQUENCY_LIMIT` when the set was computed (the columns

@@ -106,8 +106,8 @@ def build_table_level(store, ref: str, db: str, tbl: str, new: dict[str, bytes] 
     left out and listed. Returns the pointer to record (``layout.pointer_key(db, tbl,
     layout.TABLE_LEVEL)``) with what was used, or none (``reason``) when no set is usable or
     it cannot be written under the table's location (local, lakeFS, S3: :mod:`stats.files`).
-    ``distributions``: also record which partitions
-    hold each value of the discrete columns (:func:`stats.query.TableStats.holding`)."""
+    ``distributions``: also record which partitions hold each value of the discrete columns
+    (:func:`stats.query.TableStats.holding`)."""
     from stats import reduce  # pyarrow, numpy: the stats extra
 
     try:
@@ -148,8 +148,9 @@ def build_table_level(store, ref: str, db: str, tbl: str, new: dict[str, bytes] 
     sets = [PartitionSet(local_path(pointers[p]["set"]) or
                          files.on_ref(pointers[p]["set"], branch), p) for p in used]
     try:  # on lakeFS, on the branch computed at (recorded ref-free like every location)
-        path = reduce.write_table_set(files.on_ref(location, branch), sets, bins=bins, redis=redis,
-                                      redis_url=redis_url, distributions=distributions)
+        path = reduce.write_table_set(files.on_ref(location, branch), sets, bins=bins,
+                                      redis=redis, redis_url=redis_url,
+                                      distributions=distributions)
     except (OSError, ValueError) as exc:  # pyarrow's file systems: ArrowIOError is an OSError
         level.reason = (f"cannot write it under {location}: "
                         f"{(str(exc) or type(exc).__name__).splitlines()[0]}")

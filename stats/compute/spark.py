@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -418,17 +417,10 @@ def write_set(spark, info: TableInfo, result: PartitionResult) -> str:
     """Write the set into a fresh immutable directory; returns its path (as a location)."""
     set_id = layout.new_set_id()
     target = layout.set_dir(info.location, result.partition.name, set_id)
-    local = local_path(target)
-    if local is not None:
-        parent = os.path.dirname(local)
-        tmp = os.path.join(parent, f".{set_id}.tmp")
-        try:
-            _write_files(result, tmp)
-            os.rename(tmp, local)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        return target
+    if local_path(target) is not None:
+        from stats import files
+
+        return files.write_set_files(target, lambda directory: _write_files(result, directory))
     # another scheme: through the session's Hadoop file system
     with tempfile.TemporaryDirectory(prefix="hms-stats-") as tmp:
         _write_files(result, tmp)

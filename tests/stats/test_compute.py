@@ -593,7 +593,7 @@ def test_sql_engine_lists_only_the_top_values_of_varied_columns(env, monkeypatch
                 cut.add((name, column))
                 repeated = complete.filter(pc.greater(complete["frequency"], 1))
                 assert top.frequencies(column).equals(repeated.slice(0, 50)), (name, column)
-                assert not top.frequencies_complete(column)
+                assert top.distinct_values(column) < top_rows[column]["distinct_count"]
             else:
                 assert top.frequencies(column).equals(complete), (name, column)
         for file in (layout.HISTOGRAMS, layout.SKETCHES):
