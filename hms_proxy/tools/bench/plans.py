@@ -150,14 +150,13 @@ def write_tables(spark, rows: int, customers: int) -> dict:
     return {"write_s": round(time.perf_counter() - t0, 1)}
 
 
-def _location(spark, table: str) -> Path:
+def _size(spark, table: str) -> int:
+    """Bytes of the table's data files (as HMS counts them: hidden files left out)."""
+    from hms_proxy.hms.warehouse import quick_stats
+
     rows = spark.sql(f"DESCRIBE FORMATTED {DB}.{table}").collect()
     location = next(r[1] for r in rows if (r[0] or "").strip() == "Location")
-    return Path(location.removeprefix("file:"))
-
-
-def _size(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*.parquet"))
+    return quick_stats(location)[1]
 
 
 def run(args, work: Path) -> dict:
@@ -179,7 +178,7 @@ def run(args, work: Path) -> dict:
         written = write_tables(spark, args.rows, args.customers)
         store = open_catalog_store(str(store_path))
         store.commit("main", "bench plans: tables and data", author="bench")
-        sizes = {name: _size(_location(spark, name)) for name in ("sales", "customers")}
+        sizes = {name: _size(spark, name) for name in ("sales", "customers")}
         log(f"  written in {written['write_s']} s; files: sales {sizes['sales'] / 2**20:.1f} MiB, "
             f"customers {sizes['customers'] / 2**20:.1f} MiB")
         spark.stop()
