@@ -44,6 +44,14 @@ def test_config_keys(tmp_path):
     ranged = yaml.safe_load(L.lakefs_config(tmp_path, 18123, range_entries=500))
     assert ranged["committed"]["permanent"] == {"range_raggedness_entries": 500}
     assert ranged["committed"]["local_cache"] == conf["committed"]["local_cache"]
+    assert "graveler" not in conf  # lakeFS's own batch delay (3ms)
+    quick = yaml.safe_load(L.lakefs_config(tmp_path, 18123, batch_delay="0"))
+    assert quick["graveler"] == {"max_batch_delay": "0"}
+    assert yaml.safe_load(L.lakefs_config(tmp_path, 1, batch_delay="500us"))["graveler"] == \
+        {"max_batch_delay": "500us"}
+    for bad in ("3", "fast", "1ms; rm -rf /", "-1ms", ""):
+        with pytest.raises(ValueError, match="not a duration"):
+            L.lakefs_config(tmp_path, 1, batch_delay=bad)
 
 
 def test_config_quotes_odd_paths(tmp_path):

@@ -162,6 +162,8 @@ def command_line(args) -> str:
         parts.append("--start-proxy")
         if getattr(args, "start_lakefs", False):
             parts.append("--start-lakefs")
+            if getattr(args, "lakefs_batch_delay", None) is not None:
+                parts += ["--lakefs-batch-delay", args.lakefs_batch_delay]
         elif getattr(args, "proxy_store", None):
             parts += ["--proxy-store", args.proxy_store]
     elif args.target:
@@ -264,7 +266,8 @@ def _proxy_store(args, cleanup: list) -> dict:
     """start_proxy's options for --proxy-store / --start-lakefs."""
     if getattr(args, "start_lakefs", False):
         try:
-            lakefs = lakefs_local.start_lakefs()
+            lakefs = lakefs_local.start_lakefs(
+                batch_delay=getattr(args, "lakefs_batch_delay", None))
         except RuntimeError as exc:
             raise SystemExit(f"hms-proxy bench: --start-lakefs: {str(exc).splitlines()[0]}")
         cleanup.append(lakefs.stop)

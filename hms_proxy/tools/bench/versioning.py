@@ -113,6 +113,9 @@ def register(modes) -> argparse.ArgumentParser:
                         "range_raggedness_entries (mean entries per range; lakeFS's default "
                         "50,000, its 20 MB range cap cutting first with our entries); the "
                         "repositories keep the ranges they were built with")
+    p.add_argument("--lakefs-batch-delay", type=_duration_arg, default=None,
+                   metavar="DURATION",
+                   help="with --start-lakefs: lakeFS's graveler.max_batch_delay, how long it holds a branch lookup to batch it with others (a Go duration such as 0 or 500us; lakeFS's default 3ms, waited by every call)")
     p.set_defaults(func=cmd_versioning)
     return p
 
@@ -478,16 +481,26 @@ def command_line(args) -> str:
         parts.append("--start-lakefs")
     if getattr(args, "lakefs_range_entries", None):
         parts += ["--lakefs-range-entries", str(args.lakefs_range_entries)]
+    if getattr(args, "lakefs_batch_delay", None) is not None:
+        parts += ["--lakefs-batch-delay", args.lakefs_batch_delay]
     return " ".join(parts)
 
 
-def _start_lakefs(root: Path, cleanup: list, range_entries: int | None = None) -> dict:
+def _duration_arg(text: str) -> str:
+    from hms_proxy.tools import lakefs_local
+
+    return lakefs_local.duration_arg(text)
+
+
+def _start_lakefs(root: Path, cleanup: list, range_entries: int | None = None,
+                  batch_delay: str | None = None) -> dict:
     """A local lakeFS with its data under ``root/lakefs`` and the repositories 'large' and
     'small' (made unless an earlier run did): the stores' locations, by name."""
     from hms_proxy.tools import lakefs_local
 
     try:
-        lakefs = lakefs_local.start_lakefs(workdir=root / "lakefs", range_entries=range_entries)
+        lakefs = lakefs_local.start_lakefs(workdir=root / "lakefs", range_entries=range_entries,
+                                           batch_delay=batch_delay)
     except (OSError, RuntimeError) as exc:
         raise SystemExit(f"hms-proxy bench versioning: --start-lakefs: "
                          f"{str(exc).splitlines()[0]}") from None
@@ -522,7 +535,8 @@ def run(args) -> dict:
     cleanup: list = []
     on_lakefs = getattr(args, "start_lakefs", False)
     try:
-        locations = (_start_lakefs(root, cleanup, getattr(args, "lakefs_range_entries", None))
+        locations = (_start_lakefs(root, cleanup, getattr(args, "lakefs_range_entries", None),
+                                   getattr(args, "lakefs_batch_delay", None))
                      if on_lakefs else {"large": root / "large", "small": root / "small"})
         big_gen, small_gen = (Generator(args.partitions, args.tables),
                               Generator(args.small, args.tables))

@@ -38,6 +38,10 @@ def register(subparsers) -> None:
                    help="how often the reader asks server B (default every 2 ms)")
     p.add_argument("--refresh", type=float, default=None, metavar="SECONDS",
                    help="the servers' --lakefs-refresh (default: theirs, 0.25)")
+    p.add_argument("--lakefs-batch-delay", type=lakefs_local.duration_arg, default=None,
+                   metavar="DURATION",
+                   help="lakeFS's graveler.max_batch_delay (a Go duration such as 0; "
+                        "lakeFS's default 3ms)")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     p.set_defaults(func=cmd_visibility)
 
@@ -61,7 +65,7 @@ def run(args) -> dict:
     load_start = load_average()
     try:
         log("starting lakeFS")
-        lakefs = lakefs_local.start_lakefs(work / "lakefs")
+        lakefs = lakefs_local.start_lakefs(work / "lakefs", batch_delay=args.lakefs_batch_delay)
         lakefs.create_repository("vis")
         env = dict(os.environ, **lakefs.env())
         extra = ["--log-level", "WARNING"]
