@@ -538,11 +538,13 @@ def merge_refs(store: VersionedStore, source: str, dest: str, *, strategy: str =
     if base == src_head:  # nothing in source that dest lacks
         return result
     prefer = _PREFER[strategy]
-    out = three_way(store, base, src_head, dst_head, prefer)
     data_conflicts = getattr(store, "data_conflicts", None)
-    if data_conflicts is not None:  # a store holding data too (lakeFS): its objects' conflicts
-        out.conflicts += [Conflict("DATA_CONFLICT", "data", (path,), (), "changed", "changed",
-                                   path) for path in data_conflicts(base, src_head, dst_head)]
+    # a store holding data too (lakeFS): its objects' conflicts, asked first (the store keeps
+    # each side's whole diff, which then answers the catalog's too)
+    in_data = [] if data_conflicts is None else data_conflicts(base, src_head, dst_head)
+    out = three_way(store, base, src_head, dst_head, prefer)
+    out.conflicts += [Conflict("DATA_CONFLICT", "data", (path,), (), "changed", "changed", path)
+                      for path in in_data]
     result.conflicts = out.conflicts
     if out.conflicts and prefer is None:
         if dry_run:

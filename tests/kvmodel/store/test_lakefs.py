@@ -6,6 +6,7 @@ test injects a fault that no real lakeFS gives on demand (a 503 on the next call
 **test double** of lakeFS's REST API (:mod:`tests.support.lakefs_double`) for it."""
 from __future__ import annotations
 
+import socket
 import threading
 import time
 import uuid
@@ -18,8 +19,14 @@ from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
 from kvmodel import catalog as K  # noqa: E402
 from kvmodel import codec  # noqa: E402
 from kvmodel.merge import merge_refs  # noqa: E402
+from kvmodel.store import lakefs as lakefs_store  # noqa: E402
 from kvmodel.store import open_store  # noqa: E402
-from kvmodel.store.errors import MergeConflict, ProtectedRef, StoreError  # noqa: E402
+from kvmodel.store.errors import (  # noqa: E402
+    MergeConflict,
+    ProtectedRef,
+    RefNotFound,
+    StoreError,
+)
 from kvmodel.store.lakefs import INLINE_LIMIT, LakeFSConfig, LakeFSError, LakeFSStore  # noqa: E402
 from tests.kvmodel.conftest import lakefs_double  # noqa: E402
 from tests.support.lakefs import new_repository, real_lakefs  # noqa: E402
@@ -30,6 +37,7 @@ BRANCH = "GET /repositories/{repository}/branches/{branch}"
 UPLOAD = "POST /repositories/{repository}/branches/{branch}/objects"
 STAT = "GET /repositories/{repository}/refs/{ref}/objects/stat"
 GET = "GET /repositories/{repository}/refs/{ref}/objects"
+REFS_DIFF = "GET /repositories/{repository}/refs/{leftRef}/diff/{rightRef}"
 
 
 @pytest.fixture
@@ -68,7 +76,14 @@ def calls(monkeypatch):
             seen[f"{method} {resource_path}"] += 1
         return real(self, resource_path, method, *args, **kwargs)
 
+    def post(self, target, body, headers):  # uploads: our own connection, not lakefs-sdk's
+        with guard:
+            seen[UPLOAD] += 1
+        return real_post(self, target, body, headers)
+
+    real_post = lakefs_store._Connections.post
     monkeypatch.setattr(lakefs_sdk.ApiClient, "call_api", call_api)
+    monkeypatch.setattr(lakefs_store._Connections, "post", post)
     return seen
 
 
@@ -320,7 +335,7 @@ def test_data_objects_merge_with_the_catalog(lake, repo):
     assert lake.get("main", K.part_key("d", "t", "ds=1")) == b"partition"
 
 
-def test_field_level_resolutions_move_the_destination_once(lake, repo):
+def test_field_level_resolutions_move_the_destination_once(calls, lake, repo):
     def table(**params):
         return codec.encode(T.Table(tableName="t", dbName="d", parameters=params))
 
@@ -330,7 +345,11 @@ def test_field_level_resolutions_move_the_destination_once(lake, repo):
     put(lake, "dev", {K.table_key("d", "t"): table(a="dev", b="1")})
     put(lake, "main", {K.table_key("d", "t"): table(a="1", b="main")})
     head = lake.resolve("main").commit
+    delta = counting(calls)
     result = merge_refs(lake, "dev", "main")
+    # each side's diff from the merge base is asked of lakeFS once, for the catalog and for the
+    # data (it was asked 8 times: by the 3-way merge, the data conflicts, and the store's merge)
+    assert delta()[REFS_DIFF] == 2
     merged = codec.decode(T.Table, lake.get("main", K.table_key("d", "t")))
     assert merged.parameters == {"a": "dev", "b": "main"}  # each side's field
     assert result.commit.id == lake.resolve("main").commit
@@ -419,6 +438,26 @@ def test_errors_of_lakefs_are_store_errors(server, repo):
                           server.secret_access_key)
     with pytest.raises(LakeFSError, match="not reachable"):
         LakeFSStore(repo, closed)
+
+
+def test_uploads_keep_their_connection_and_their_errors_are_store_errors(lake, repo):
+    """Uploads (the write path's one call) go over kept-alive connections of our own rather
+    than lakefs-sdk's: lakeFS's refusals still arrive as the store's errors."""
+    for i in range(5):
+        lake.api.upload("main", f"data/kept/{i}", b"x")
+    assert len(lake.api._uploads._idle) == 1  # one connection, reused
+    with pytest.raises(RefNotFound):
+        lake.api.upload("no-such-branch", "data/x", b"x")
+    lake.api._uploads._idle[0].sock.shutdown(socket.SHUT_RDWR)  # as lakeFS closing it
+    lake.api.upload("main", "data/after", b"z")  # retried on a new connection
+    assert [o.path for o in lake.api.objects.list_objects(repo, "main", prefix="data/").results] \
+        == ["data/after", *(f"data/kept/{i}" for i in range(5))]
+    lake.set_branch_protection("main", True)
+    deadline = time.monotonic() + 10  # lakeFS caches its protection rules for about 1 s
+    with pytest.raises(ProtectedRef):
+        while time.monotonic() < deadline:
+            lake.api.upload("main", "protected/y", b"y")
+            time.sleep(0.2)
 
 
 def test_a_failing_call_is_a_store_error_and_the_next_one_works():
