@@ -82,3 +82,14 @@ def test_the_demo_uses_commands_this_cli_has():
     assert seen == ["branch", "commit", "diff", "merge"]
     sql = (DOCKER / "demo.sql").read_text()
     assert "`shop@dev`" in sql and "PARTITIONED BY (ds STRING)" in sql
+
+
+def test_lakefs_has_the_settings_the_docs_recommend_for_us(compose):
+    """docs/lakefs.md "Speed": small metadata ranges, no wait to batch branch lookups (the
+    names are lakeFS's configuration keys as environment variables, checked by hand against
+    lakeFS 1.84: LAKEFS_GRAVELER_MAX_BATCH_DELAY=0s makes an upload take ~1 ms)."""
+    from hms_proxy.tools import lakefs_local
+
+    env = compose["services"]["lakefs"]["environment"]
+    assert int(env["LAKEFS_COMMITTED_PERMANENT_RANGE_RAGGEDNESS_ENTRIES"]) == 500
+    assert lakefs_local.check_duration(env["LAKEFS_GRAVELER_MAX_BATCH_DELAY"]) == "0s"
