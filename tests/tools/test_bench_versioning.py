@@ -6,6 +6,8 @@ import argparse
 import json
 import os
 
+import yaml
+
 from hms_proxy.cli import build_parser
 from hms_proxy.tools.bench import register
 from hms_proxy.tools.bench.versioning import TARGETS
@@ -117,8 +119,14 @@ def test_bench_versioning_on_a_real_lakefs_builds_resumes_and_measures(tmp_path)
     assert "--start-lakefs" in result["command"]
     assert "only the ratios have one here" in out_md.read_text()
 
-    again = parse(["bench", "versioning", *small, "--json", str(out_json)])
+    # lakeFS restarted with the settings docs/lakefs.md recommends; the repositories are reused
+    again = parse(["bench", "versioning", *small, "--json", str(out_json),
+                   "--lakefs-range-entries", "500", "--lakefs-batch-delay", "0"])
     assert again.func(again) == 0
     result = json.loads(out_json.read_text())
     assert result["builds"]["large"]["reused"] and result["builds"]["small"]["reused"]
+    assert "--lakefs-range-entries 500 --lakefs-batch-delay 0" in result["command"]
+    conf = yaml.safe_load((root / "lakefs" / "lakefs.yaml").read_text())
+    assert conf["graveler"] == {"max_batch_delay": "0"}
+    assert conf["committed"]["permanent"] == {"range_raggedness_entries": 500}
     assert "LAKEFS_ENDPOINT" not in os.environ or os.environ["LAKEFS_ENDPOINT"] == before
