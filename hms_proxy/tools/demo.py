@@ -84,7 +84,8 @@ def run(args) -> int:
     try:
         _say("lakeFS: built from its Go module once (minutes the first time), then started")
         lakefs_port = args.lakefs_port if _port_free(args.lakefs_port) else None
-        lakefs = lakefs_local.start_lakefs(work / "lakefs", port=lakefs_port)
+        lakefs = lakefs_local.start_lakefs(work / "lakefs", port=lakefs_port,
+                                           **lakefs_local.RECOMMENDED)
         lakefs.create_repository(REPO)
         print(f"lakeFS {lakefs_local.DEFAULT_VERSION} at {lakefs.endpoint} (S3 gateway on the "
               f"same port), repository {REPO!r}")

@@ -196,6 +196,9 @@ email_subscription: {{enabled: false}}
 security: {{check_latest_version: false, audit_check_url: "http://127.0.0.1:1/audit",
            audit_check_interval: 8760h}}
 """
+# what docs/lakefs.md ("Speed") recommends for a lakeFS serving hms-proxy (make demo uses it;
+# the tests and the bench's default use lakeFS's own settings)
+RECOMMENDED = {"range_entries": 500, "batch_delay": "0s"}
 _DURATION = re.compile(r"(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+|0")
 
 

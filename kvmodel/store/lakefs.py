@@ -58,6 +58,7 @@ import itertools
 import logging
 import os
 import posixpath
+import re
 import threading
 import time
 import uuid
@@ -122,6 +123,7 @@ STALE_AFTER = 1.0  # a read refreshes a branch state older than this itself
 IDLE_AFTER = 300.0  # a branch not read this long is no longer refreshed in the background
 RULES_TTL = 1.0  # seconds the branch protection rules are trusted (lakeFS's own cache: ~1 s)
 _ABSENT = ("absent",)
+_COMMIT_ID = re.compile(r"[0-9a-f]{64}")  # lakeFS's commit ids: never move
 log = logging.getLogger("kvmodel.store.lakefs")
 _BRANCH_NAME = "lakeFS branch names are letters, digits, '_' and '-'"
 
@@ -954,7 +956,8 @@ class LakeFSStore(VersionedStore):
         out = tuple((d.path, d.type) for d in self._paged(self.api.refs.diff_refs, left, right,
                                                             type="two_dot", **extra)
                     if d.path_type == "object")
-        self._diffs.put((left, right, prefix), out, sum(96 + len(p) for p, _ in out))
+        if _COMMIT_ID.fullmatch(left) and _COMMIT_ID.fullmatch(right):  # not a branch name
+            self._diffs.put((left, right, prefix), out, sum(96 + len(p) for p, _ in out))
         return out
 
     # --- reads at a commit -----------------------------------------------------------------

@@ -91,5 +91,7 @@ def test_lakefs_has_the_settings_the_docs_recommend_for_us(compose):
     from hms_proxy.tools import lakefs_local
 
     env = compose["services"]["lakefs"]["environment"]
-    assert int(env["LAKEFS_COMMITTED_PERMANENT_RANGE_RAGGEDNESS_ENTRIES"]) == 500
-    assert lakefs_local.check_duration(env["LAKEFS_GRAVELER_MAX_BATCH_DELAY"]) == "0s"
+    assert int(env["LAKEFS_COMMITTED_PERMANENT_RANGE_RAGGEDNESS_ENTRIES"]) == \
+        lakefs_local.RECOMMENDED["range_entries"]
+    assert lakefs_local.check_duration(env["LAKEFS_GRAVELER_MAX_BATCH_DELAY"]) == \
+        lakefs_local.RECOMMENDED["batch_delay"]
