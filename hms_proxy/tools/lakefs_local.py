@@ -199,6 +199,9 @@ security: {{check_latest_version: false, audit_check_url: "http://127.0.0.1:1/au
 # what docs/lakefs.md ("Speed") recommends for a lakeFS serving hms-proxy (make demo uses it;
 # the tests and the bench's default use lakeFS's own settings)
 RECOMMENDED = {"range_entries": 500, "batch_delay": "0s"}
+BATCH_DELAY_HELP = ("lakeFS's graveler.max_batch_delay: how long it holds a branch lookup to "
+                    "batch it with others (a Go duration such as 0 or 500us; lakeFS's default "
+                    "3ms, waited by every call)")
 _DURATION = re.compile(r"(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+|0")
 
 

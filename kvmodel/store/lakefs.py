@@ -54,11 +54,13 @@ from __future__ import annotations
 import base64
 import bisect
 import fnmatch
+import http.client
 import itertools
 import logging
 import os
 import posixpath
 import re
+import ssl
 import threading
 import time
 import uuid
@@ -350,19 +352,13 @@ class _Connections:
         self._lock = threading.Lock()
 
     def _new(self):
-        import http.client
-
         if self.https:
-            import ssl
-
             return http.client.HTTPSConnection(self.host, self.port,
                                                timeout=self.connect_timeout,
                                                context=ssl.create_default_context())
         return http.client.HTTPConnection(self.host, self.port, timeout=self.connect_timeout)
 
     def post(self, target: str, body: bytes, headers: dict) -> tuple[int, str, bytes]:
-        import http.client
-
         waits = list(self.REFUSED_RETRIES)
         while True:
             with self._lock:
@@ -947,11 +943,13 @@ class LakeFSStore(VersionedStore):
         """lakeFS's two-dot diff between two commits under ``prefix``, objects only, as
         ``(path, type)`` pairs: asked once, then kept (a merge needs each side's twice). A
         diff of the whole repository kept already answers any prefix."""
-        for probe in ((left, right, prefix), (left, right, "")):
-            hit = self._diffs.get(probe)
-            if hit is not None:
-                return hit if probe[2] == prefix else \
-                    tuple(e for e in hit if e[0].startswith(prefix))
+        hit = self._diffs.get((left, right, prefix))
+        if hit is None and prefix:
+            whole = self._diffs.get((left, right, ""))
+            if whole is not None:
+                hit = tuple(e for e in whole if e[0].startswith(prefix))
+        if hit is not None:
+            return hit
         extra = {"prefix": prefix} if prefix else {}
         out = tuple((d.path, d.type) for d in self._paged(self.api.refs.diff_refs, left, right,
                                                             type="two_dot", **extra)

@@ -10,14 +10,10 @@ from __future__ import annotations
 import argparse
 
 
-def _duration(text: str) -> str:
-    from hms_proxy.tools import lakefs_local
-
-    return lakefs_local.duration_arg(text)
-
-
 def register(subparsers) -> argparse.ArgumentParser:
     """Add ``bench`` to an argparse sub-parsers object; returns the new parser."""
+    from hms_proxy.tools import lakefs_local  # light: the standard library only
+
     p = subparsers.add_parser(
         "bench", help="benchmark a metastore against another (e.g. the stock HMS 2.3.10)",
         description="Time HMS calls on a target metastore and, side by side in interleaved "
@@ -38,9 +34,9 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="with --start-proxy: serve a fresh repository of a real lakeFS that the "
                         "bench starts on a loopback port (built once from its Go module, "
                         "hms_proxy/tools/lakefs_local.py; local KV and blocks)")
-    p.add_argument("--lakefs-batch-delay", type=_duration, default=None,
+    p.add_argument("--lakefs-batch-delay", type=lakefs_local.duration_arg, default=None,
                    metavar="DURATION",
-                   help="with --start-lakefs: lakeFS's graveler.max_batch_delay, how long it holds a branch lookup to batch it with others (a Go duration such as 0 or 500us; lakeFS's default 3ms, waited by every call)")
+                   help="with --start-lakefs: " + lakefs_local.BATCH_DELAY_HELP)
     p.add_argument("--start-oracle", action="store_true",
                    help="start the stock HMS 2.3.10 (PySpark's jars, embedded Derby) in a temporary "
                         "directory as the --against side, stop it afterwards")

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes
+from hms_proxy.tools import lakefs_local
 from hms_proxy.tools.bench.report import figure, logger, machine_info
 from kvmodel import catalog, codec
 from kvmodel.catalog import part_key
@@ -113,9 +114,9 @@ def register(modes) -> argparse.ArgumentParser:
                         "range_raggedness_entries (mean entries per range; lakeFS's default "
                         "50,000, its 20 MB range cap cutting first with our entries); the "
                         "repositories keep the ranges they were built with")
-    p.add_argument("--lakefs-batch-delay", type=_duration_arg, default=None,
+    p.add_argument("--lakefs-batch-delay", type=lakefs_local.duration_arg, default=None,
                    metavar="DURATION",
-                   help="with --start-lakefs: lakeFS's graveler.max_batch_delay, how long it holds a branch lookup to batch it with others (a Go duration such as 0 or 500us; lakeFS's default 3ms, waited by every call)")
+                   help="with --start-lakefs: " + lakefs_local.BATCH_DELAY_HELP)
     p.set_defaults(func=cmd_versioning)
     return p
 
@@ -486,18 +487,10 @@ def command_line(args) -> str:
     return " ".join(parts)
 
 
-def _duration_arg(text: str) -> str:
-    from hms_proxy.tools import lakefs_local
-
-    return lakefs_local.duration_arg(text)
-
-
 def _start_lakefs(root: Path, cleanup: list, range_entries: int | None = None,
                   batch_delay: str | None = None) -> dict:
     """A local lakeFS with its data under ``root/lakefs`` and the repositories 'large' and
     'small' (made unless an earlier run did): the stores' locations, by name."""
-    from hms_proxy.tools import lakefs_local
-
     try:
         lakefs = lakefs_local.start_lakefs(workdir=root / "lakefs", range_entries=range_entries,
                                            batch_delay=batch_delay)

@@ -40,8 +40,7 @@ def register(subparsers) -> None:
                    help="the servers' --lakefs-refresh (default: theirs, 0.25)")
     p.add_argument("--lakefs-batch-delay", type=lakefs_local.duration_arg, default=None,
                    metavar="DURATION",
-                   help="lakeFS's graveler.max_batch_delay (a Go duration such as 0; "
-                        "lakeFS's default 3ms)")
+                   help=lakefs_local.BATCH_DELAY_HELP)
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     p.set_defaults(func=cmd_visibility)
 
