@@ -23,7 +23,7 @@ from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
 from kvmodel import catalog as K  # noqa: E402
 from kvmodel import codec  # noqa: E402
 from kvmodel.locations import RefLocations  # noqa: E402
-from kvmodel.store.lakefs import LakeFSStore  # noqa: E402
+from kvmodel.store.lakefs import STALE_AFTER, LakeFSStore  # noqa: E402
 from tests.support.client import connect  # noqa: E402
 from tests.support.lakefs import new_repository, real_lakefs  # noqa: E402
 from tests.support.process import REPO_ROOT  # noqa: E402
@@ -96,6 +96,7 @@ def test_locations_follow_the_ref_through_a_merge(lake):
     store.commit("main", "shop")
     store.delete_branch("dev")
     store.create_branch("dev", "main")
+    time.sleep(STALE_AFTER + 0.2)  # another process's change: the server sees it within this
     dev_loc = f"s3a://{REPO}/dev/shop/orders"
     with connect(lake["server"]) as client:
         client.create_table(T.Table(
@@ -118,6 +119,7 @@ def test_locations_follow_the_ref_through_a_merge(lake):
     assert done.returncode == 0, done.stderr
     done = cli(lake, "merge", "dev", "main")
     assert done.returncode == 0, done.stdout + done.stderr
+    time.sleep(STALE_AFTER + 0.2)  # the CLI's merge, like any other process's change
     with connect(lake["server"]) as client:
         tbl = client.get_table("shop", "orders")
         assert tbl.sd.location == f"s3a://{REPO}/main/shop/orders"
