@@ -152,16 +152,26 @@ def build_server(config: ServeConfig) -> srv.MetastoreServer:
         idle_timeout=config.idle_timeout,
         max_connections_per_client=config.max_connections_per_client)
     server = srv.MetastoreServer(processor, listener, on_connection_end=store.release_thread)
-    server.bind()
+    _listen(f"--port {config.port}", server.bind)
     for bind in config.binds:
         extra = srv.MetastoreServer(
             processor, dataclasses.replace(listener, port=bind.port,
                                            read_only=config.security.read_only or bind.read_only),
             on_connection_end=store.release_thread, ref=bind.ref,
             clients=server.clients)  # one count per client address, whatever the port
-        extra.bind()
+        _listen(f"--bind {bind.port}={bind.ref}", extra.bind)
         server.extra_listeners.append(extra)
     return server
+
+
+def _listen(option: str, bind) -> None:
+    """``bind()``, or one line naming the option and exit 2 when the port cannot be had (taken
+    by another process, or not ours to bind)."""
+    try:
+        bind()
+    except OSError as exc:
+        print(f"hms-proxy: error: {option}: {exc.strerror or exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
 
 
 def start_http(config: ServeConfig, server: srv.MetastoreServer) -> ApiServer:
@@ -220,7 +230,13 @@ def run_serve(config: ServeConfig, argv: list[str]) -> int:
     metrics_http = None
     if config.metrics_port is not None:
         host = config.metrics_host or config.host
-        metrics_http = MetricsServer(server.processor.metrics, host, config.metrics_port).start()
+        metrics_http = None
+
+        def start_metrics():
+            nonlocal metrics_http
+            metrics_http = MetricsServer(server.processor.metrics, host,
+                                         config.metrics_port).start()
+        _listen(f"--metrics-port {config.metrics_port}", start_metrics)
         log.info("metrics on http://%s:%d/metrics", host, metrics_http.port)
         print(f"hms-proxy metrics on http://{host}:{metrics_http.port}/metrics", flush=True)
     http = start_http(config, server) if config.http_port is not None else None

@@ -26,7 +26,6 @@ import re
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,8 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from hms_proxy.tools import ports
 
 MODULE = "github.com/treeverse/lakefs"
 DEFAULT_VERSION = "v1.84.1"  # >= v1.77.0: generated code is committed, a plain `go build` works
@@ -155,12 +156,6 @@ def ensure_lakefs(version: str = DEFAULT_VERSION) -> LakeFSBinaries:
 
 
 # --- running ---------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def lakefs_config(workdir: Path, port: int, range_entries: int | None = None,
                   batch_delay: str | None = None) -> str:
     """The server's YAML configuration (JSON strings are YAML strings). Only keys lakeFS
@@ -334,26 +329,40 @@ def start_lakefs(workdir=None, port: int | None = None, version: str = DEFAULT_V
     owned = workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="lakefs-")) if owned else Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    port = port or free_port()
     log_path = Path(log_path) if log_path else workdir / "lakefs.log"
     config = workdir / "lakefs.yaml"
-    config.write_text(lakefs_config(workdir, port, range_entries, batch_delay))
     # LAKEFS_* variables would override the file (viper reads the environment too).
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEFS_")}
-    with open(log_path, "ab") as log:
-        popen = subprocess.Popen([str(binaries.lakefs), "--config", str(config), "run"],
-                                 cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                 stderr=subprocess.STDOUT, start_new_session=True)
-    proc = LakeFSProcess(popen, port, workdir, log_path, owned, binaries)
-    deadline = time.monotonic() + timeout
-    while not _ready(proc):
-        if popen.poll() is not None or time.monotonic() > deadline:
-            why = "exited" if popen.poll() is not None else f"not ready after {timeout:.0f} s"
-            tail = proc.log_tail()
-            proc.stop()
-            raise RuntimeError(f"lakeFS {version} {why} (log {log_path}):\n{tail}")
-        time.sleep(0.1)
-    return proc
+
+    def start(port: int) -> LakeFSProcess:
+        config.write_text(lakefs_config(workdir, port, range_entries, batch_delay))
+        since = ports.log_size(log_path)
+        with open(log_path, "ab") as log:
+            popen = subprocess.Popen([str(binaries.lakefs), "--config", str(config), "run"],
+                                     cwd=workdir, env=env, stdin=subprocess.DEVNULL,
+                                     stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        proc = LakeFSProcess(popen, port, workdir, log_path, False, binaries)
+        deadline = time.monotonic() + timeout
+        # ready: it answers, and it is this process that listens (not another program that
+        # took the port first, which may even be a lakeFS with the same admin key)
+        while not (_ready(proc) and ports.listens(popen.pid, port) is not False):
+            if popen.poll() is not None or time.monotonic() > deadline:
+                why = "exited" if popen.poll() is not None else f"not ready after {timeout:.0f} s"
+                tail = proc.log_tail()
+                proc.stop()
+                if popen.poll() is not None and ports.port_was_taken(log_path, since):
+                    raise ports.PortTaken(f"lakeFS: port {port} was taken by another process")
+                raise RuntimeError(f"lakeFS {version} {why} (log {log_path}):\n{tail}")
+            time.sleep(0.1)
+        proc._owned = owned  # its stop() removes the temporary work directory
+        return proc
+    try:
+        return ports.start_on_a_port(start, port)
+    except BaseException:
+        if owned:
+            shutil.rmtree(workdir, ignore_errors=True)
+        raise
 
 
 def duration_arg(text: str) -> str:

@@ -17,8 +17,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
+from hms_proxy.tools import ports
+from hms_proxy.tools.ports import free_port  # noqa: F401 - the tests' and bench's import
 
 STOCK_HMS_JAR = "hive-metastore-2.3.10.jar"
 TXN_LAUNCHER = Path(__file__).resolve().parent / "java" / "TxnHms.java"
@@ -87,13 +90,6 @@ def compile_java(source: Path, purpose: str) -> Path:
     raise RuntimeError(f"no writable directory to compile {source.name} into")
 
 
-def free_port() -> int:
-    """An unused TCP port (racy, good enough for starting local servers)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def log_tail(path: Path, lines: int = 60) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -114,6 +110,45 @@ class MetastoreProcess:
     workdir: Path
     _log_file: object = field(default=None, repr=False)
     startup_seconds: float = 0.0
+    log_start: int = 0  # where this process's output starts in the log (earlier attempts')
+
+    def log_text(self) -> str:
+        """What this process wrote to its log."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self.log_start)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def announced_port(self, what: str, timeout: float = 30.0) -> int:
+        """The port of a listener the server announced on its output: ``what`` is ``"ref
+        REF"`` (``serve --bind 0=REF``), ``"http"`` (``--http-port 0``) or ``"metrics"``
+        (``--metrics-port 0``): 0 picks a free port, which the server prints."""
+        import re
+
+        if what == "http":
+            pattern = r"^hms-proxy HTTP API and console on http://\S+:(\d+)/$"
+        elif what == "metrics":
+            pattern = r"^hms-proxy metrics on http://\S+:(\d+)/metrics$"
+        elif what.startswith("ref "):
+            pattern = rf"^hms-proxy listening on \S+:(\d+) for ref {re.escape(what[4:])}$"
+        else:
+            raise ValueError(f"no such listener: {what!r}")
+        compiled = re.compile(pattern, re.M)
+        deadline = time.monotonic() + timeout
+        while True:
+            found = compiled.search(self.log_text())
+            if found:
+                return int(found.group(1))
+            if time.monotonic() > deadline or not self.alive():
+                raise RuntimeError(f"{self.name} announced no {what} listener; log tail "
+                                   f"({self.log_path}):\n{log_tail(self.log_path)}")
+            time.sleep(0.05)
+
+    def ref_port(self, ref: str, timeout: float = 30.0) -> int:
+        """The port of the listener bound to ``ref`` (``serve --bind 0=REF``)."""
+        return self.announced_port(f"ref {ref}", timeout)
 
     @property
     def uri(self) -> str:
@@ -143,23 +178,39 @@ def _signal_group(popen: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def spawn(name: str, cmd: list[str], *, workdir: Path, port: int, warehouse: Path,
-          cwd: Path, env: dict | None = None, timeout: float = 120.0) -> MetastoreProcess:
-    """Start ``cmd`` in its own process group and wait until it answers Thrift calls."""
+def spawn(name: str, cmd: list[str] | Callable[[int], list[str]], *, workdir: Path,
+          port: int | None, warehouse: Path, cwd: Path, env: dict | None = None,
+          timeout: float = 120.0) -> MetastoreProcess:
+    """Start ``cmd`` in its own process group and wait until it answers Thrift calls.
+
+    ``cmd`` may be a function of the port: then ``port`` None picks a free one, and one taken
+    by another process before the metastore listened is replaced by another
+    (:mod:`hms_proxy.tools.ports`)."""
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / f"{name}.log"
-    log_file = open(log_path, "ab")
-    started = time.monotonic()
-    popen = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log_file, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
-    proc = MetastoreProcess(name, "127.0.0.1", port, warehouse, log_path, popen, workdir, log_file)
-    try:
-        wait_ready(proc, timeout)
-    except BaseException:
-        proc.stop()
-        raise
-    proc.startup_seconds = time.monotonic() - started
-    return proc
+
+    def start(chosen: int) -> MetastoreProcess:
+        argv = cmd(chosen) if callable(cmd) else cmd
+        log_file = open(log_path, "ab")
+        log_start = log_file.tell()
+        started = time.monotonic()
+        popen = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log_file,
+                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 start_new_session=True)
+        proc = MetastoreProcess(name, "127.0.0.1", chosen, warehouse, log_path, popen, workdir,
+                                log_file, log_start=log_start)
+        try:
+            wait_ready(proc, timeout)
+        except BaseException:
+            proc.stop()
+            raise
+        proc.startup_seconds = time.monotonic() - started
+        return proc
+    if not callable(cmd):
+        if port is None:
+            raise ValueError("spawn: a fixed command needs its port")
+        return start(port)
+    return ports.start_on_a_port(start, port)
 
 
 def wait_ready(proc: MetastoreProcess, timeout: float) -> None:
@@ -171,13 +222,20 @@ def wait_ready(proc: MetastoreProcess, timeout: float) -> None:
     last: Exception | None = None
     while time.monotonic() < deadline:
         if not proc.alive():
+            tail = log_tail(proc.log_path)
+            if ports.port_was_taken(proc.log_path, proc.log_start):
+                raise ports.PortTaken(f"{proc.name}: port {proc.port} was taken by another "
+                                      "process")
             raise RuntimeError(
                 f"{proc.name} exited with {proc.popen.returncode} during startup; "
-                f"log tail ({proc.log_path}):\n{log_tail(proc.log_path)}")
+                f"log tail ({proc.log_path}):\n{tail}")
         try:
             with socket.create_connection((proc.host, proc.port), timeout=1.0):
                 pass
         except OSError:
+            time.sleep(0.3)
+            continue
+        if ports.listens(proc.popen.pid, proc.port) is False:  # another program's listener
             time.sleep(0.3)
             continue
         sock = TSocket.TSocket(proc.host, proc.port)
@@ -230,7 +288,6 @@ def start_stock_hms(workdir: Path | str, *, with_transactions: bool = False,
     workdir = Path(workdir).resolve()
     warehouse = workdir / "warehouse"
     warehouse.mkdir(parents=True, exist_ok=True)
-    port = free_port()
     props = stock_hms_properties(workdir, warehouse)
     cp, main_class = classpath(), "org.apache.hadoop.hive.metastore.HiveMetaStore"
     if with_transactions:
@@ -238,9 +295,10 @@ def start_stock_hms(workdir: Path | str, *, with_transactions: bool = False,
         launcher = compile_java(TXN_LAUNCHER, "the stock HMS with transactions")
         cp, main_class = f"{launcher}{os.pathsep}{cp}", TXN_LAUNCHER.stem
     props.update(extra_properties or {})
-    cmd = ["java", f"-Xmx{heap}", *(f"-D{k}={v}" for k, v in props.items()), "-cp", cp,
-           main_class, "-p", str(port)]
-    return spawn("oracle", cmd, workdir=workdir, port=port, warehouse=warehouse, cwd=workdir,
+    def cmd(port: int) -> list[str]:
+        return ["java", f"-Xmx{heap}", *(f"-D{k}={v}" for k, v in props.items()), "-cp", cp,
+                main_class, "-p", str(port)]
+    return spawn("oracle", cmd, workdir=workdir, port=None, warehouse=warehouse, cwd=workdir,
                  timeout=timeout)
 
 
@@ -264,8 +322,8 @@ def start_proxy(workdir: Path | str, *extra_args: str, store: Path | str | None 
         store = str(store)
     else:
         store = Path(store).resolve() if store is not None else workdir / "store"
-    port = port or free_port()
-    cmd = [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(store),
-           "--port", str(port), "--host", "127.0.0.1", *warehouse_args, *extra_args]
-    return spawn(name, cmd, workdir=workdir, port=port, warehouse=warehouse,
+    def cmd(port: int) -> list[str]:
+        return [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(store),
+                "--port", str(port), "--host", "127.0.0.1", *warehouse_args, *extra_args]
+    return spawn(name, cmd, workdir=workdir, port=port or None, warehouse=warehouse,
                  cwd=cwd or workdir, timeout=timeout, env=env)

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hms_proxy.ops.shutdown import StopRequest
-from hms_proxy.tools.lakefs_local import LocalProcess, cache_root, free_port
+from hms_proxy.tools import ports
+from hms_proxy.tools.lakefs_local import LocalProcess, cache_root
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 VERSION, MIN_JAVA = "476", 24   # the newest Trino served here and the Java it needs
@@ -281,26 +282,39 @@ def start_trino(workdir=None, port: int | None = None, timeout: float = 240.0) -
     install = ensure_trino()
     owned = workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="trino-")) if owned else Path(workdir).resolve()
-    port = port or free_port()
     etc = workdir / "etc"
-    _write_config(etc, port)
     log_path = workdir / "trino.log"
-    cmd = [install.java, *_jvm_options(etc, workdir / "data", port),
-           "-cp", str(install.home / "lib" / "*"), "io.trino.server.TrinoServer"]
     env = dict(os.environ, JAVA_HOME=str(Path(install.java).parent.parent))
-    with open(log_path, "ab") as log:
-        popen = subprocess.Popen(cmd, cwd=install.home, env=env, stdin=subprocess.DEVNULL,
-                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    proc = TrinoProcess(popen, port, workdir, log_path, install, owned)
-    deadline = time.monotonic() + timeout
-    while not _ready(proc.url):
-        if popen.poll() is not None or time.monotonic() > deadline:
-            why = "exited" if popen.poll() is not None else f"not ready after {timeout:.0f} s"
-            tail = proc.log_tail(40)
-            proc.stop()
-            raise RuntimeError(f"Trino {install.version} {why} (log {log_path}):\n{tail}")
-        time.sleep(0.5)
-    return proc
+
+    def start(port: int) -> TrinoProcess:
+        _write_config(etc, port)
+        cmd = [install.java, *_jvm_options(etc, workdir / "data", port),
+               "-cp", str(install.home / "lib" / "*"), "io.trino.server.TrinoServer"]
+        since = ports.log_size(log_path)
+        with open(log_path, "ab") as log:
+            popen = subprocess.Popen(cmd, cwd=install.home, env=env, stdin=subprocess.DEVNULL,
+                                     stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        proc = TrinoProcess(popen, port, workdir, log_path, install, False)
+        deadline = time.monotonic() + timeout
+        # ready: it answers, and it is this process that listens (not another Trino)
+        while not (_ready(proc.url) and ports.listens(popen.pid, port) is not False):
+            if popen.poll() is not None or time.monotonic() > deadline:
+                why = "exited" if popen.poll() is not None else f"not ready after {timeout:.0f} s"
+                tail = proc.log_tail(40)
+                proc.stop()
+                if popen.poll() is not None and ports.port_was_taken(log_path, since):
+                    raise ports.PortTaken(f"Trino: port {port} was taken by another process")
+                raise RuntimeError(f"Trino {install.version} {why} (log {log_path}):\n{tail}")
+            time.sleep(0.5)
+        proc._owned = owned  # its stop() removes the temporary work directory
+        return proc
+    try:
+        return ports.start_on_a_port(start, port)
+    except BaseException:
+        if owned:
+            shutil.rmtree(workdir, ignore_errors=True)
+        raise
 
 
 # --- python -m hms_proxy.tools.trino_local -----------------------------------------------------------
