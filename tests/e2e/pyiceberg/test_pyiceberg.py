@@ -100,12 +100,12 @@ def test_racing_writers_with_the_clients_defaults(server, tmp_path):
     assert sum(w["altered"] for w in result.per_writer.values()) == 8
 
 
-def test_a_contended_lock_passes_to_the_next_writer_on_release(proxy):
-    """Our server holds a WAITING lock answer back (serve --lock-wait, default 1 s) and grants
-    the lock the moment its holder unlocks: the next writer is not left sleeping through its
-    poll interval. The stock HMS answers WAITING at once."""
+def test_a_contended_lock_passes_to_the_next_writer_on_release(tmp_path):
+    """Our server holds a WAITING lock answer back (serve --lock-wait, 1 s by default; 120 s
+    here, so that the hold cannot run out before the test releases the lock however slow the
+    machine) and grants the lock the moment its holder unlocks: the next writer is not left
+    sleeping through its poll interval. The stock HMS answers WAITING at once."""
     import threading
-    import time
 
     from hive_metastore.ttypes import (
         LockComponent,
@@ -113,25 +113,41 @@ def test_a_contended_lock_passes_to_the_next_writer_on_release(proxy):
         LockRequest,
         LockState,
         LockType,
+        ShowLocksRequest,
         UnlockRequest,
     )
+
+    from tests.support.proxy import start_proxy
+    from tests.support.wait import wait_until
 
     def request():
         return LockRequest(component=[LockComponent(LockType.EXCLUSIVE, LockLevel.TABLE,
                                                     "default", unique("t"), None)],
                            user="u", hostname="h")
 
-    one, two = catalog(proxy.uri, "/tmp"), catalog(proxy.uri, "/tmp")
-    req = request()
-    with one._client as c1, two._client as c2:
-        held = c1.lock(req)
-        assert held.state == LockState.ACQUIRED
-        out = {}
-        t = threading.Thread(target=lambda: out.update(r=c2.lock(req)))
-        t.start()
-        time.sleep(0.3)
-        assert t.is_alive()
-        c1.unlock(UnlockRequest(lockid=held.lockid))
-        t.join(5)
-        assert out["r"].state == LockState.ACQUIRED
-        c2.unlock(UnlockRequest(lockid=out["r"].lockid))
+    server = start_proxy(tmp_path, "--lock-wait", "120")
+    try:
+        one, two, three = (catalog(server.uri, "/tmp") for _ in range(3))
+        req = request()
+        with one._client as c1, two._client as c2, three._client as c3:
+            held = c1.lock(req)
+            assert held.state == LockState.ACQUIRED
+            out = {}
+
+            def second():
+                try:
+                    out["r"] = c2.lock(req)
+                except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+                    out["error"] = exc
+            t = threading.Thread(target=second)
+            t.start()
+            wait_until(lambda: len(c3.show_locks(ShowLocksRequest()).locks) == 2,
+                       what="the second lock is queued behind the first")
+            assert t.is_alive()  # held back, not answered WAITING
+            c1.unlock(UnlockRequest(lockid=held.lockid))
+            t.join(60)
+            assert not t.is_alive() and "error" not in out, out
+            assert out["r"].state == LockState.ACQUIRED  # granted on release, not at 120 s
+            c2.unlock(UnlockRequest(lockid=out["r"].lockid))
+    finally:
+        server.stop()

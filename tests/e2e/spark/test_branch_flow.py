@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from hms_proxy.tools.metastores import free_port, start_proxy
+from hms_proxy.tools.metastores import start_proxy
 from kvmodel.store import open_store
+from tests.support.client import wait_served
 from tests.support.process import REPO_ROOT
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
@@ -120,9 +121,8 @@ def test_branch_write_review_merge_with_spark(tmp_path, store):
     assert cli(store, "commit", "main", "-m", "orders, day 1").returncode == 0
     assert cli(store, "branch", "create", "dev", "--from", "main").returncode == 0
 
-    dev_port = free_port()
-    proc = serve(tmp_path / "s1", store, "--bind", f"{dev_port}=dev")
-    dev_uri = f"thrift://127.0.0.1:{dev_port}"
+    proc = serve(tmp_path / "s1", store, "--bind", "0=dev")
+    dev_uri = f"thrift://127.0.0.1:{proc.ref_port('dev')}"
     try:
         dev = spark(tmp_path, dev_uri, "dev-job", [
             "INSERT INTO shop.orders PARTITION (ds='2024-01-02') VALUES (2, 20.0)",
@@ -172,6 +172,9 @@ def test_branch_write_review_merge_with_spark(tmp_path, store):
             assert head.parents == [main_before, dev_head], head
             assert lake.data_diff("main", "dev") == []
             assert lake.data_diff(main_before, "main")  # the data files arrived with it
+        # the CLI's merge is another process's change: the server sees it within its bound
+        wait_served(proc, lambda c: len(c.get_partition_names("shop", "orders", -1)) == 2,
+                    what="main's server sees the merged partition")
 
         # Both branches now change one property differently, each through Spark.
         with ThreadPoolExecutor(2) as pool:
@@ -269,10 +272,9 @@ def _data_conflict(tmp_path: Path, store) -> None:
     """Both branches rewrite one partition's files: the merge reports a data conflict (lakeFS's)
     and moves neither catalog nor data."""
     assert cli(store, "branch", "create", "redo", "--from", "main").returncode == 0
-    redo_port = free_port()
-    proc = serve(tmp_path / "s2", store, "--bind", f"{redo_port}=redo")
+    proc = serve(tmp_path / "s2", store, "--bind", "0=redo")
     try:
-        spark(tmp_path, f"thrift://127.0.0.1:{redo_port}", "redo-rewrite", [
+        spark(tmp_path, f"thrift://127.0.0.1:{proc.ref_port('redo')}", "redo-rewrite", [
             "INSERT OVERWRITE TABLE shop.orders PARTITION (ds='2024-01-01') "
             "VALUES (1, 11.0, NULL)"])
         spark(tmp_path, proc.uri, "main-rewrite", [

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 
@@ -51,13 +50,14 @@ def test_a_stopped_metastore_fails_queries_within_their_timeout(trino, tmp_path)
         assert query(trino, "CREATE TABLE s.t AS SELECT 1 AS x", catalog) == [[1]]
         os.kill(server.popen.pid, signal.SIGSTOP)
         try:
-            started = time.monotonic()
-            got = query(trino, "SELECT count(*) FROM s.t", catalog, query_max_run_time="20s")
-            took = time.monotonic() - started
+            # the query's own limit, far above the metastore timeout and retries: a query
+            # left hanging on the metastore would fail with EXCEEDED_TIME_LIMIT instead
+            got = query(trino, "SELECT count(*) FROM s.t", catalog, query_max_run_time="300s")
         finally:
             os.kill(server.popen.pid, signal.SIGCONT)
-        assert got[0] == "error", got
-        assert took < 20, f"the query took {took:.1f} s against a stopped metastore"
+        # ended by the metastore client's read timeout, not by the query's limit
+        assert got[:2] == ("error", "HIVE_METASTORE_ERROR"), got
+        assert "timed out" in got[2], got
         # the server serves again at once, and nothing was left half done
         assert query(trino, "SELECT count(*) FROM s.t", catalog) == [[1]]
     finally:

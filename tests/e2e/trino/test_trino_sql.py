@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from hms_proxy.tools.metastores import free_port
 from tests.e2e.trino import scenario
+from tests.support.client import wait_served
 from tests.support.process import REPO_ROOT
 
 pytestmark = [pytest.mark.oracle, pytest.mark.slow, pytest.mark.trino]
@@ -226,9 +226,9 @@ def lake(tmp_path):
                            "--from", "main", "--store", store], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert made.returncode == 0, made.stderr
-    dev_port = free_port()
-    server = start_proxy(tmp_path / "lake", "--bind", f"{dev_port}=dev", store=store,
+    server = start_proxy(tmp_path / "lake", "--bind", "0=dev", store=store,
                          warehouse=False, env=env)
+    dev_port = server.ref_port("dev")
     yield {"lakefs": lakefs, "repo": repo, "store": store, "env": env, "server": server,
            "main_uri": server.uri, "dev_uri": f"thrift://127.0.0.1:{dev_port}"}
     server.stop()
@@ -276,6 +276,9 @@ def test_trino_sees_a_branch_and_main_only_after_the_merge(trino, lake):
         assert cli(lake, "commit", "dev", "-m", "orders from Trino").returncode == 0
         merged = cli(lake, "merge", "dev", "main", "-m", "review done")
         assert merged.returncode == 0, merged.stdout + merged.stderr
+        # the CLI's merge is another process's change: main's server sees it within its bound
+        wait_served(lake["server"], lambda c: "shop" in c.get_all_databases(),
+                    what="main's server sees the merged schema")
         assert trino.execute("SHOW SCHEMAS LIKE 'shop'", catalog=main) == [["shop"]]
         got = trino.execute("SELECT ds, count(*), sum(totalprice) FROM shop.orders "
                             "GROUP BY ds ORDER BY ds", catalog=main)

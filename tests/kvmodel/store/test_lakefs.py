@@ -2,14 +2,14 @@
 suite it passes with the other backends: its cost in lakeFS calls, data objects merging with
 the catalog, configuration and errors. Against the real lakeFS of the test session
 (:mod:`tests.support.lakefs`); calls are counted on our side, at lakefs-sdk's ``call_api``. One
-test injects a fault that no real lakeFS gives on demand (a 503 on the next call) and uses the
-**test double** of lakeFS's REST API (:mod:`tests.support.lakefs_double`) for it."""
+test needs a fault that no real lakeFS gives on demand (a 503 to one call): it is injected by a
+relay in front of the real lakeFS (:mod:`tests.support.http_faults`), which passes every other
+call through."""
 from __future__ import annotations
 
 import socket
 import threading
 import time
-import uuid
 from collections import Counter
 
 import lakefs_sdk  # noqa: E402
@@ -28,7 +28,7 @@ from kvmodel.store.errors import (  # noqa: E402
     StoreError,
 )
 from kvmodel.store.lakefs import INLINE_LIMIT, LakeFSConfig, LakeFSError, LakeFSStore  # noqa: E402
-from tests.kvmodel.conftest import lakefs_double  # noqa: E402
+from tests.support.http_faults import FaultRelay  # noqa: E402
 from tests.support.lakefs import new_repository, real_lakefs  # noqa: E402
 
 LIST = "GET /repositories/{repository}/refs/{ref}/objects/ls"
@@ -216,20 +216,19 @@ def test_a_write_is_one_upload_whole_and_read_back_at_once(calls, repo, lake):
 
 
 def test_another_servers_writes_are_seen_within_the_staleness_bound(repo):
+    """A read that starts ``stale_after`` seconds after another store acknowledged a write
+    sees it, however busy the machine: the state it reads was asked of lakeFS after the write
+    (a refresh counts from when it began). Before the bound, a read may miss it."""
     one, two = open_lake(repo), open_lake(repo)
     try:
         assert two.get("main", "k") is None
-        worst = 0.0
-        for i in range(10):
+        for i in range(5):
             with one.write("main") as txn:
                 txn.put("k", b"%d" % i)
-            assert one.get("main", "k") == b"%d" % i  # its own: at once
             acked = time.monotonic()
-            while two.get("main", "k") != b"%d" % i:
-                assert time.monotonic() - acked < 5, "never seen"
-                time.sleep(0.005)
-            worst = max(worst, time.monotonic() - acked)
-        assert worst < two.stale_after + 0.5, worst
+            assert one.get("main", "k") == b"%d" % i  # its own: at once
+            time.sleep(max(0.0, acked + two.stale_after - time.monotonic()) + 0.01)
+            assert two.get("main", "k") == b"%d" % i
     finally:
         one.close()
         two.close()
@@ -389,7 +388,7 @@ def test_protected_branches_change_only_by_merges(lake, repo):
         put(lake, "main", {"c": b"3"})
     # lakeFS itself refuses data writes too, once its settings cache (1 s, with jitter; up to
     # ~5 s seen) has the new rule: the catalog's own writes are checked at once (above)
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60
     with pytest.raises(ProtectedRef):
         while True:  # a delete of nothing stages nothing while lakeFS still allows it
             lake.api(lake.api.objects.delete_object, "main", "data/nothing-here")
@@ -453,27 +452,30 @@ def test_uploads_keep_their_connection_and_their_errors_are_store_errors(lake, r
     assert [o.path for o in lake.api.objects.list_objects(repo, "main", prefix="data/").results] \
         == ["data/after", *(f"data/kept/{i}" for i in range(5))]
     lake.set_branch_protection("main", True)
-    deadline = time.monotonic() + 10  # lakeFS caches its protection rules for about 1 s
+    deadline = time.monotonic() + 60  # lakeFS caches its protection rules (1 s, ~5 s seen)
     with pytest.raises(ProtectedRef):
         while time.monotonic() < deadline:
             lake.api.upload("main", "protected/y", b"y")
             time.sleep(0.2)
 
 
-def test_a_failing_call_is_a_store_error_and_the_next_one_works():
-    """Test double: a 503 on the next call, which a real lakeFS does not give on demand."""
-    double = lakefs_double()
-    repo = f"r{uuid.uuid4().hex[:16]}"
-    double.create_repository(repo, default_branch="main")
-    lake = LakeFSStore(repo, LakeFSConfig(double.endpoint, "AKIAHMSPROXYTEST", "secret"))
-    try:
-        put(lake, "main", {"a": b"1"})
-        double.fail_next(1, status=503)
-        with pytest.raises(LakeFSError, match="503"):
-            lake.get("main~1", "a")
-        assert lake.get("main", "a") == b"1"  # and the next call is fine
-    finally:
-        lake.close()
+def test_a_failing_call_is_a_store_error_and_the_next_one_works(server, repo):
+    """A fault injected in front of the real lakeFS: a 503 to the next call, which a real
+    lakeFS does not give on demand; every other call reaches the real lakeFS."""
+    with FaultRelay(server.endpoint) as relay:
+        lake = LakeFSStore(repo, LakeFSConfig(relay.endpoint + "/api/v1", server.access_key_id,
+                                              server.secret_access_key), refresh=0)
+        try:
+            put(lake, "main", {"a": b"1"})
+            relay.fail_next(1, status=503, message="lakeFS is overloaded")
+            with pytest.raises(LakeFSError, match="503") as failed:
+                lake.get("main~1", "a")
+            assert "lakeFS is overloaded" in str(failed.value)
+            assert len(relay.failed) == 1
+            assert lake.get("main", "a") == b"1"  # and the next call is fine
+            assert lake.get("main~1", "a") is None  # the one that failed, asked again
+        finally:
+            lake.close()
 
 
 def test_redis_shares_what_commits_hold(tmp_path, calls, repo, lake):
@@ -566,18 +568,19 @@ def test_a_refresh_begun_before_our_commit_does_not_hide_it(repo, monkeypatch):
             out = real(name)
             if threading.current_thread() is thread:
                 inside.set()
-                go.wait(10)
+                go.wait(60)
             return out
 
         monkeypatch.setattr(store, "_branch", held)
         thread = threading.Thread(target=store._refresh_now, args=("main",))
         thread.start()
-        assert inside.wait(10)
+        assert inside.wait(60)
         with store.write("main") as txn:
             txn.put("a", b"2")
         moved = store.commit("main", "moved")
         go.set()
-        thread.join(10)
+        thread.join(60)
+        assert not thread.is_alive()
         assert store.resolve("main").commit == moved.id
         assert [c.id for c in store.log("main", limit=1)] == [moved.id]
         assert store.get("main", "a") == b"2"
