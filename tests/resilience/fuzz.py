@@ -35,6 +35,7 @@ from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 from hms_proxy.tools import metastores
 from tests.resilience.workload import partitions, table
 from tests.support.client import connect
+from tests.support.wait import wait_until
 
 
 def seeds() -> list[bytes]:
@@ -113,6 +114,16 @@ class Sender(threading.Thread):
         self.sent = 0
         self.reconnects = 0
         self.sock = None
+        self.error: BaseException | None = None  # what stopped it before its last message
+
+    def run(self):
+        try:
+            self._send_all()
+        except BaseException as exc:  # noqa: BLE001 - reported by run()
+            self.error = exc
+        finally:
+            if self.sock is not None:
+                self.sock.close()
 
     def _connect(self):
         if self.sock is not None:
@@ -121,7 +132,7 @@ class Sender(threading.Thread):
         self.sock.settimeout(0.003)
         self.reconnects += 1
 
-    def run(self):
+    def _send_all(self):
         self._connect()
         for n, msg in enumerate(self.messages):
             if n and n % PER_CONNECTION == 0:  # a fresh stream now and then: a new parse
@@ -178,7 +189,19 @@ def run(messages: int, threads: int = 4, sample: int = 5000, seed: int = 7,
                     samples.append((done, proc.memory_info().rss))
                     out(f"{done:,} messages, server RSS {samples[-1][1] / 2**20:.1f} MiB")
             took = time.monotonic() - started
-            time.sleep(1)
+
+            def done() -> bool:
+                """The server is done with every message: it closed each sender's connection
+                (or it died, which is reported below)."""
+                if not server.alive():
+                    return True
+                try:
+                    return not [k for k in proc.net_connections("tcp")
+                                if k.laddr.port == server.port
+                                and k.status != psutil.CONN_LISTEN]
+                except psutil.NoSuchProcess:
+                    return True
+            wait_until(done, what="the server done with the fuzzer's connections")
             alive = server.alive()
             answered = False
             if alive:
@@ -187,6 +210,7 @@ def run(messages: int, threads: int = 4, sample: int = 5000, seed: int = 7,
             final = proc.memory_info().rss if alive else None
             samples.append((sum(s.sent for s in senders), final))
             return {"messages": sum(s.sent for s in senders), "seconds": round(took, 1),
+                    "errors": [repr(s.error) for s in senders if s.error is not None],
                     "reconnects": sum(s.reconnects for s in senders), "alive": alive,
                     "answered": answered, "rss_start_mib": round(base / 2**20, 1),
                     "rss_peak_mib": round(max(r for _, r in samples if r) / 2**20, 1),
@@ -212,7 +236,10 @@ def main(argv=None) -> int:
           f"alive: {res['alive']}, answering: {res['answered']}; RSS {res['rss_start_mib']} "
           f"MiB at the start, peak {res['rss_peak_mib']}, end {res['rss_end_mib']} "
           f"(growth {growth:.1f} MiB)")
-    return 0 if res["alive"] and res["answered"] and growth <= args.max_growth else 1
+    for error in res["errors"]:
+        print(f"a sender stopped early: {error}")
+    return 0 if (res["alive"] and res["answered"] and growth <= args.max_growth
+                 and not res["errors"]) else 1
 
 
 if __name__ == "__main__":

@@ -33,9 +33,12 @@ import threading
 import time
 from pathlib import Path
 
+from thrift.transport.TTransport import TTransportException
+
 from hms_proxy.tools import metastores
 from tests.resilience import workload
 from tests.support.client import connect
+from tests.support.wait import DEADLINE
 
 
 def one_round(work: Path, writes: int, seed: int, lakefs: bool = False) -> dict:
@@ -50,6 +53,7 @@ def one_round(work: Path, writes: int, seed: int, lakefs: bool = False) -> dict:
     server = metastores.start_proxy(work / "s1", store=store, name="victim", **where)
     kill_at = rng.randint(1, writes)
     writer = None
+    killing = threading.Event()  # set just before the kill: a failure after it is expected
     killed = threading.Event()
 
     def killer():
@@ -58,6 +62,7 @@ def one_round(work: Path, writes: int, seed: int, lakefs: bool = False) -> dict:
                 # a fraction of a millisecond later; on lakeFS up to 0.3 s, the length of its
                 # heavy writes, so the kill also lands inside an add_partitions of 1,000
                 time.sleep(rng.random() * (0.3 if lakefs else 0.001))
+                killing.set()
                 os.killpg(server.popen.pid, signal.SIGKILL)
                 killed.set()
                 return
@@ -71,10 +76,18 @@ def one_round(work: Path, writes: int, seed: int, lakefs: bool = False) -> dict:
             thread = threading.Thread(target=killer, daemon=True)
             thread.start()
             ledger = writer.run(writes)
+            # what ended the writer early must be the kill: a socket error or an end of file
+            # (TSocket makes either a TTransportException) once the kill began
+            stop = ledger.stopped_by
+            unexpected = None if stop is None or (
+                killing.is_set() and type(stop) is TTransportException) else repr(stop)
             if not killed.is_set():  # it finished first: kill it now (an idle server)
+                killing.set()
                 os.killpg(server.popen.pid, signal.SIGKILL)
                 killed.set()
-            thread.join(5)
+            thread.join(DEADLINE)
+            if thread.is_alive():
+                raise AssertionError("the killer thread did not end after the kill")
     finally:
         server.popen.wait(30)
         server.stop()
@@ -91,6 +104,7 @@ def one_round(work: Path, writes: int, seed: int, lakefs: bool = False) -> dict:
     finally:
         again.stop()
     return {"seed": seed, "kill_at": kill_at, "reopened": True, "acked": result["acked"],
+            "unexpected": unexpected,
             "lost": [f"{o.kind} {o.i}" for o in result["lost"]],
             "partial": [f"{o.kind} {o.i}" for o in result["partial"]],
             "in_flight": result["in_flight"], "seconds": round(took, 1),
@@ -116,13 +130,15 @@ def main(argv=None) -> int:
             res = one_round(Path(tmp) / f"round{r}", args.writes, args.seed * 1000 + r,
                             lakefs=args.lakefs)
             results.append(res)
-            ok = res.get("reopened") and not res.get("lost") and not res.get("partial")
+            ok = (res.get("reopened") and not res.get("lost") and not res.get("partial")
+                  and not res.get("unexpected"))
             bad += not ok
             print(f"round {r + 1}/{args.rounds}: kill after {res['kill_at']} acks; "
                   + (f"reopened in {res['restart_s']} s, {res['acked']} acknowledged writes "
                      f"checked, lost {len(res['lost'])}, half-applied {len(res['partial'])}, "
                      f"in flight: {res['in_flight']} ({res['in_flight_kind']}); acknowledged: "
                      + ", ".join(f"{n} {k}" for k, n in sorted(res["kinds"].items()))
+                     + (f"; UNEXPECTED FAILURE: {res['unexpected']}" if res["unexpected"] else "")
                      if res.get("reopened")
                      else f"STORE DID NOT REOPEN: {res.get('error')}"), flush=True)
     acked = sum(r.get("acked", 0) for r in results)

@@ -26,12 +26,21 @@ from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 from hms_proxy.tools import metastores
 from tests.resilience.workload import DB, partitions, table
 from tests.support.client import connect
+from tests.support.wait import DEADLINE
 
 WINDOW = 200  # days kept per table
 
 
 def _client_loop(server, n: int, stop: threading.Event, counts: list, errors: list,
                  pause: float = 0.0):
+    try:
+        _client_calls(server, n, stop, counts, errors, pause)
+    except BaseException as exc:  # noqa: BLE001 - counted and reported (the client stopped)
+        errors.append(f"client {n} stopped: {type(exc).__name__}: {exc}")
+
+
+def _client_calls(server, n: int, stop: threading.Event, counts: list, errors: list,
+                  pause: float):
     rng = random.Random(n)
     tbl = f"events_{n}"
     day = 0
@@ -117,10 +126,14 @@ def run(seconds: float, clients: int = 4, every: float = 10.0, out=print,
                     f"{samples[-1]['loops']:,} client loops, {len(errors)} errors")
             stop.set()
             for t in threads:
-                t.join(30)
+                t.join(DEADLINE)
+            stuck = sum(t.is_alive() for t in threads)
+            if stuck:
+                errors.append(f"{stuck} clients still in a call {DEADLINE:g} s after the end")
             warm = samples[max(0, len(samples) // 10)] if samples else None
             after = [(s["t"], s["rss_mib"]) for s in samples[len(samples) // 10:]]
             return {"seconds": seconds, "clients": clients, "loops": sum(counts),
+                    "loops_per_client": list(counts),
                     "calls": sum(counts) * 9, "errors": errors[:10],
                     "error_count": len(errors),
                     "rss_start_mib": samples[0]["rss_mib"] if samples else None,

@@ -21,6 +21,7 @@ from thrift.transport import TSocket, TTransport
 
 from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore, ttypes
 from tests.support.proxy import start_proxy
+from tests.support.wait import DEADLINE, wait_until
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -83,7 +84,13 @@ def call_header(name: str, seqid: int = 1) -> bytes:
     return struct.pack("!iI", version, len(name)) + name.encode() + struct.pack("!i", seqid)
 
 
-def closed_by_server(s: socket.socket, timeout: float = 10.0) -> bool:
+def connections(proc) -> list:
+    """The server's accepted connections still open (their sockets, in the server process)."""
+    return [k for k in psutil.Process(proc.popen.pid).net_connections("tcp")
+            if k.laddr.port == proc.port and k.status != psutil.CONN_LISTEN]
+
+
+def closed_by_server(s: socket.socket, timeout: float = DEADLINE) -> bool:
     """True when the server closes the connection (EOF or reset) within ``timeout``."""
     s.settimeout(timeout)
     try:
@@ -199,7 +206,8 @@ def test_vanishing_clients_leak_no_threads_or_descriptors(server):
         c.create_database(ttypes.Database(name="vanish", parameters={}))
         sd = make_table(c, "vanish", "t")
         c.add_partitions([partition("vanish", "t", sd, f"v{i}") for i in range(2000)])
-    time.sleep(0.5)
+    # every connection so far closed by the server: their threads are no part of the baseline
+    wait_until(lambda: not connections(server), what="the server's connections closed")
     base_threads = threads(server)
     base_fds = psutil.Process(server.popen.pid).num_fds()
 
@@ -218,9 +226,8 @@ def test_vanishing_clients_leak_no_threads_or_descriptors(server):
         # vanished one has been accepted (a loaded machine may still hold some in the backlog)
         with Client(server) as c:
             c.get_all_databases()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and threads(server) > base_threads:
-            time.sleep(0.2)
+        wait_until(lambda: threads(server) <= base_threads,
+                   what=f"the server back at its {base_threads} threads")
         return psutil.Process(server.popen.pid).num_fds()
 
     # SQLite connections are pooled (MAX_IDLE_CONNECTIONS idle at most, a few descriptors
@@ -275,35 +282,49 @@ def test_kill_dash_nine_loses_no_acknowledged_write(tmp_path):
     with Client(proc) as c:
         c.create_database(ttypes.Database(name="crash", parameters={}))
         sd = make_table(c, "crash", "t")
-    for round_ in range(3):
-        stop = threading.Event()
+    try:
+        for round_ in range(3):
+            killed = threading.Event()
+            acked_now: list[str] = []  # this round's
+            failures: list[tuple[bool, BaseException]] = []  # (after the kill?, what)
 
-        def writer():
-            try:
-                with Client(proc, timeout_ms=5000) as c:
-                    i = 0
-                    while not stop.is_set():
-                        value = f"r{round_}_{i}"
-                        c.add_partition(partition("crash", "t", sd, value))
-                        acknowledged.append(value)
-                        i += 1
-            except Exception:  # noqa: BLE001 - the server is killed under us
-                pass
+            def writer():
+                try:
+                    with Client(proc, timeout_ms=int(DEADLINE * 1000)) as c:
+                        i = 0
+                        while True:
+                            value = f"r{round_}_{i}"
+                            c.add_partition(partition("crash", "t", sd, value))
+                            acked_now.append(value)
+                            i += 1
+                except BaseException as exc:  # noqa: BLE001 - judged below
+                    failures.append((killed.is_set(), exc))
 
-        t = threading.Thread(target=writer)
-        t.start()
-        time.sleep(0.5 + rng.random())
-        os.killpg(proc.popen.pid, signal.SIGKILL)
-        proc.popen.wait(10)
-        stop.set()
-        t.join(10)
+            t = threading.Thread(target=writer)
+            t.start()
+            # some writes acknowledged, then the kill at a random moment of the ones that follow
+            wait_until(lambda: acked_now or failures, what="a write acknowledged")
+            assert not failures, f"the writer failed before the kill: {failures[0][1]!r}"
+            time.sleep(rng.random())
+            killed.set()
+            os.killpg(proc.popen.pid, signal.SIGKILL)
+            proc.popen.wait(DEADLINE)
+            t.join(DEADLINE)
+            assert not t.is_alive(), "the writer still waits for an answer from a killed server"
+            # what the writer may see of a killed server: a socket error or an end of file (TSocket
+            # makes either a TTransportException), and nothing before the kill
+            assert [type(exc) for _, exc in failures] == [TTransport.TTransportException], failures
+            assert failures[0][0], f"the writer failed before the kill: {failures[0][1]!r}"
+            assert acked_now, "no write was acknowledged before the kill"
+            acknowledged += acked_now
+            proc.stop()
+            proc = _restart(proc, store_dir)
+            with Client(proc) as c:
+                present = set(c.get_partition_names("crash", "t", -1))
+            missing = [v for v in acknowledged if f"ds={v}" not in present]
+            assert not missing, f"acknowledged writes lost after kill -9: {missing[:5]}"
+    finally:
         proc.stop()
-        proc = _restart(proc, store_dir)
-        with Client(proc) as c:
-            present = set(c.get_partition_names("crash", "t", -1))
-        missing = [v for v in acknowledged if f"ds={v}" not in present]
-        assert not missing, f"acknowledged writes lost after kill -9: {missing[:5]}"
-    proc.stop()
 
 
 def _restart(old, store_dir):

@@ -66,6 +66,7 @@ class Ledger:
     """What the writer did: acknowledged operations, and the one in flight (if any)."""
     acked: list[Op] = field(default_factory=list)
     in_flight: Op | None = None
+    stopped_by: BaseException | None = None  # what ended the run early (the server killed?)
 
 
 def setup(client) -> None:
@@ -151,7 +152,8 @@ class Writer:
             c.drop_database(f"x_{op.target}", True, True)
 
     def run(self, count: int) -> Ledger:
-        """Up to ``count`` operations; stops at the first failure (the server died)."""
+        """Up to ``count`` operations; stops at the first failure (the server died), which
+        it records as ``ledger.stopped_by`` for the caller to judge."""
         for _ in range(count):
             op = self._next()
             steps = {"table": [op, Op("fill", op.i)], "bulk": [op, Op("bulkfill", op.i)],
@@ -161,7 +163,8 @@ class Writer:
                 self.ledger.in_flight = step
                 try:
                     self._do(step)
-                except Exception:  # noqa: BLE001 - the server was killed under us
+                except Exception as exc:  # noqa: BLE001 - the server killed under us?
+                    self.ledger.stopped_by = exc
                     return self.ledger
                 self.ledger.acked.append(step)
                 self.ledger.in_flight = None
