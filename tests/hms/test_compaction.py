@@ -127,6 +127,7 @@ def test_queue_is_shared_and_survives_lock_sessions(make_state):
         t.start()
     for t in threads:
         t.join(60)
+        assert not t.is_alive()
     assert sorted(ids) == list(range(3, 43))
     assert len(a.show()) == 42
 

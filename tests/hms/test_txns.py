@@ -10,6 +10,7 @@ import pytest
 from hms_proxy.hms.txn.transactions import RedisTxnState, TxnManager, parse_timeout
 from hms_proxy.thrift import errors
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T
+from tests.support.wait import wait_until
 
 SR, SW, EX = T.LockType.SHARED_READ, T.LockType.SHARED_WRITE, T.LockType.EXCLUSIVE
 DB, TABLE, PART = T.LockLevel.DB, T.LockLevel.TABLE, T.LockLevel.PARTITION
@@ -340,14 +341,12 @@ def test_reaper_thread_times_out_locks(make):
     m.ensure_reaper(interval=0.05)
     with m.state.session() as s:
         assert s.locks
-    deadline = threading.Event()
-    for _ in range(100):
+
+    def reaped():
         with m.state.session() as s:  # looks without reaping
-            if not s.locks:
-                break
-        deadline.wait(0.02)
-    with m.state.session() as s:
-        assert not s.locks
+            return not s.locks
+
+    wait_until(reaped, what="the reaper thread released the timed-out lock")
 
 
 # --- concurrency ----------------------------------------------------------------------------
@@ -378,6 +377,7 @@ def test_concurrent_lockers_never_both_hold_exclusive(make):
         t.start()
     for t in threads:
         t.join(60)
+        assert not t.is_alive()
     assert len(done) == 8
     assert violations == []
     assert m.show_locks() == []
@@ -398,6 +398,7 @@ def test_concurrent_transactions_get_distinct_ids(make):
         t.start()
     for t in threads:
         t.join(60)
+        assert not t.is_alive()
     assert sorted(ids) == list(range(1, 801))
 
 
@@ -441,6 +442,7 @@ def test_redis_state_is_shared_between_managers(redis_url):
         t.start()
     for t in threads:
         t.join(60)
+        assert not t.is_alive()
     assert violations == []
     assert sorted(ids) == list(range(4, 4 + 90))
     assert [e.lockid for e in a.show_locks()] == [waiting]
@@ -460,41 +462,86 @@ def test_redis_session_that_lost_its_lease_changes_nothing(redis_url):
 
 
 # --- a WAITING answer held back until the lock is granted (serve --lock-wait) --------------
+# The lock_wait of these tests, far longer than any of them runs: a held-back call that
+# answers within a test was answered by a release, never by the end of its wait.
+LONG_WAIT = 600.0
+
+
 def _in_thread(fn):
     out = {}
 
     def run():
         try:
             out["value"] = fn()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - reported by the test
             out["error"] = exc
-    t = threading.Thread(target=run)
+    t = threading.Thread(target=run, daemon=True)  # daemon: a failed test leaves none waiting
     t.start()
     return t, out
 
 
+def _answered(t, out):
+    """The call's answer once its thread ended, which it must well before ``LONG_WAIT``."""
+    t.join(60)
+    assert not t.is_alive(), "still held back: not granted on the release"
+    assert "error" not in out, out
+    return out["value"]
+
+
+class CheckSpy:
+    """Records the answers of ``manager._check_lock`` (every check of a held-back lock after
+    the first goes through it) by lock id, so that a test knows a thread checked its lock
+    and was told WAITING, instead of guessing how long that takes."""
+
+    def __init__(self, manager):
+        self._real = manager._check_lock
+        self._seen: dict[int, list[int]] = {}
+        self._guard = threading.Lock()
+        manager._check_lock = self
+
+    def __call__(self, lockid):
+        state = self._real(lockid)
+        with self._guard:
+            self._seen.setdefault(lockid, []).append(state)
+        return state
+
+    def waiting_answers(self, lockid) -> int:
+        with self._guard:
+            return self._seen.get(lockid, []).count(WAITING)
+
+    def wait_rechecked(self, lockid, after: int = 0) -> int:
+        """Wait until the lock was checked again and found WAITING more than ``after``
+        times (a held-back call rechecks every LOCK_RECHECK seconds)."""
+        return wait_until(lambda: self.waiting_answers(lockid) > after and
+                          self.waiting_answers(lockid),
+                          what=f"lock {lockid} rechecked and still WAITING")
+
+
+def _lock_ids(m, db="db", table="t"):
+    return [e.lockid for e in m.show_locks(db, table)]
+
+
 @pytest.mark.parametrize("call", ["lock", "check_lock"])
 def test_a_waiting_lock_is_granted_within_the_call_when_released(make, call):
-    import time
-
-    m = make(timeout=300, lock_wait=5.0)
+    m = make(timeout=300, lock_wait=LONG_WAIT)
+    spy = CheckSpy(m)
     held, state = lock(m, comp(EX, "db", "t"))
     assert state == ACQUIRED
     if call == "lock":
         t, out = _in_thread(lambda: lock(m, comp(EX, "db", "t")))
+        # its lock is queued (the check inside lock() said WAITING before the row showed)
+        waiting = wait_until(lambda: _lock_ids(m)[1:], what="the second lock queued")[0]
     else:
         quick = TxnManager(state=m.state, timeout=300)  # the same state, answering at once
         waiting, state = lock(quick, comp(EX, "db", "t"))
         assert state == WAITING
         t, out = _in_thread(lambda: (waiting, m.check_lock(waiting)))
-    time.sleep(0.3)
-    assert t.is_alive()  # held back, not answered WAITING
-    released = time.monotonic()
+        spy.wait_rechecked(waiting)  # check_lock's own check: WAITING
+    # checked again inside the wait and still WAITING: held back, not answered WAITING
+    spy.wait_rechecked(waiting, after=spy.waiting_answers(waiting))
+    assert t.is_alive() and out == {}
     m.unlock(held)
-    t.join(5)
-    assert not t.is_alive() and "error" not in out, out
-    assert out["value"][1] == ACQUIRED
-    assert time.monotonic() - released < 2.0  # granted on release, not at the end of the wait
+    assert _answered(t, out) == (waiting, ACQUIRED)
 
 
 def test_a_held_back_lock_still_answers_waiting_after_the_wait(make):
@@ -504,24 +551,27 @@ def test_a_held_back_lock_still_answers_waiting_after_the_wait(make):
     lock(m, comp(EX, "db", "t"))
     started = time.monotonic()
     lockid, state = lock(m, comp(EX, "db", "t"))
-    assert state == WAITING and time.monotonic() - started >= 0.3
+    assert state == WAITING and time.monotonic() - started >= 0.3  # it waited, then answered
     assert m.check_lock(lockid) == WAITING  # the lock stays queued, as on HMS
 
 
 def test_held_back_locks_are_granted_in_hms_order(make):
-    import time
-
-    m = make(timeout=300, lock_wait=5.0)
+    m = make(timeout=300, lock_wait=LONG_WAIT)
+    spy = CheckSpy(m)
     first, _ = lock(m, comp(EX, "db", "t"))
     tb, b = _in_thread(lambda: lock(m, comp(EX, "db", "t")))
-    time.sleep(0.2)
+    second = wait_until(lambda: _lock_ids(m)[1:], what="b's lock queued")[0]
     tc, c = _in_thread(lambda: lock(m, comp(EX, "db", "t")))
-    time.sleep(0.2)
+    third = wait_until(lambda: _lock_ids(m)[2:], what="c's lock queued")[0]
+    assert first < second < third  # b asked first: b is next (HMS grants by lock id)
+    spy.wait_rechecked(second)
+    spy.wait_rechecked(third)
     m.unlock(first)
-    tb.join(5)
-    assert b["value"][1] == ACQUIRED
-    time.sleep(0.3)
-    assert tc.is_alive()  # behind b, which holds the lock now
-    m.unlock(b["value"][0])
-    tc.join(5)
-    assert c["value"][1] == ACQUIRED
+    assert _answered(tb, b) == (second, ACQUIRED)
+    # c checked again after b got the lock, and is still WAITING behind it
+    spy.wait_rechecked(third, after=spy.waiting_answers(third))
+    assert tc.is_alive() and c == {}
+    assert [(e.lockid, e.state) for e in m.show_locks("db", "t")] == [
+        (second, ACQUIRED), (third, WAITING)]
+    m.unlock(second)
+    assert _answered(tc, c) == (third, ACQUIRED)

@@ -23,17 +23,28 @@ from tests.support.client import Client, open_protocol
 from tests.support.client import ttypes as T
 from tests.support.process import REPO_ROOT, free_port
 from tests.support.proxy import start_proxy
+from tests.support.wait import eventually, wait_until
 
 pytestmark = pytest.mark.timeout(300)
+
+
+def with_metrics_url(proc):
+    """``proc`` (started with ``--metrics-port 0``: the server picks a free port, so no other
+    process can take it first) with ``metrics_url``, from the line the server prints."""
+    def announced():
+        found = re.findall(r"^hms-proxy metrics on (http://\S+):(\d+)/metrics$",
+                           proc.log_path.read_text(errors="replace"), re.M)
+        return found and f"{found[-1][0]}:{found[-1][1]}"
+
+    proc.metrics_url = wait_until(announced, what="the server's metrics port")
+    return proc
 
 
 @pytest.fixture(scope="module")
 def info_server(tmp_path_factory):
     """JSON logs at INFO, metrics, every write committed."""
-    port = free_port()
-    proc = start_proxy(tmp_path_factory.mktemp("obs-info"), "--metrics-port", str(port),
-                       "--autocommit", "--log-format", "json")
-    proc.metrics_url = f"http://127.0.0.1:{port}"
+    proc = with_metrics_url(start_proxy(tmp_path_factory.mktemp("obs-info"), "--metrics-port",
+                                        "0", "--autocommit", "--log-format", "json"))
     yield proc
     proc.stop()
 
@@ -41,11 +52,9 @@ def info_server(tmp_path_factory):
 @pytest.fixture(scope="module")
 def debug_server(tmp_path_factory):
     """JSON logs at DEBUG, metrics, at most 2 connections."""
-    port = free_port()
-    proc = start_proxy(tmp_path_factory.mktemp("obs-debug"), "--metrics-port", str(port),
-                       "--log-format", "json", "--log-level", "DEBUG",
-                       "--max-connections", "2")
-    proc.metrics_url = f"http://127.0.0.1:{port}"
+    proc = with_metrics_url(start_proxy(tmp_path_factory.mktemp("obs-debug"), "--metrics-port",
+                                        "0", "--log-format", "json", "--log-level", "DEBUG",
+                                        "--max-connections", "2"))
     yield proc
     proc.stop()
 
@@ -93,30 +102,31 @@ def scrape(proc) -> dict[tuple[str, frozenset], float]:
     return out
 
 
-def settled(proc) -> dict[tuple[str, frozenset], float]:
-    """A scrape once the calls already answered are all counted: a call is recorded just
-    after its reply is sent, so a client may hold its answer a moment before the count."""
-    last = scrape(proc)
-    for _ in range(100):
-        time.sleep(0.05)
-        now = scrape(proc)
-        if all(now.get(k) == v for k, v in last.items() if k[0] == "hms_calls_total"):
-            return now
-        last = now
-    raise AssertionError("the call counts never settled")
-
-
 def value(samples, name, **labels) -> float:
     return samples.get((name, frozenset(labels.items())), 0.0)
 
 
-def wait_for(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result or time.monotonic() > deadline:
-            return result
-        time.sleep(0.05)
+def settled(proc, check=None) -> dict[tuple[str, frozenset], float]:
+    """A scrape that counts every call answered so far (and, with ``check``, a function that
+    asserts on the samples, one that passes it: counters only grow, so ``check`` asserts that
+    they reached what the test expects, and the test then that they are exactly that).
+
+    A call is counted on its connection's thread just after its reply is sent, so a client
+    may hold its answer before the count; but that thread counts it before it reads the
+    connection's next call, and closes the connection (and counts it closed) only after that.
+    Once the clients closed their connections, no connection open means every call of theirs
+    is counted: a scrape after the one that saw none is complete (a scrape reads the calls
+    before the connections)."""
+    wait_until(lambda: value(scrape(proc), "hms_connections_open") == 0,
+               what="no client connection open")
+
+    def complete():
+        samples = scrape(proc)
+        if check is not None:
+            check(samples)
+        return samples
+
+    return eventually(complete)
 
 
 # --- metrics --------------------------------------------------------------------------------
@@ -131,23 +141,31 @@ def test_calls_and_errors_are_counted_exactly(info_server):
         with pytest.raises(TApplicationException) as app:  # fb303 getCounter of a null key
             s.client.getCounter(None)
         assert app.value.type == TApplicationException.INTERNAL_ERROR
-    after = settled(info_server)
+    expected = {
+        ("hms_calls_total", frozenset({("method", "get_database")})): 4,
+        ("hms_calls_total", frozenset({("method", "get_all_databases")})): 1,
+        ("hms_calls_total", frozenset({("method", "set_ugi")})): 1,
+        ("hms_calls_total", frozenset({("method", "getCounter")})): 1,
+        ("hms_call_errors_total", frozenset({("method", "get_database"),
+                                             ("exception", "NoSuchObjectException")})): 1,
+        ("hms_call_errors_total", frozenset({("method", "getCounter"),
+                                             ("exception", "InternalError")})): 1,
+    }
 
-    def delta(name, **labels):
-        return value(after, name, **labels) - value(before, name, **labels)
+    def changes(samples, *names):
+        return {k: v - before.get(k, 0) for k, v in samples.items()
+                if k[0] in names and v != before.get(k, 0)}
 
-    assert delta("hms_calls_total", method="get_database") == 4
-    assert delta("hms_calls_total", method="get_all_databases") == 1
-    assert delta("hms_calls_total", method="set_ugi") == 1
-    assert delta("hms_calls_total", method="getCounter") == 1
-    assert delta("hms_call_errors_total", method="get_database",
-                 exception="NoSuchObjectException") == 1
-    assert delta("hms_call_errors_total", method="getCounter", exception="InternalError") == 1
-    errors = {k: v - before.get(k, 0) for k, v in after.items()
-              if k[0] == "hms_call_errors_total" and v != before.get(k, 0)}
-    assert len(errors) == 2  # nothing else failed
-    assert delta("hms_call_duration_seconds_count", method="get_database") == 4
-    assert delta("hms_call_duration_seconds_sum", method="get_database") > 0
+    def reached(samples):
+        got = changes(samples, "hms_calls_total", "hms_call_errors_total")
+        assert all(got.get(k, 0) >= n for k, n in expected.items()), got
+
+    after = settled(info_server, reached)  # each count reached its delta: now none may differ
+    assert changes(after, "hms_calls_total", "hms_call_errors_total") == expected
+    assert value(after, "hms_call_duration_seconds_count", method="get_database") - \
+        value(before, "hms_call_duration_seconds_count", method="get_database") == 4
+    assert value(after, "hms_call_duration_seconds_sum", method="get_database") > \
+        value(before, "hms_call_duration_seconds_sum", method="get_database")
 
 
 def test_histograms_are_consistent(info_server):
@@ -178,7 +196,10 @@ def test_autocommit_commits_are_counted(info_server):
             s.client.create_database(T.Database("obs_commits", "", None, {}))
         s.client.alter_database("obs_commits", T.Database("obs_commits", "", None, {"k": "v"}))
         s.client.drop_database("obs_commits", True, True)
-    after = settled(info_server)
+    def reached(samples):
+        assert value(samples, "hms_commits_total") - value(before, "hms_commits_total") >= 3
+
+    after = settled(info_server, reached)
     assert value(after, "hms_commits_total") - value(before, "hms_commits_total") == 3
     assert value(after, "hms_merges_total") == 0
     assert value(after, "hms_call_errors_total", method="create_database",
@@ -191,7 +212,8 @@ def test_autocommit_commits_are_counted(info_server):
 
 
 def test_open_connections_go_up_and_down(info_server):
-    assert wait_for(lambda: value(scrape(info_server), "hms_connections_open") == 0)
+    wait_until(lambda: value(scrape(info_server), "hms_connections_open") == 0,
+               what="no connection open")
     before = scrape(info_server)
     sessions = [Session(info_server) for _ in range(3)]
     try:
@@ -204,11 +226,13 @@ def test_open_connections_go_up_and_down(info_server):
     finally:
         for s in sessions:
             s.close()
-    assert wait_for(lambda: value(scrape(info_server), "hms_connections_open") == 0)
+    wait_until(lambda: value(scrape(info_server), "hms_connections_open") == 0,
+               what="no connection open")
 
 
 def test_refused_connections_are_counted(debug_server):
-    assert wait_for(lambda: value(scrape(debug_server), "hms_connections_open") == 0)
+    wait_until(lambda: value(scrape(debug_server), "hms_connections_open") == 0,
+               what="no connection open")
     before = scrape(debug_server)
     sessions = [Session(debug_server) for _ in range(2)]
     try:
@@ -217,8 +241,11 @@ def test_refused_connections_are_counted(debug_server):
         with pytest.raises((TTransport.TTransportException, OSError)):
             with Session(debug_server) as third:  # over --max-connections 2: closed at once
                 third.client.getStatus()
-        assert wait_for(lambda: value(scrape(debug_server), "hms_connections_refused_total")
-                        - value(before, "hms_connections_refused_total") == 1)
+        wait_until(lambda: value(scrape(debug_server), "hms_connections_refused_total")
+                   - value(before, "hms_connections_refused_total") >= 1,
+                   what="the third connection counted as refused")
+        assert value(scrape(debug_server), "hms_connections_refused_total") - \
+            value(before, "hms_connections_refused_total") == 1
         assert value(scrape(debug_server), "hms_connections_open") == 2
     finally:
         for s in sessions:
@@ -255,15 +282,13 @@ def log_lines(proc, offset: int) -> list[dict]:
     return out
 
 
-def call_lines(proc, offset: int, peer: str, expected: int) -> list[dict]:
-    """The call lines of client ``peer``, once ``expected`` of them arrived (and a moment
-    more, for any extra line to show)."""
-    def lines():
-        return [r for r in log_lines(proc, offset)
-                if r["logger"] == "hms_proxy.calls" and r.get("peer") == peer]
-    wait_for(lambda: len(lines()) >= expected)
-    time.sleep(0.2)
-    return lines()
+def call_lines(proc, offset: int, peer: str) -> list[dict]:
+    """The call lines of client ``peer``, whose connection the client closed: a call's line is
+    written (and flushed) on the connection's thread with its count, before that thread reads
+    the next call and long before it closes the connection (see :func:`settled`)."""
+    settled(proc)
+    return [r for r in log_lines(proc, offset)
+            if r["logger"] == "hms_proxy.calls" and r.get("peer") == peer]
 
 
 def test_json_logs_have_one_line_per_write_at_info(info_server):
@@ -279,7 +304,7 @@ def test_json_logs_have_one_line_per_write_at_info(info_server):
         s.client.get_tables("obs_logs", "*")
         s.client.drop_database("obs_logs", True, True)
         peer = s.local
-    lines = call_lines(info_server, offset, peer, expected=3)
+    lines = call_lines(info_server, offset, peer)
     assert [(r["method"], r["outcome"]) for r in lines] == [
         ("create_database", "ok"), ("create_database", "AlreadyExistsException"),
         ("drop_database", "ok")]
@@ -303,7 +328,7 @@ def test_json_logs_at_debug_show_every_call_once(debug_server):
         with pytest.raises(T.NoSuchObjectException):
             s.client.get_database("obs_nothing")
         peer = s.local
-    lines = call_lines(debug_server, offset, peer, expected=5)
+    lines = call_lines(debug_server, offset, peer)
     assert [(r["method"], r["level"], r["outcome"]) for r in lines] == [
         ("set_ugi", "DEBUG", "ok"), ("get_database", "DEBUG", "ok"),
         ("get_all_databases", "DEBUG", "ok"), ("create_database", "INFO", "ok"),
@@ -374,18 +399,21 @@ def test_metrics_of_a_server_over_lakefs(tmp_path):
     lakefs = real_lakefs()
     repo = new_repository("metrics")
     env = dict(os.environ, **lakefs.env(), PYTHONPATH=str(REPO_ROOT))
-    port = free_port()
     # (no --autocommit: over lakeFS its commit waits for the branch lock that the write
     # transaction around it holds)
-    proc = start_proxy(tmp_path, "--metrics-port", str(port),
+    proc = start_proxy(tmp_path, "--metrics-port", "0",
                        store=f"lakefs://{repo}", warehouse=False, env=env)
-    proc.metrics_url = f"http://127.0.0.1:{port}"
     try:
+        with_metrics_url(proc)
         before = settled(proc)
         with Session(proc, "dana") as s:
             s.client.create_database(T.Database("lake_db", "", None, {}))
             s.client.get_database("lake_db")
-        after = settled(proc)
+
+        def reached(samples):
+            assert value(samples, "hms_calls_total", method="get_database") >= 1
+
+        after = settled(proc, reached)
         assert value(after, "hms_calls_total", method="create_database") == 1
         # (the only commit is the server's own, of the default database it created at start)
         assert value(after, "hms_commits_total") == value(before, "hms_commits_total") <= 1

@@ -12,6 +12,7 @@ import pytest
 
 from hms_proxy.security import access
 from hms_proxy.security.access import READ, WRITE, ConfigError, Guard, Rules, Secrets
+from hms_proxy.thrift import errors
 from hms_proxy.thrift.gen.fb303 import FacebookService
 from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore, ttypes
 from hms_proxy.thrift.processor import CallContext, Processor
@@ -126,7 +127,7 @@ def _set_ugi(guard, ctx, user, groups):
 def test_guard_identity_from_set_ugi_and_secrets(rules):
     guard = Guard(rules, Secrets({"alice": "pw"}))
     ctx = CallContext()
-    with pytest.raises(Exception, match="presented no secret"):
+    with pytest.raises(errors.MetaError, match="presented no secret"):  # a MetaException
         _set_ugi(guard, ctx, "alice", ["eng"])
     assert ctx.user is None and ctx.identity is None
     assert _set_ugi(guard, ctx, "alice", ["eng", "secret:pw"]) == ["eng"]  # never echoed
@@ -143,7 +144,7 @@ def test_guard_distrusting_set_ugi_and_cert_identity():
     ctx = CallContext()
     _set_ugi(guard, ctx, "alice", [])
     assert ctx.identity is None and ctx.user == "alice"
-    with pytest.raises(Exception, match="anonymous caller"):
+    with pytest.raises(errors.MetaError, match="anonymous caller"):
         guard.call(ctx, _Method("create_database"), [], lambda: None)
     ctx = CallContext(identity="alice", auth="cert")  # as the TLS handshake leaves it
     _set_ugi(guard, ctx, "root", [])
@@ -157,7 +158,7 @@ def test_guard_refuses_before_running_and_without_metaexception():
     guard = Guard(None)
     ctx = CallContext(read_only=True, listener="127.0.0.1:9084")
     ran = []
-    with pytest.raises(Exception) as info:
+    with pytest.raises(errors.MetaError) as info:  # drop_table declares MetaException
         guard.call(ctx, _Method("drop_table"), [], lambda: ran.append(1))
     assert str(info.value.message) == \
         "access denied: listener 127.0.0.1:9084 is read-only (drop_table writes)"
@@ -165,7 +166,7 @@ def test_guard_refuses_before_running_and_without_metaexception():
         guard.call(ctx, _Method("open_txns", meta=False), [], lambda: ran.append(1))
     assert ran == []
     assert guard.call(ctx, _Method("get_table"), [], lambda: "t") == "t"
-    with pytest.raises(Exception, match="read-only"):
+    with pytest.raises(errors.MetaError, match="read-only"):
         guard.check_write(ctx, "main")  # the store's write path asks too
 
 

@@ -236,10 +236,22 @@ class Recorder:
     def _pump(self, src: socket.socket, dst: socket.socket, conn: int | None,
               state: dict) -> None:
         pending = b""
+        replies = conn is None  # server -> client
         try:
             while True:
                 data = src.recv(1 << 16)
                 if not data:
+                    break
+                if replies and state["lose"]:  # the reply to lose
+                    # Read it whole (the server has sent all of it: nothing of the call is
+                    # left to do but count and log it), then drop it with the connection.
+                    pending += data
+                    try:
+                        decode_message(pending)
+                    except Incomplete:
+                        continue
+                    except ValueError:
+                        pass
                     break
                 if conn is not None:  # client -> server: decode the calls
                     pending += data
@@ -260,9 +272,6 @@ class Recorder:
                                     self.lose_reply_of.discard(name)
                                     self.lost.append(name)
                                     state["lose"] = True
-                elif state["lose"]:  # server -> client: the reply to lose
-                    time.sleep(0.2)  # let the server finish what it does after replying
-                    break
                 dst.sendall(data)
         except OSError:
             pass

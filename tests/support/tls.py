@@ -2,11 +2,11 @@
 started with TLS (readiness checked over TLS, which :mod:`hms_proxy.tools.metastores` cannot do)."""
 from __future__ import annotations
 
+import re
 import shutil
 import ssl
 import subprocess
 import sys
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +15,9 @@ from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSSLSocket, TTransport
 
 from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
-from hms_proxy.tools.metastores import MetastoreProcess, free_port, log_tail
+from hms_proxy.tools.metastores import MetastoreProcess, log_tail
 from tests.support.process import REPO_ROOT
+from tests.support.wait import wait_until
 
 _EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
 
@@ -97,35 +98,57 @@ def tls_client(host: str, port: int, context: ssl.SSLContext, timeout: float = 3
 
 def start_tls_proxy(workdir: Path, server: Pair, ca: Path, *extra_args: str,
                     client: Pair | None = None, timeout: float = 60.0) -> MetastoreProcess:
-    """Our server with ``--tls-cert/--tls-key`` over a fresh store in ``workdir``; ready when a
-    TLS client (with ``client``'s certificate, for mTLS) gets an answer."""
+    """Our server with ``--tls-cert/--tls-key`` over a fresh store in ``workdir``, on a port
+    it picks itself (``--port 0``: no other process can take it between a pick and the
+    server's bind), read from the line it prints; ready when a TLS client (with ``client``'s
+    certificate, for mTLS) gets an answer."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     warehouse = workdir / "warehouse"
     warehouse.mkdir(exist_ok=True)
-    port = free_port()
     cmd = [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(workdir / "store"),
-           "--port", str(port), "--host", "127.0.0.1", "--warehouse", str(warehouse),
+           "--port", "0", "--host", "127.0.0.1", "--warehouse", str(warehouse),
            "--tls-cert", str(server.cert), "--tls-key", str(server.key), *map(str, extra_args)]
     log_path = workdir / "proxy.log"
     log_file = open(log_path, "ab")
+    log_start = log_file.tell()
     popen = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log_file, stderr=subprocess.STDOUT,
                              stdin=subprocess.DEVNULL, start_new_session=True)
-    proc = MetastoreProcess("proxy", "127.0.0.1", port, warehouse, log_path, popen, workdir,
+    proc = MetastoreProcess("proxy", "127.0.0.1", 0, warehouse, log_path, popen, workdir,
                             log_file)
     context = client_context(ca, client)
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
+    last: list[Exception] = []
+
+    def running() -> None:
         if not proc.alive():
-            proc.stop()
             raise RuntimeError(f"server exited with {popen.returncode}:\n{log_tail(log_path)}")
+
+    def announced_port() -> int | None:
+        running()
+        with open(log_path, "rb") as f:
+            f.seek(log_start)
+            found = re.search(r"^hms-proxy listening on 127\.0\.0\.1:(\d+)$",
+                              f.read().decode(errors="replace"), re.M)
+        return int(found.group(1)) if found else None
+
+    def answers() -> bool:
+        running()
         try:
-            with tls_client(proc.host, port, context, timeout=5) as c:
+            with tls_client(proc.host, proc.port, context, timeout=5) as c:
                 c.get_all_databases()
-            return proc
+            return True
         except Exception as exc:  # noqa: BLE001 - not ready yet
-            last = exc
-            time.sleep(0.3)
-    proc.stop()
-    raise TimeoutError(f"TLS server not ready: {last!r}\n{log_tail(log_path)}")
+            last[:] = [exc]
+            return False
+
+    try:
+        proc.port = wait_until(announced_port, timeout=timeout, what="the server's port")
+        wait_until(answers, timeout=timeout, interval=0.3, what="an answer over TLS")
+    except AssertionError as exc:
+        proc.stop()
+        raise TimeoutError(f"TLS server not ready: {exc} {last!r}\n{log_tail(log_path)}") \
+            from None
+    except BaseException:
+        proc.stop()
+        raise
+    return proc

@@ -128,13 +128,21 @@ def test_env_is_what_the_lakefs_backend_reads(tmp_path):
 
 FAKE_GO = r"""#!/bin/sh
 # Stands in for go: `env GOVERSION`, `mod download -json M@V`, `build ... -o DIR/ ...`.
+# The build finishes only once another process waits for the build lock ($FAKE_LOCK):
+# /proc/locks shows a process blocked on a lock as "-> FLOCK ... <dev>:<inode> ...".
 case "$1" in
   env) echo go1.26.0 ;;
   mod) printf '{"Path": "%s", "Version": "v0.0.1", "Dir": "%s"}\n' "${4%@*}" "$FAKE_MODULE" ;;
   build)
     test -f cmd/lakefs/main.go || { echo "not in a copy of the module" >&2; exit 1; }
     echo "$CGO_ENABLED $GOFLAGS $GOMODCACHE" >> "$FAKE_BUILDS"
-    sleep 0.5
+    inode=$(stat -c %i "$FAKE_LOCK") || exit 1
+    n=0
+    until grep -q -- "-> FLOCK .*:$inode " /proc/locks; do
+      n=$((n + 1))
+      [ $n -le 3000 ] || { echo "nobody waited for the build lock" >&2; exit 1; }
+      sleep 0.02
+    done
     while [ $# -gt 0 ]; do [ "$1" = -o ] && out="$2"; shift; done
     mkdir -p "$out" && touch "$out/lakefs" "$out/lakectl" ;;
   *) exit 2 ;;
@@ -144,7 +152,8 @@ esac
 
 def test_concurrent_callers_build_once(tmp_path):
     """Two processes ask for an uncached version at once: one builds (in a writable copy of
-    the read-only module), the other waits for it; nothing is left behind."""
+    the read-only module), the other waits for it (the fake build ends only once a process
+    waits on the build lock); nothing is left behind."""
     import subprocess
     import sys
 
@@ -157,12 +166,13 @@ def test_concurrent_callers_build_once(tmp_path):
     for d in (module / "cmd" / "lakefs", module / "cmd", module):  # as in the module cache
         d.chmod(0o555)
     env = dict(os.environ, PATH=f"{bindir}:/usr/bin:/bin", XDG_CACHE_HOME=str(tmp_path / "c"),
-               FAKE_MODULE=str(module), FAKE_BUILDS=str(tmp_path / "builds"), GOFLAGS="")
+               FAKE_MODULE=str(module), FAKE_BUILDS=str(tmp_path / "builds"), GOFLAGS="",
+               FAKE_LOCK=str(tmp_path / "c" / "hms-proxy" / "lakefs" / ".v0.0.1.lock"))
     code = "from hms_proxy.tools.lakefs_local import ensure_lakefs; print(ensure_lakefs('v0.0.1'))"
     try:
         procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for _ in range(2)]
-        results = [p.communicate(timeout=60) for p in procs]
+        results = [p.communicate(timeout=180) for p in procs]
     finally:
         for d in (module, module / "cmd", module / "cmd" / "lakefs"):
             d.chmod(0o755)
