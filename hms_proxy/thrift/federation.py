@@ -287,8 +287,10 @@ class Upstream:
             result = getattr(conn.client, method)(*args)
         except (TTransportException, TProtocolException, OSError, EOFError) as exc:
             conn.close()
-            if reused and retry and not is_write(method) and not trial:
-                # A pooled connection the upstream dropped (a restart): once more, afresh.
+            if reused and retry and not is_write(method) and not trial and \
+                    not _timed_out(exc):
+                # A pooled connection the upstream dropped (a restart): once more, afresh. Not
+                # after a time-out: the upstream is slow, and the caller has waited its time.
                 return self.call(method, args, user=user, groups=groups, timeout=timeout,
                                  retry=False)
             self._failed(_describe(exc, timeout or self.timeout))
@@ -322,10 +324,17 @@ class Upstream:
         raise Unreachable(f"upstream metastore {self.uri} unreachable: {reason}")
 
 
+def _timed_out(exc: BaseException) -> bool:
+    """Whether ``exc`` is a call's time-out (the upstream is slow, not gone)."""
+    inner = getattr(exc, "inner", None)
+    return isinstance(exc, (socket.timeout, TimeoutError)) or \
+        isinstance(inner, (socket.timeout, TimeoutError)) or \
+        (isinstance(exc, TTransportException) and exc.type == TTransportException.TIMED_OUT)
+
+
 def _describe(exc: BaseException, timeout: float) -> str:
     inner = getattr(exc, "inner", None)
-    if isinstance(exc, (socket.timeout, TimeoutError)) or isinstance(inner, (socket.timeout, TimeoutError)) \
-            or (isinstance(exc, TTransportException) and exc.type == TTransportException.TIMED_OUT):
+    if _timed_out(exc):
         return f"no answer within {timeout:g}s"
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused"

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.timeout(300)
 
 # seconds: how long the tests' clients wait for an answer. Far beyond anything the server
 # may wait for a dead or stalled upstream (connecting 2 s, a forwarded call UPSTREAM_TIMEOUT,
-# twice when a pooled connection is retried afresh; a merged listing 2 s): a call held back
+# a merged listing 2 s): a call held back
 # longer fails with a transport error instead of its answer.
 PROMPT = 30.0
 UPSTREAM_TIMEOUT = 2.0  # fed's --upstream-timeout
@@ -71,6 +71,7 @@ class Relay:
         self.port = free_port()
         self.mode = "up"
         self.held = 0
+        self.accepted = 0  # connections relayed
         self._listener = None
         self._socks: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -131,6 +132,7 @@ class Relay:
                 continue
             with self._lock:
                 self._socks += [client, server]
+                self.accepted += 1
             for a, b in ((client, server), (server, client)):
                 threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
         listener.close()
@@ -269,6 +271,39 @@ def test_the_breaker_backs_off_and_closes(monkeypatch):
     now[0] += 0.1
     assert breaker.before_call() is True
     assert breaker.success() is True and breaker.before_call() is False
+
+
+def test_a_timed_out_call_is_not_tried_again(upstream):
+    """A forwarded read on a pooled connection that the upstream dropped is tried once more on
+    a new one (a restarted upstream); one that timed out is not: the upstream is slow, and the
+    call has waited its --upstream-timeout (it would wait it twice)."""
+    relay = Relay(upstream.host, upstream.port)
+    client = federation.Upstream(relay.uri, timeout=1.0)
+    try:
+        assert up.DB in client.call("get_all_databases", [])  # a pooled connection now
+        relay.hang()
+        before = relay.accepted
+        with pytest.raises(federation.Unreachable, match="no answer within 1s"):
+            client.call("get_database", [up.DB])
+        assert relay.accepted == before  # no new connection: not tried again
+    finally:
+        client.close()
+        relay.close()
+
+
+def test_a_dropped_pooled_connection_is_tried_again_afresh(upstream):
+    relay = Relay(upstream.host, upstream.port)
+    client = federation.Upstream(relay.uri, timeout=30.0)
+    try:
+        assert up.DB in client.call("get_all_databases", [])
+        relay.down()  # the pooled connection closed, as by a restarted upstream
+        relay.up()
+        before = relay.accepted
+        assert client.call("get_database", [up.DB]).name == up.DB
+        assert relay.accepted == before + 1
+    finally:
+        client.close()
+        relay.close()
 
 
 def test_upstream_uris():
