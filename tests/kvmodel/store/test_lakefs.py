@@ -1,4 +1,4 @@
-"""What is particular to the lakeFS backend (``kvmodel/store/lakefs.py``), beyond the contract
+"""What is particular to the lakeFS backend (``kvmodel/store/lakefs/``), beyond the contract
 suite it passes with the other backends: its cost in lakeFS calls, data objects merging with
 the catalog, configuration and errors. Against the real lakeFS of the test session
 (:mod:`tests.support.lakefs`); calls are counted on our side, at lakefs-sdk's ``call_api``. One

@@ -1,0 +1,83 @@
+"""The table files the metastore itself manages on a branch (as HMS does): listing, deleting
+and moving data objects."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kvmodel.store.contract import (
+    BranchName,
+    RefExpr,
+)
+from kvmodel.store.errors import (
+    ProtectedRef,
+    StoreError,
+)
+from kvmodel.store.lakefs.common import NOT_DATA, PAGE
+
+
+class DataObjects:
+    """Methods of :class:`~kvmodel.store.lakefs.LakeFSStore` (see the package doc)."""
+
+    @staticmethod
+    def _data_path(path: str) -> str:
+        path = path.lstrip("/")
+        if path.startswith(NOT_DATA) or path.rstrip("/") + "/" in NOT_DATA:
+            raise StoreError(f"{path!r} is the catalog's, not a data location")
+        return path
+
+    def data_objects(self, branch: BranchName, directory: str) -> Iterator[tuple[str, int]]:
+        """(path, size) of the objects under ``directory/`` on ``branch``."""
+        for path, size, _ in self.data_listing(branch, directory):
+            yield path, size
+
+    def data_listing(self, branch: RefExpr, directory: str) -> Iterator[tuple[str, int, int]]:
+        """(path, size, modification time in seconds since the epoch) of the objects under
+        ``directory/`` at ``branch`` (staged ones included)."""
+        prefix = self._data_path(directory).rstrip("/") + "/"
+        for o in self._paged(self.api.objects.list_objects, branch, prefix=prefix, delimiter=""):
+            if o.path_type == "object":
+                yield o.path, o.size_bytes or 0, o.mtime or 0
+
+    def delete_data_paths(self, branch: BranchName, paths: list[str]) -> int:
+        """Delete these data objects on ``branch`` (uncommitted); how many."""
+        self._check_open()
+        if self._protected(branch):
+            raise ProtectedRef(f"branch {branch!r} is protected")
+        paths = [self._data_path(p) for p in paths]
+        for i in range(0, len(paths), PAGE):
+            self.api(self.api.objects.delete_objects, branch,
+                     self.api.sdk.PathList(paths=paths[i:i + PAGE]))
+        return len(paths)
+
+    def uncommitted(self, branch: BranchName) -> bool:
+        """Whether ``branch`` has any uncommitted change: catalog keys or data objects."""
+        return next(iter(self.staged(branch)), None) is not None or self._data_staged(branch)
+
+    def delete_data(self, branch: BranchName, directory: str) -> int:
+        """Delete everything under ``directory/`` on ``branch`` (uncommitted, as a client's
+        deletes are); how many objects."""
+        self._check_open()
+        if self._protected(branch):
+            raise ProtectedRef(f"branch {branch!r} is protected")
+        paths = [p for p, _ in self.data_objects(branch, directory)]
+        for i in range(0, len(paths), PAGE):
+            self.api(self.api.objects.delete_objects, branch,
+                     self.api.sdk.PathList(paths=paths[i:i + PAGE]))
+        return len(paths)
+
+    def move_data(self, branch: BranchName, src: str, dst: str) -> int:
+        """Move the objects under ``src/`` to ``dst/`` on ``branch`` (lakeFS copies are
+        metadata only: no data is read or written); how many objects."""
+        self._check_open()
+        if self._protected(branch):
+            raise ProtectedRef(f"branch {branch!r} is protected")
+        src_dir = self._data_path(src).rstrip("/") + "/"
+        dst_dir = self._data_path(dst).rstrip("/") + "/"
+        paths = [p for p, _ in self.data_objects(branch, src_dir)]
+        for path in paths:
+            self.api(self.api.objects.copy_object, branch, dst_dir + path[len(src_dir):],
+                     self.api.sdk.ObjectCopyCreation(src_path=path, src_ref=branch))
+        for i in range(0, len(paths), PAGE):
+            self.api(self.api.objects.delete_objects, branch,
+                     self.api.sdk.PathList(paths=paths[i:i + PAGE]))
+        return len(paths)

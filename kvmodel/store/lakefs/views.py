@@ -1,0 +1,204 @@
+"""Read views and write transactions over a commit and a branch's state, and the caches of
+what commits hold."""
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kvmodel.store.cache import LRUCache
+from kvmodel.store.contract import (
+    CommitID,
+    Key,
+    ReadView,
+    ResolvedRef,
+    Value,
+    WriteTxn,
+)
+
+
+class _CommitCache:
+    """An in-process LRU of what was read at commits, with Redis behind it when given (shared
+    by every server over the repository: commits never change, so nothing is invalidated;
+    entries expire after a day unused)."""
+
+    TTL = 24 * 3600
+
+    def __init__(self, max_weight: int, redis_url: str | None, namespace: str):
+        self.local = LRUCache(max_weight)
+        self.redis = None
+        self.namespace = namespace
+        if redis_url:
+            import redis
+
+            self.redis = redis.Redis.from_url(redis_url)
+
+    def _rkey(self, key) -> str:
+        import hashlib
+
+        return "hms-lakefs:" + hashlib.sha1(repr((self.namespace, key)).encode()).hexdigest()
+
+    def get(self, key):
+        hit = self.local.get(key)
+        if hit is not None or self.redis is None:
+            return hit
+        import pickle
+
+        try:
+            raw = self.redis.get(self._rkey(key))
+        except Exception:  # noqa: BLE001 - Redis down: lakeFS answers instead
+            return None
+        if raw is None:
+            return None
+        value = pickle.loads(raw)
+        self.local.put(key, value, 64 + len(raw))
+        return value
+
+    def put(self, key, value, weight: int) -> None:
+        self.local.put(key, value, weight)
+        if self.redis is not None:
+            import pickle
+
+            try:
+                self.redis.set(self._rkey(key), pickle.dumps(value), ex=self.TTL)
+            except Exception:  # noqa: BLE001 - Redis down: in process only
+                pass
+
+
+class _Snapshot:
+    """What a commit holds (reads cached by commit id: commits never change)."""
+
+    def __init__(self, store: "LakeFSStore", commit_id: CommitID):
+        self.store = store
+        self.commit = commit_id
+
+    def get(self, key: Key) -> Value | None:
+        return self.store._committed_value(self.commit, key)
+
+    def get_many(self, keys: list[Key]) -> list[Value | None]:
+        return self.store._committed_values(self.commit, keys)
+
+    def scan(self, start: Key, end: Key | None) -> Iterator[tuple[Key, Value]]:
+        return self.store._committed_scan(self.commit, start, end)
+
+
+def _overlay(staged: list[tuple[str, bytes | None]], committed: Iterator[tuple[str, bytes]]
+             ) -> Iterator[tuple[str, bytes]]:
+    """Staged entries (sorted) over committed ones: staging wins, None hides the key."""
+    i, c = 0, next(committed, None)
+    while i < len(staged) or c is not None:
+        if c is None or (i < len(staged) and staged[i][0] <= c[0]):
+            key, value = staged[i]
+            if c is not None and c[0] == key:
+                c = next(committed, None)
+            if value is not None:
+                yield key, value
+            i += 1
+        else:
+            yield c
+            c = next(committed, None)
+
+
+class _View(ReadView):
+    """A read view: a commit's content, with a branch's staged catalog changes over it (the
+    branch state's, shared by every view of that state: never copied, never changed)."""
+
+    def __init__(self, store: "LakeFSStore", ref: ResolvedRef, state: "_BranchState | None",
+                 token: object):
+        self.ref = ref
+        self.token = token
+        self._snap = _Snapshot(store, ref.commit)
+        self._staged: dict = state.staged if state is not None else {}
+        self._keys: list = state.keys if state is not None else []
+
+    def get(self, key: Key) -> Value | None:
+        if not isinstance(key, str):
+            raise TypeError(f"keys are str, not {type(key).__name__}")
+        if key in self._staged:
+            return self._staged[key]
+        return self._snap.get(key)
+
+    def get_many(self, keys: list[Key]) -> list[Value | None]:
+        rest = [k for k in keys if k not in self._staged]
+        found = dict(zip(rest, self._snap.get_many(rest)))
+        return [self._staged[k] if k in self._staged else found[k] for k in keys]
+
+    def scan(self, start: Key = "", end: Key | None = None) -> Iterator[tuple[Key, Value]]:
+        if not isinstance(start, str):
+            raise TypeError(f"keys are str, not {type(start).__name__}")
+        committed = self._snap.scan(start, end)
+        if not self._staged:
+            return committed
+        lo = bisect.bisect_left(self._keys, start)
+        hi = len(self._keys) if end is None else bisect.bisect_left(self._keys, end)
+        if lo >= hi:
+            return committed
+        staged = [(k, self._staged[k]) for k in self._keys[lo:hi]]
+        return _overlay(staged, committed)
+
+
+class _Write(_View, WriteTxn):
+    """A write transaction: its changes over the branch's state, written as one log entry when
+    it ends (see the module doc)."""
+
+    def __init__(self, store, ref, state, token):
+        super().__init__(store, ref, state, token)
+        self._canonical = store.canonical
+        self.changes: dict[Key, Value | None] = {}
+
+    def get(self, key: Key) -> Value | None:
+        if isinstance(key, str) and key in self.changes:
+            return self.changes[key]
+        return super().get(key)
+
+    def get_many(self, keys: list[Key]) -> list[Value | None]:
+        rest = [k for k in keys if k not in self.changes]
+        found = dict(zip(rest, super().get_many(rest)))
+        return [self.changes[k] if k in self.changes else found[k] for k in keys]
+
+    def scan(self, start: Key = "", end: Key | None = None) -> Iterator[tuple[Key, Value]]:
+        below = super().scan(start, end)
+        mine = sorted((k, v) for k, v in self.changes.items()
+                      if k >= start and (end is None or k < end))
+        return _overlay(mine, below) if mine else below
+
+    def put(self, key: Key, value: Value) -> None:
+        if not isinstance(key, str):
+            raise TypeError(f"keys are str, not {type(key).__name__}")
+        if isinstance(value, (bytearray, memoryview)):
+            value = bytes(value)
+        if not isinstance(value, bytes):
+            raise TypeError(f"values are bytes, not {type(value).__name__}")
+        if self._canonical is not None:  # e.g. locations under the repository, made ref-free
+            value = self._canonical(key, value, self.ref.branch)
+        self.changes[key] = value
+
+    def delete(self, key: Key) -> None:
+        if not isinstance(key, str):
+            raise TypeError(f"keys are str, not {type(key).__name__}")
+        self.changes[key] = None
+
+
+@dataclass
+class _BranchState:
+    """What a branch reads as: its head, its staged per-key catalog objects (``base``: left by
+    an interrupted fold, normally empty) and its write-log entries applied over them."""
+
+    head: CommitID
+    base: dict  # key -> value | None: staged per-key objects under _hms/
+    entries: tuple  # names of the log entries applied, in order
+    markers: tuple  # names of the fold markers present, and of the entries they name
+    staged: dict  # base with the entries applied: key -> value | None
+    keys: list  # sorted(staged)
+    checked: float  # time.monotonic() when the refresh that saw this began
+    version: int
+    used: float = 0.0  # time.monotonic() of the last read
+    news: int | None = None  # the branch's change counter in Redis when this was made
+
+
+_versions = itertools.count(1)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kvmodel.store.lakefs.store import LakeFSStore
