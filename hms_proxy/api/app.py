@@ -14,6 +14,7 @@ Routes (under ``/api/v1``; :mod:`hms_proxy.api.openapi` describes each one)::
     GET    /databases                  GET /databases/{db}
     GET    /databases/{db}/tables/{table}[/partitions]
     GET    /databases/{db}/tables/{table}/stats[/partitions|/summary|/top|/histogram]
+    POST   /lakefs/hooks                                lakeFS's webhook (prepare-commit, pre-merge)
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from hms_proxy.api import catalog, diffs, refs, stats
+from hms_proxy.api import catalog, diffs, lakefs_hooks, refs, stats
 from hms_proxy.api.auth import Policy
 from hms_proxy.api.diffs import ReportCache
 from hms_proxy.api.errors import ApiError, from_exception
@@ -70,6 +71,7 @@ ROUTES = [
     _route("GET", TABLE + "/stats/summary", stats.summary),
     _route("GET", TABLE + "/stats/top", stats.top),
     _route("GET", TABLE + "/stats/histogram", stats.histogram),
+    _route("POST", "/lakefs/hooks", lakefs_hooks.hook),
 ]
 
 

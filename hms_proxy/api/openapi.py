@@ -47,6 +47,8 @@ SCHEMAS = {
     "Error": _obj({
         "error": _obj({"type": S, "message": S, "messages": _arr(S)}, ["type", "message"]),
         "merge": _ref("MergeResult")}, ["error"]),
+    "HookAnswer": _obj({"event": S, "branch": _null(S), "folded": B, "catalog": S,
+                        "ignored": B}, ["event"]),
     "Caller": _obj({"identity": _null(S), "auth": {"type": "string",
                                                    "enum": ["secret", "ugi", "none"]}}),
     "Info": _obj({"service": S, "api": S, "version": S, "default_branch": S, "read_only": B,
@@ -296,6 +298,22 @@ PATHS = {
                     "strategy fail); a merge they stop answers 409 with them under `merge`. "
                     "A merge is a write on `dest`; pre-merge hooks run as for "
                     "`hms-proxy merge`.")},
+    ROOT + "/lakefs/hooks": {"post": _op(
+        "lakefsHook", "lakefs", "lakeFS's webhook: fold before a commit, check a merge",
+        (200, "HookAnswer"),
+        body={**_obj({"event_type": S, "repository_id": S, "branch_id": S, "source_ref": S,
+                      "commit_id": S, "merge_source": S}, ["event_type"], extra=True),
+              "example": {"event_type": "prepare-commit", "repository_id": "lake",
+                          "branch_id": "main"}},
+        errors=(400, 409),
+        description="Called by lakeFS for the action `hms-proxy lakefs-hooks install` writes "
+                    "(`_lakefs_actions/hms-proxy.yaml`): on `prepare-commit` the branch's "
+                    "write log is folded into per-key objects before lakeFS commits it; on "
+                    "`pre-merge` the catalog's 3-way merge is checked against the merge "
+                    "commit lakeFS computed, and a conflict, or a table both sides changed "
+                    "that lakeFS's merge would keep whole from one side, is refused (409, "
+                    "the tables and fields in `messages`): lakeFS then aborts the merge. "
+                    "Other events are answered 200 and ignored.")},
     ROOT + "/databases": {"get": _op("listDatabases", "catalog", "Databases at a ref",
                                      (200, "Databases"), params=[REF])},
     ROOT + "/databases/{db}": {"get": _op("getDatabase", "catalog",
@@ -348,8 +366,8 @@ DOCUMENT = {
                             "Identity: HTTP Basic (checked against --auth-secrets) or the "
                             "X-HMS-User header (a claimed user, trusted mode)."},
     "servers": [{"url": "/"}],
-    "tags": [{"name": t} for t in ("server", "refs", "commits", "diff", "merge", "catalog",
-                                   "statistics")],
+    "tags": [{"name": t} for t in ("server", "refs", "commits", "diff", "merge", "lakefs",
+                                   "catalog", "statistics")],
     "paths": PATHS,
     "components": {
         "schemas": SCHEMAS,

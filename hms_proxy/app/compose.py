@@ -240,6 +240,9 @@ def run_serve(config: ServeConfig, argv: list[str]) -> int:
         log.info("metrics on http://%s:%d/metrics", host, metrics_http.port)
         print(f"hms-proxy metrics on http://{host}:{metrics_http.port}/metrics", flush=True)
     http = start_http(config, server) if config.http_port is not None else None
+    if config.store.lakefs_hooks:
+        install_lakefs_hooks(server.processor.handler.env.store, config.store.lakefs_hooks,
+                             config.ref, http and (config.http_host or config.host, http.port))
     server.serve_forever()
     if http is not None:
         http.stop()
@@ -255,6 +258,37 @@ def run_serve(config: ServeConfig, argv: list[str]) -> int:
 
 
 # --- the HTTP API alone ------------------------------------------------------------------------
+def install_lakefs_hooks(store, url: str, branch: str, http) -> None:
+    """``--lakefs-hooks URL``: the lakeFS action on ``branch``, installed once the HTTP API
+    (``http``: its host and port, or None) answers, since lakeFS runs the action on its own
+    commit; ``self`` is that address as this machine reaches it. A failure is one line, the
+    server goes on."""
+    from kvmodel import lakefs_actions
+
+    serving_http = bool(http)
+    if serving_http and url == "self":
+        host, port = http
+        host = "127.0.0.1" if host in ("0.0.0.0", "") else (f"[{host}]" if ":" in host else host)
+        url = f"http://{host}:{port}"
+
+    if not hasattr(store, "fold_for_commit"):
+        print("hms-proxy: warning: --lakefs-hooks: the store is not a lakeFS repository; "
+              "ignored", file=sys.stderr, flush=True)
+        return
+    if not serving_http:
+        print("hms-proxy: warning: --lakefs-hooks needs --http-port (lakeFS calls the HTTP "
+              "API); not installed", file=sys.stderr, flush=True)
+        return
+    try:
+        done = lakefs_actions.install(store, url, branch)
+    except Exception as exc:  # noqa: BLE001 - lakeFS's refusal, a dirty branch: said, not fatal
+        print(f"hms-proxy: warning: --lakefs-hooks: not installed: "
+              f"{str(exc).splitlines()[0] if str(exc) else exc!r}", file=sys.stderr, flush=True)
+        return
+    log.info("%s", done)
+    print(f"hms-proxy lakeFS hooks: {done}", flush=True)
+
+
 def run_api(config: ApiConfig) -> int:
     """``hms-proxy api``: the HTTP API and console over a store, until SIGTERM or SIGINT."""
     logging.basicConfig(level=getattr(logging, str(config.log_level).upper(), logging.INFO),
@@ -280,6 +314,9 @@ def run_api(config: ApiConfig) -> int:
     stop = StopRequest().install()  # a handler that takes no lock (hms_proxy.ops.shutdown)
     http.start()
     announce_http(config.host, http.port)
+    if config.store.lakefs_hooks:
+        install_lakefs_hooks(store, config.store.lakefs_hooks, config.ref,
+                             (config.host, http.port))
     try:
         while not stop.wait(0.5):
             pass

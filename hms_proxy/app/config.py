@@ -70,6 +70,7 @@ class StoreConfig:
     lakefs_locations: str = "s3a"   # s3a, s3, lakefs or off
     lakefs_refresh: float = 0.25
     redis: str | None = None        # locks, transactions and lakeFS commit state shared in Redis
+    lakefs_hooks: str | None = None  # install the lakeFS action calling this URL at start
 
 
 @dataclass(frozen=True)

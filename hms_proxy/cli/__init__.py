@@ -163,6 +163,12 @@ def add_lakefs_arguments(parser) -> None:
                              "lakeFS at every read")
     parser.add_argument("--lakefs-cache-ttl", type=float, dest="lakefs_refresh",
                         help=argparse.SUPPRESS)  # the name before --lakefs-refresh
+    parser.add_argument("--lakefs-hooks", default=None, metavar="URL",
+                        help="lakeFS store: at start, install the lakeFS action whose hooks "
+                             "keep the catalog with the data when lakectl, the UI or the API "
+                             "commits or merges (hms-proxy lakefs-hooks install): URL is this "
+                             "server's HTTP API as lakeFS reaches it (needs --http-port; 'self':"
+                             " the HTTP API's own address, for a lakeFS on this machine)")
 
 
 def add_access_arguments(parser) -> None:

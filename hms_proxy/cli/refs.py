@@ -150,6 +150,28 @@ def register(subparsers) -> None:
     p.add_argument("branch")
     p.set_defaults(func=_command(cmd_reset))
 
+    # lakefs-hooks
+    hooks = subparsers.add_parser(
+        "lakefs-hooks", help="the lakeFS action that keeps the catalog with the data",
+        description="lakeFS runs the hooks of the action files of a ref before it commits or "
+                    "merges. This action calls hms-proxy's HTTP API (serve --http-port): "
+                    "before a commit made by lakectl, the UI or the API the branch's write log "
+                    "is folded into per-key objects, and a merge whose catalog conflicts, or "
+                    "that would keep one side's whole table where both changed it, is refused "
+                    "with the tables and fields named (docs/lakefs.md).")
+    hsub = hooks.add_subparsers(dest="hooks_command", required=True, metavar="ACTION")
+    p = hsub.add_parser("install", help="write the action on a branch and commit it", **kw)
+    p.add_argument("--url", required=True, metavar="URL",
+                   help="hms-proxy's HTTP API as lakeFS reaches it, e.g. http://hms:8080 "
+                        "(lakeFS runs the action on its own commit: the server must answer)")
+    p.add_argument("--branch", default="main",
+                   help="the branch to commit it on (default main); branches made from it "
+                        "afterwards have it")
+    p.set_defaults(func=_command(cmd_lakefs_hooks_install))
+    p = hsub.add_parser("show", help="print the action file for a URL", **kw)
+    p.add_argument("--url", required=True, metavar="URL", help="hms-proxy's HTTP API")
+    p.set_defaults(func=_command(cmd_lakefs_hooks_show))
+
 
 # --- plumbing ----------------------------------------------------------------------------------
 def _command(func):
@@ -394,6 +416,23 @@ def cmd_log(args) -> int:
     for c in commits:
         print(f"{short(c.id)}  {fmt_time(c.created)}  {c.author or '-':<{width}}  "
               f"{first_line(c.message)}")
+    return 0
+
+
+def cmd_lakefs_hooks_install(args) -> int:
+    from kvmodel import lakefs_actions
+
+    with _open(args) as store:
+        if not hasattr(store, "fold_for_commit"):
+            raise CliError(f"{args.store} is not a lakeFS repository (lakefs://REPO)")
+        print(lakefs_actions.install(store, args.url, args.branch))
+    return 0
+
+
+def cmd_lakefs_hooks_show(args) -> int:
+    from kvmodel import lakefs_actions
+
+    print(lakefs_actions.action_yaml(args.url), end="")
     return 0
 
 

@@ -292,7 +292,6 @@ class _Lexer:
         if c is not None and (c in _ASCII_LETTERS or c == "_"):
             self._word()
             return IDENT
-        text = self.text
         if self.pos - start == 4 and c == "-":  # the lexer's DFA commits at "dddd-"
             return self._date()
         return INT

@@ -422,8 +422,6 @@ class PrivilegeCalls(Family):
     def _revoke(self, ctx, privileges, grant_option):
         if privileges is None:
             raise errors.InternalError("privileges is null")
-        t = self.t
-        kinds = t.HiveObjectType
         with self.writing(ctx) as cat:
             matched: dict = {}
             for item in privileges.privileges or []:

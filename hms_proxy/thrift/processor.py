@@ -9,6 +9,7 @@ Unlike the processor the Thrift compiler generates, this one
 from __future__ import annotations
 
 import logging
+import random
 import struct
 import time
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from thrift.transport.TTransport import CReadableTransport
 from hms_proxy.thrift import errors, replies
 from hms_proxy.thrift.limits import ResponseTooLarge
 from hms_proxy.thrift.replies import Raw, RawStream, message_header
+from kvmodel.store.errors import WriteConflict
 
 log = logging.getLogger("hms_proxy.thrift.processor")
 
@@ -76,6 +78,23 @@ def service_methods(service_modules) -> dict[str, _Method]:
     return methods
 
 
+WRITE_ATTEMPTS = 30  # a call whose write lost to another server's is run again, up to this
+
+
+def _run(impl, ctx, argv: list):
+    """``impl(ctx, *argv)``, run again from the start when its write lost to another server's
+    (:class:`~kvmodel.store.errors.WriteConflict`: nothing of it was written; the next run reads
+    what the other server wrote and decides again, as the stock HMS's database transaction
+    would), after a short random pause so that the two do not meet again."""
+    for attempt in range(1, WRITE_ATTEMPTS + 1):
+        try:
+            return impl(ctx, *argv)
+        except WriteConflict:
+            if attempt == WRITE_ATTEMPTS:
+                raise
+            time.sleep(random.uniform(0, min(0.001 * 2 ** attempt, 0.05)))
+
+
 class Processor:
     """Reads a call, runs the handler's method of the same name, writes the reply."""
 
@@ -111,7 +130,7 @@ class Processor:
         ctx.calls += 1
         started = time.perf_counter()
         try:
-            value = impl(ctx, *[getattr(args, a) for a in method.arg_names])
+            value = _run(impl, ctx, [getattr(args, a) for a in method.arg_names])
         except CloseConnection:
             self._observe(ctx, name, started, "CloseConnection")
             raise

@@ -55,3 +55,8 @@ class MergeConflict(StoreError):
 
 class DirtyBranch(StoreError):
     """The branch has staged (uncommitted) changes, and the operation needs a clean branch."""
+
+
+class WriteConflict(StoreError):
+    """Another server changed the branch after this write transaction read it, so the write was
+    not made; read again and decide again (the call is retried from the start)."""

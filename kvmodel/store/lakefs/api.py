@@ -3,7 +3,9 @@ into the store's, and uploads over kept-alive connections of our own."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import http.client
+import json
 import os
 import ssl
 import threading
@@ -21,6 +23,10 @@ from kvmodel.store.errors import (
     StoreError,
 )
 from kvmodel.store.lakefs.common import CONNECT_TIMEOUT, READ_TIMEOUT
+
+
+class PathTaken(StoreError):
+    """An upload made only if no object is at its path found one there."""
 
 
 class LakeFSError(StoreError):
@@ -142,8 +148,33 @@ class _Api:
                          "Content-Type": "application/octet-stream", **(headers or {})}
         self.calls += 1
         status, reason, body = self._uploads.post(target, bytes(content), header_params)
+        if status == 412:  # If-None-Match: * and the path is taken
+            raise PathTaken(f"{path} exists on {branch}")
         if status != 201:
             raise _translate(_Failure(status, reason, body), RefNotFound)
+        return body
+
+    def upload_new(self, branch: str, path: str, content: bytes,
+                   headers: dict | None = None) -> str:
+        """Upload to ``path`` only if no object is there (lakeFS's ``If-None-Match: *``,
+        atomic): :class:`PathTaken` when another is; the object's checksum. An upload retried on
+        a new connection may find its own first attempt there: that is this upload, not
+        another's (no two of our log objects hold the same bytes)."""
+        digest = hashlib.md5(content).hexdigest()
+        try:
+            body = self.upload(branch, path, content, {**(headers or {}), "If-None-Match": "*"})
+        except PathTaken:
+            try:
+                there = self(self.objects.stat_object, branch, path)
+            except RefNotFound:
+                raise PathTaken(f"{path} exists on {branch}") from None
+            if there.checksum != digest:
+                raise
+            return there.checksum
+        try:
+            return json.loads(body).get("checksum") or digest
+        except ValueError:
+            return digest
 
     def close(self) -> None:
         self._uploads.close()

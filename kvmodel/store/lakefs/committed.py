@@ -12,6 +12,7 @@ from kvmodel.store.contract import (
 from kvmodel.store.errors import (
     RefNotFound,
 )
+from kvmodel.store.lakefs import log as lakefs_log
 from kvmodel.store.lakefs.common import (
     _ABSENT,
     _COMMIT_ID,
@@ -167,3 +168,65 @@ class CommittedReads:
         result = (entries, nxt)
         self._pages.put(cache_key, result, size)
         return result
+
+    # --- the write log at a ref ----------------------------------------------------------------
+    def _read_log(self, ref: str) -> tuple[lakefs_log.Plan, dict]:
+        """The log under ``_hms_log/`` at ``ref`` (a commit, or a branch: its staged objects
+        too), every directory: what applies, in order, and the changes of each live entry (by
+        ``cache_key``). Fold entries and live entries are read once each (cached by path and
+        checksum: an object never changes under both)."""
+        objects = []
+        for stats in self._paged(self.api.objects.list_objects, ref, prefix=lakefs_log.LOG,
+                                 delimiter="", user_metadata=True):
+            if stats.path_type != "object":
+                continue
+            obj = lakefs_log.listed(stats.path, stats.metadata, stats.checksum,
+                                    int(stats.mtime or 0))
+            if obj is not None:
+                objects.append(obj)
+        folds = {o.cache_key: self._folds.get(o.cache_key) for o in objects
+                 if o.needs_reading}
+        unread = [o for o in objects if o.needs_reading and folds[o.cache_key] is None]
+        for obj, data in self._read_objects(ref, unread):
+            folds[obj.cache_key] = self._folds[obj.cache_key] = \
+                lakefs_log.decode_fold(data, obj.path)
+        plan = lakefs_log.plan(objects, folds)
+        contents = {o.cache_key: self._entries.get(o.cache_key) for o in plan.live}
+        unread = [o for o in plan.live if contents[o.cache_key] is None]
+        for obj, data in self._read_objects(ref, unread):
+            contents[obj.cache_key] = self._entries[obj.cache_key] = \
+                lakefs_log.decode(data, obj.path)
+        return plan, contents
+
+    def _read_objects(self, ref: str, objects: list) -> list:
+        """(object, bytes) of log objects at ``ref``, read in parallel."""
+        def load(obj):
+            return obj, bytes(self.api(self.api.objects.get_object, ref, obj.path))
+
+        if len(objects) <= 1:
+            return [load(o) for o in objects]
+        return list(self._pool.map(load, objects))
+
+    def _commit_log(self, commit: CommitID) -> "_CommitLog":
+        """The live log entries a commit holds, applied (normally none: a fold before every
+        commit leaves the per-key objects alone; a commit made around our folds holds some)."""
+        hit = self._commit_logs.get(commit)
+        if hit is None:
+            plan, contents = self._read_log(commit)
+            overlay: dict = {}
+            for obj in plan.live:
+                overlay.update(contents[obj.cache_key])
+            hit = _CommitLog(overlay, sorted(overlay))
+            self._commit_logs.put(commit, hit, 64 + sum(len(k) + len(v or b"") + 32
+                                                        for k, v in overlay.items()))
+        return hit
+
+
+class _CommitLog:
+    """A commit's live log entries, applied: ``overlay`` (key -> value or None) and its keys,
+    sorted."""
+
+    __slots__ = ("overlay", "keys")
+
+    def __init__(self, overlay: dict, keys: list):
+        self.overlay, self.keys = overlay, keys

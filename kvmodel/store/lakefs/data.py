@@ -25,6 +25,10 @@ class DataObjects:
             raise StoreError(f"{path!r} is the catalog's, not a data location")
         return path
 
+    def data_object(self, ref: RefExpr, path: str) -> bytes:
+        """The bytes of one object outside the catalog at ``ref`` (RefNotFound when none)."""
+        return bytes(self.api(self.api.objects.get_object, ref, self._data_path(path)))
+
     def data_objects(self, branch: BranchName, directory: str) -> Iterator[tuple[str, int]]:
         """(path, size) of the objects under ``directory/`` on ``branch``."""
         for path, size, _ in self.data_listing(branch, directory):

@@ -131,8 +131,7 @@ class Merges:
         lview, rview = self._view(left), self._view(right)
         changed: dict[Key, tuple] = {}
         if lview.ref.commit != rview.ref.commit:
-            keys = [_key(path) for path, _ in self._commit_diff(
-                lview.ref.commit, rview.ref.commit, PREFIX + prefix)]
+            keys = sorted(self._changed_keys(lview.ref.commit, rview.ref.commit, prefix))
             lvals = _Snapshot(self, lview.ref.commit).get_many(keys)
             rvals = _Snapshot(self, rview.ref.commit).get_many(keys)
             changed = {k: (lv, rv) for k, lv, rv in zip(keys, lvals, rvals) if lv != rv}
@@ -146,6 +145,21 @@ class Merges:
                     changed.pop(k, None)
         for k in sorted(changed):
             yield DiffEntry(k, *changed[k])
+
+    def _changed_keys(self, left: CommitID, right: CommitID, prefix: Key = "") -> set:
+        """Keys that may read differently at two commits: those whose per-key objects differ,
+        and those either commit's live log entries set (values are compared by the caller)."""
+        keys = {_key(path) for path, _ in self._commit_diff(left, right, PREFIX + prefix)}
+        for commit in (left, right):
+            keys.update(k for k in self._commit_log(commit).keys if k.startswith(prefix))
+        if left != right:
+            for commit in (left, right):
+                if self._commit_log(commit).keys:  # value-compared: keep only real changes
+                    found = sorted(keys)
+                    lv = _Snapshot(self, left).get_many(found)
+                    rv = _Snapshot(self, right).get_many(found)
+                    return {k for k, a, b in zip(found, lv, rv) if a != b}
+        return keys
 
     def data_conflicts(self, base: CommitID, source: CommitID, dest: CommitID) -> list[str]:
         """Data paths (outside the catalog and the journals) both sides changed differently
@@ -214,7 +228,7 @@ class Merges:
             if self._real_staged(branch, state) or self._data_staged(branch):
                 raise DirtyBranch(f"branch {branch!r} has uncommitted changes: commit or reset "
                                   "them first (lakeFS commits and merges a branch whole)")
-            if state.entries or state.markers or state.base:  # no-op writes: drop them
+            if state.base or self._log_staged(branch):  # no-op writes: drop them
                 self._reset_catalog(branch)
             if len(parents) == 1:
                 return self._snapshot_on(branch, state, writes, message, author, metadata)
@@ -225,13 +239,14 @@ class Merges:
         if not self._protected(branch, fresh=True):  # one log entry, folded and committed
             if writes:
                 self._log_write(branch, state, writes)
-                state = self._refresh(branch)
-                self._fold(branch, state, self._real_staged(branch, state))
+                self._fold(branch, self._refresh(branch))
             return self._commit(branch, message, author, metadata, allow_empty=True)
         # on a temporary branch, merged in: the branch moves once, with all of it or none
         temp = self._temp_branch(state.head)
         try:
             if writes:
+                if self._commit_log(state.head).keys:  # they would read over the writes
+                    self._fold_branch(temp)
                 self._put_keys(temp, state.head, writes)
             self._commit(temp, message, author, metadata, allow_empty=True)
             return self._merge(temp, branch, message, author, metadata, None)
@@ -242,10 +257,11 @@ class Merges:
                         metadata, data_strategy) -> Commit:
         dest = state.head
         base = self._merge_base(source, dest)
-        src_changed = {_key(path) for path, _ in self._commit_diff(base, source, PREFIX)} \
-            if base else set()
-        dst_changed = {_key(path) for path, _ in self._commit_diff(base, dest, PREFIX)} \
-            if base else set()
+        src_changed = self._changed_keys(base, source) if base else set()
+        dst_changed = self._changed_keys(base, dest) if base else set()
+        # commits holding live log entries (made around our folds): lakeFS's merge of their
+        # objects is not the merge of what they read as, so the result is checked below
+        logged = any(self._commit_log(c).keys for c in (source, dest, base) if c)
         dest_snap, src_snap = _Snapshot(self, dest), _Snapshot(self, source)
         keys = sorted(src_changed | set(writes))
         dvals = dict(zip(keys, dest_snap.get_many(keys)))
@@ -257,7 +273,7 @@ class Merges:
             (k not in src_changed and final[k] == dvals[k])
             for k in keys)
         conflicts = self.data_conflicts(base, source, dest) if base else []
-        if natural and not conflicts:
+        if natural and not conflicts and not logged:
             return self._merge(source, branch, message, author, metadata, None)
         # lakeFS's merge of the source into a temporary branch of the destination (its data
         # conflicts resolved by the caller's strategy), the catalog set to the 3-way result
@@ -281,6 +297,8 @@ class Merges:
             merged = dict(zip(every, _Snapshot(self, temp_head).get_many(every)))
             fixes = {k: final[k] for k in every if merged[k] != final[k]}
             if fixes:
+                if self._commit_log(temp_head).keys:  # they would read over the fixes
+                    self._fold_branch(temp)
                 self._put_keys(temp, temp_head, fixes)
                 self._commit(temp, f"Merge resolutions for {branch}", author, {},
                              allow_empty=True)

@@ -31,6 +31,8 @@ class BranchStates:
 
         self._values = _CommitCache(self._values.local.max_weight, redis_url, self.repository)
         self._pages = _CommitCache(self._pages.local.max_weight, redis_url, self.repository)
+        self._commit_logs = _CommitCache(self._commit_logs.local.max_weight, redis_url,
+                                         self.repository + ":log")
         self._redis = redis.Redis.from_url(redis_url, socket_timeout=0.5,
                                            socket_connect_timeout=0.5)
 
@@ -98,86 +100,100 @@ class BranchStates:
     def _refresh_now(self, branch: str) -> _BranchState:
         """Ask lakeFS for the branch's state: its log, then its staged catalog objects, then its
         head, in that order (a commit by another server between the calls then reads the same,
-        see ``docs/lakefs-design.md``). Entries are read once each (they never change). Writes
-        of this process made meanwhile are kept (they hold the branch lock, not this one)."""
+        see ``docs/lakefs-design.md``). Log objects are read once each (they never change).
+        Writes of this process made meanwhile are kept (they hold the branch lock, not this
+        one)."""
         started = time.monotonic()
         news = self._news(branch)  # read first: a change announced after it is seen next time
         before = self._branches.get(branch)
-        directory = lakefs_log.directory(branch)
         try:
-            names = [o.path[len(directory):] for o in self._paged(
-                self.api.objects.list_objects, branch, prefix=directory, delimiter="")
-                if o.path_type == "object"]
+            plan, contents = self._read_log(branch)
         except RefNotFound:
             self._drop_state(branch)
             raise RefNotFound(f"no branch {branch!r}") from None
-        folded: set = set()
-        for marker in (n for n in names if lakefs_log.is_marker(n)):
-            folded |= self._fold_marker(branch, marker)
-        live = tuple(n for n in names if not lakefs_log.is_marker(n) and n not in folded)
-        markers = tuple(n for n in names if lakefs_log.is_marker(n) or n in folded)
-        self._load_entries(branch, [n for n in live if (branch, n) not in self._entries])
+        live = tuple(plan.live)
+        folded = tuple(sorted(o.cache_key for o in (*plan.folded, *plan.folds)))
         covered = set()
-        for name in live:
-            covered.update(self._entries[(branch, name)])
-        # a fold past its marker: the per-key objects it wrote hold what the entries it names
-        # set, known here when every one of them was read before (this process folded them)
+        for obj in live:
+            covered.update(contents[obj.cache_key])
+        # a fold past its fold entry: the per-key objects it wrote hold what the entries it
+        # folded set, known here when every one of them was read before (this process
+        # folded them)
         known = {}
-        if folded and all((branch, n) in self._entries for n in folded):
-            for name in sorted(folded):
-                known.update(self._entries[(branch, name)])
+        cached = [self._entries.get(o.cache_key)
+                  for o in sorted(plan.folded, key=lakefs_log.order)]
+        if cached and all(c is not None for c in cached):
+            for changes in cached:
+                known.update(changes)
         base = self._list_staged(branch, covered, known)
         ref = self._branch(branch)
         if ref is None:
             self._drop_state(branch)
             raise RefNotFound(f"no branch {branch!r}")
         with self._lock:
+            self._entries.update(contents)  # kept while a state applies them (_forget_log)
             current = self._branches.get(branch)
+            keys = tuple(o.cache_key for o in live)
             if current is not None and current.head == ref.commit_id and \
-                    current.base == base and current.markers == markers and \
-                    live[:len(current.entries)] == current.entries:
-                state = self._extend(branch, current, live[len(current.entries):], started)
+                    current.base == base and current.folded == folded and \
+                    keys[:len(current.entries)] == current.entry_keys:
+                state = self._extend(branch, current, live[len(current.entries):], started,
+                                     contents)
             else:
-                state = self._build(branch, ref.commit_id, base, live, markers, started)
+                state = self._build(branch, ref.commit_id, base, live, folded, started, contents)
                 # this process's writes made during the calls above, which they may not show
-                listed = set(live)
+                seen = set(keys) | set(folded)
+                earlier = set() if before is None else set(before.entry_keys)
                 mine = [] if current is None else [
-                    n for n in current.entries if n not in listed and
-                    (before is None or n not in before.entries)]
+                    o for o in current.entries if o.cache_key not in seen and
+                    o.cache_key not in earlier]
                 if mine:
-                    state = self._extend(branch, state, mine, started)
+                    state = self._extend(branch, state, mine, started, current.contents)
+            state.last_seq = max(state.last_seq, plan.last_seq.get(branch, 0))
+            state.last_time = max(state.last_time, plan.last_time.get(branch, 0))
             if self._moved.get(branch, -float("inf")) >= started:
                 state.checked = -float("inf")  # the branch moved during this refresh
             if state.news != news and (state.news is None or news is None or
                                        news > state.news):
                 state.news = news
             self._put_state(branch, state)
-            # entries folded or reset away, and markers gone, are no longer needed
-            self._forget_log(branch, set(state.entries) | folded, set(names))
+            self._forget_log()
             self._failures.pop(branch, None)
         return state
 
-    def _build(self, branch, head, base, live, markers, checked) -> _BranchState:
+    def _build(self, branch, head, base, live, folded, checked, contents) -> _BranchState:
         staged = dict(base)
-        for name in live:
-            staged.update(self._entries[(branch, name)])
-        return _BranchState(head, base, tuple(live), tuple(markers), staged, sorted(staged),
-                            checked, next(_versions), time.monotonic())
+        for obj in live:
+            staged.update(contents[obj.cache_key])
+        state = _BranchState(head, base, tuple(live), tuple(folded), staged, sorted(staged),
+                             checked, next(_versions), time.monotonic(),
+                             contents={o.cache_key: contents[o.cache_key] for o in live})
+        for obj in live:
+            if obj.directory == branch and obj.seq is not None:
+                state.last_seq = max(state.last_seq, obj.seq)
+                state.last_time = max(state.last_time, obj.time)
+        return state
 
-    def _extend(self, branch, known: _BranchState, new, checked) -> _BranchState:
-        """``known`` with entries ``new`` applied after its own (a new state: views of the old
-        one keep reading it)."""
+    def _extend(self, branch, known: _BranchState, new, checked, contents) -> _BranchState:
+        """``known`` with entries ``new`` (their changes in ``contents``) applied after its own
+        (a new state: views of the old one keep reading it)."""
         if not new:
             known.checked = checked
             return known
         staged, keys = dict(known.staged), list(known.keys)
-        for name in new:
-            for key, value in self._entries[(branch, name)].items():
+        last_seq, last_time = known.last_seq, known.last_time
+        mine = dict(known.contents)
+        for obj in new:
+            mine[obj.cache_key] = contents[obj.cache_key]
+            for key, value in contents[obj.cache_key].items():
                 if key not in staged:
                     bisect.insort(keys, key)
                 staged[key] = value
-        return _BranchState(known.head, known.base, known.entries + tuple(new), known.markers,
-                            staged, keys, checked, next(_versions), known.used)
+            if obj.directory == branch and obj.seq is not None:
+                last_seq, last_time = max(last_seq, obj.seq), max(last_time, obj.time)
+        return _BranchState(known.head, known.base, known.entries + tuple(new), known.folded,
+                            staged, keys, checked, next(_versions), known.used,
+                            last_seq=last_seq, last_time=last_time, contents=mine)
 
     def _put_state(self, branch: str, state: _BranchState) -> None:
         """Install ``state`` (the caller holds ``self._lock``); start the refresher."""
@@ -200,13 +216,16 @@ class BranchStates:
         with self._lock:
             self._branches.pop(branch, None)
 
-    def _forget_log(self, branch: str, entries: set = frozenset(),
-                    markers: set = frozenset()) -> None:
-        """Drop what was read of the branch's log, but for ``entries`` and ``markers`` (the
-        caller holds ``self._lock``)."""
-        for key in [k for k in self._entries if k[0] == branch and k[1] not in entries]:
+    def _forget_log(self) -> None:
+        """Drop the log objects read that no branch state needs any more (the caller holds
+        ``self._lock``)."""
+        needed: set = set()
+        for state in self._branches.values():
+            needed.update(state.entry_keys)
+            needed.update(state.folded)
+        for key in [k for k in self._entries if k not in needed]:
             del self._entries[key]
-        for key in [k for k in self._folds if k[0] == branch and k[1] not in markers]:
+        for key in [k for k in self._folds if k not in needed]:
             del self._folds[key]
 
     def _poll(self) -> None:
@@ -225,30 +244,6 @@ class BranchStates:
                     log.debug("refreshing branch %s failed: %s", branch, exc)
                 if self._stop.is_set():
                     return
-
-    def _log_object(self, branch: str, name: str) -> bytes:
-        """An entry or marker of the branch's log, as uploaded (never changes)."""
-        return bytes(self.api(self.api.objects.get_object, branch,
-                              lakefs_log.directory(branch) + name))
-
-    def _load_entries(self, branch: str, names: list[str]) -> None:
-        def load(name):
-            return name, lakefs_log.decode(self._log_object(branch, name), name)
-
-        if len(names) == 1:
-            found = [load(names[0])]
-        else:
-            found = list(self._pool.map(load, names))
-        with self._lock:
-            for name, changes in found:
-                self._entries[(branch, name)] = changes
-
-    def _fold_marker(self, branch: str, marker: str) -> set:
-        hit = self._folds.get((branch, marker))
-        if hit is None:
-            hit = lakefs_log.decode_marker(self._log_object(branch, marker), marker)
-            self._folds[(branch, marker)] = hit
-        return hit
 
     def _list_staged(self, branch: str, covered: set, known: dict) -> dict:
         """The staged per-key catalog objects (left by a fold not committed yet; normally

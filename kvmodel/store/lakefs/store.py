@@ -91,12 +91,17 @@ class LakeFSStore(BranchStates, CommittedReads, Writes, Merges, DataObjects, Ver
         self._tags: dict[str, CommitID] = {}  # a tag's commit, once seen (tags do not move)
         self._rules_seen: tuple[float, list[str]] | None = None
         self._branches: dict[str, _BranchState] = {}
-        self._entries: dict[tuple[str, str], dict] = {}  # (branch, entry) -> its changes
-        self._folds: dict[tuple[str, str], set] = {}  # (branch, marker) -> entries it folded
+        # log objects read, by (path, checksum): an entry's changes, a fold entry's Fold
+        self._entries: dict[tuple[str, str], dict] = {}
+        self._folds: dict[tuple[str, str], object] = {}
+        # commit -> _CommitLog: the live log entries a commit holds, applied
+        self._commit_logs = _CommitCache(max(cache_bytes // 16, 1 << 20), redis_url,
+                                         repository + ":log")
         self._branch_locks: dict[str, threading.RLock] = {}
         self._refresh_locks: dict[str, threading.Lock] = {}
         self._failures: dict[str, tuple[float, StoreError]] = {}  # the last failed refresh
         self._moved: dict[str, float] = {}  # when this process last moved a branch's head
+        self._committing: set[str] = set()  # branches this process is committing now
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="lakefs-upload")
         self._stop = threading.Event()
@@ -213,7 +218,7 @@ class LakeFSStore(BranchStates, CommittedReads, Writes, Merges, DataObjects, Ver
         self.api(self.api.branches.delete_branch, name)
         with self._lock:
             self._branches.pop(name, None)
-            self._forget_log(name)
+            self._forget_log()
 
     def list_branches(self) -> list[Branch]:
         rules = self._rules()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kvmodel.store.cache import LRUCache
@@ -68,20 +68,52 @@ class _CommitCache:
 
 
 class _Snapshot:
-    """What a commit holds (reads cached by commit id: commits never change)."""
+    """What a commit holds: its per-key objects, with the live log entries it holds applied
+    over them (normally none). Reads are cached by commit id: commits never change."""
 
-    def __init__(self, store: "LakeFSStore", commit_id: CommitID):
+    def __init__(self, store: "LakeFSStore", commit_id: CommitID, per_key_only: bool = False):
         self.store = store
         self.commit = commit_id
+        # per_key_only: the commit's per-key objects alone, for a branch view, whose state
+        # applies every live entry the branch holds (the head's included) already
+        self._log = _NO_LOG if per_key_only else None
+
+    @property
+    def log(self):
+        if self._log is None:
+            self._log = self.store._commit_log(self.commit)
+        return self._log
 
     def get(self, key: Key) -> Value | None:
+        overlay = self.log.overlay
+        if key in overlay:
+            return overlay[key]
         return self.store._committed_value(self.commit, key)
 
     def get_many(self, keys: list[Key]) -> list[Value | None]:
-        return self.store._committed_values(self.commit, keys)
+        overlay = self.log.overlay
+        rest = [k for k in keys if k not in overlay]
+        found = dict(zip(rest, self.store._committed_values(self.commit, rest)))
+        return [overlay[k] if k in overlay else found[k] for k in keys]
 
     def scan(self, start: Key, end: Key | None) -> Iterator[tuple[Key, Value]]:
-        return self.store._committed_scan(self.commit, start, end)
+        committed = self.store._committed_scan(self.commit, start, end)
+        log = self.log
+        if not log.keys:
+            return committed
+        lo = bisect.bisect_left(log.keys, start)
+        hi = len(log.keys) if end is None else bisect.bisect_left(log.keys, end)
+        if lo >= hi:
+            return committed
+        return _overlay([(k, log.overlay[k]) for k in log.keys[lo:hi]], committed)
+
+
+class _NoLog:
+    overlay: dict = {}
+    keys: list = []
+
+
+_NO_LOG = _NoLog()
 
 
 def _overlay(staged: list[tuple[str, bytes | None]], committed: Iterator[tuple[str, bytes]]
@@ -109,7 +141,7 @@ class _View(ReadView):
                  token: object):
         self.ref = ref
         self.token = token
-        self._snap = _Snapshot(store, ref.commit)
+        self._snap = _Snapshot(store, ref.commit, per_key_only=state is not None)
         self._staged: dict = state.staged if state is not None else {}
         self._keys: list = state.keys if state is not None else []
 
@@ -183,19 +215,27 @@ class _Write(_View, WriteTxn):
 
 @dataclass
 class _BranchState:
-    """What a branch reads as: its head, its staged per-key catalog objects (``base``: left by
-    an interrupted fold, normally empty) and its write-log entries applied over them."""
+    """What a branch reads as: its head (whose content reads with the live log entries it
+    holds, if any), its staged per-key catalog objects (``base``: left by an interrupted fold,
+    normally empty) and the live entries of its log applied over them."""
 
     head: CommitID
     base: dict  # key -> value | None: staged per-key objects under _hms/
-    entries: tuple  # names of the log entries applied, in order
-    markers: tuple  # names of the fold markers present, and of the entries they name
+    entries: tuple  # the live log entries (lakefs.log.Listed), in the order they apply
+    folded: tuple  # cache keys of the log's fold entries and folded entries present, sorted
     staged: dict  # base with the entries applied: key -> value | None
     keys: list  # sorted(staged)
     checked: float  # time.monotonic() when the refresh that saw this began
     version: int
     used: float = 0.0  # time.monotonic() of the last read
     news: int | None = None  # the branch's change counter in Redis when this was made
+    last_seq: int = 0  # the highest slot of the branch's own log directory seen
+    last_time: int = 0  # the latest writer's time in it
+    contents: dict = field(default_factory=dict)  # an entry's cache_key -> its changes
+
+    @property
+    def entry_keys(self) -> tuple:
+        return tuple(o.cache_key for o in self.entries)
 
 
 _versions = itertools.count(1)

@@ -23,12 +23,11 @@ from kvmodel.store.errors import (
     ProtectedRef,
     ReadOnlyRef,
     RefNotFound,
-    StoreError,
+    WriteConflict,
 )
 from kvmodel.store.lakefs import log as lakefs_log
-from kvmodel.store.lakefs.api import LakeFSError
+from kvmodel.store.lakefs.api import LakeFSError, PathTaken
 from kvmodel.store.lakefs.common import (
-    _ABSENT,
     CONNECT_TIMEOUT,
     INLINE_LIMIT,
     JOURNAL,
@@ -66,6 +65,7 @@ class Writes:
             raise ReadOnlyRef(f"{branch!r} is not a branch: only branches can be written")
         with self._branch_lock(name):
             state = self._fresh(name, news=True) or self._refresh(name)
+            read_at = state.checked
             txn = _Write(self, ResolvedRef(branch, state.head, name, None), state, None)
             yield txn
             if txn.changes:
@@ -75,17 +75,35 @@ class Writes:
                 if self._protected(name):
                     raise ProtectedRef(f"branch {name!r} is protected: it changes only by "
                                        "merges")
+                if time.monotonic() - read_at > lakefs_log.RETAIN / 2:
+                    # a fold may have freed slots this old state does not know were used
+                    self._outdate(name)
+                    raise WriteConflict(f"branch {name!r} was read too long ago; read again")
                 self._log_write(name, state, txn.changes)
 
     def _log_write(self, branch: str, state: _BranchState, changes: dict) -> None:
-        """One log entry with all of ``changes``: uploaded whole, or not at all."""
-        name = lakefs_log.new_entry_name()
-        self.api.upload(branch, lakefs_log.directory(branch) + name, lakefs_log.encode(changes))
+        """One log entry with all of ``changes``, in the branch's next slot: uploaded whole, or
+        not at all; :class:`WriteConflict` when another server took the slot first (this
+        state did not have its write)."""
+        current = self._branches.get(branch) or state
+        seq = current.last_seq + 1
+        stamp = max(time.time_ns(), current.last_time + 1)
+        data = lakefs_log.encode(changes)
+        path = lakefs_log.slot_path(branch, seq)
+        try:
+            checksum = self.api.upload_new(branch, path, data,
+                                           {"x-lakefs-meta-" + lakefs_log.META_TIME: str(stamp)})
+        except PathTaken:
+            self._outdate(branch)
+            raise WriteConflict(f"another server wrote branch {branch!r} first (slot {seq})") \
+                from None
+        entry = lakefs_log.Listed(path, branch, seq, stamp, checksum)
         news = self._announce(branch)
         with self._lock:
-            self._entries[(branch, name)] = dict(changes)
+            self._entries[entry.cache_key] = dict(changes)
             current = self._branches.get(branch) or state
-            new = self._extend(branch, current, [name], current.checked)
+            new = self._extend(branch, current, [entry], current.checked,
+                               {entry.cache_key: dict(changes)})
             # our own change: the state stays current unless another was announced meanwhile
             new.news = news if news is not None and current.news == news - 1 else None
             self._put_state(branch, new)
@@ -93,17 +111,18 @@ class Writes:
     def _put_keys(self, branch: str, head: CommitID, changes: dict,
                   base: dict | None = None) -> None:
         """Write ``changes`` as per-key objects on ``branch`` (whose head is ``head``): uploads in
-        parallel, then bulk deletes of what the branch has. Not atomic: used on temporary
-        branches and by a fold, whose log still holds the changes."""
-        snap = _Snapshot(self, head)
+        parallel, then bulk deletes of the per-key objects the branch has. Not atomic: used on
+        temporary branches and by a fold, whose log still holds the changes. The head's live
+        log entries, if any, must be folded first (they would read over these)."""
         puts = [(k, v) for k, v in changes.items() if v is not None]
         dels = [k for k, v in changes.items() if v is None]
         for future in [self._pool.submit(self._upload, branch, k, v) for k, v in puts]:
             future.result()
         base = base or {}
+        unknown = [k for k in dels if k not in base]
+        there = dict(zip(unknown, self._committed_values(head, unknown)))
         self._delete_paths(branch, [_path(k) for k in dels
-                                    if base.get(k) is not None or
-                                    (k not in base and snap.get(k) is not None)])
+                                    if (base.get(k) if k in base else there[k]) is not None])
 
     def _delete_paths(self, branch: str, paths: list[str]) -> None:
         for i in range(0, len(paths), PAGE):
@@ -149,48 +168,140 @@ class Writes:
                                 f"{expected_head[:12]}")
             changes = self._real_staged(branch, state)
             if not allow_empty and not changes and not self._data_staged(branch):
-                if state.staged or state.entries or state.markers:  # no-op writes: drop them
+                if state.base or self._log_staged(branch):  # no-op writes: drop them
                     self._reset_catalog(branch)
                 raise NothingToCommit(f"nothing to commit on branch {branch!r}")
-            self._fold(branch, state, changes)
+            self._fold_retrying(branch, state)
             return self._commit(branch, message, author, metadata, allow_empty=True)
 
-    def _fold(self, branch: str, state: _BranchState, changes: list[DiffEntry]) -> None:
-        """Write the log's net changes as per-key objects, then drop the log: a marker naming
-        the entries folded first, so that a fold stopped at any step reads the same."""
-        if not state.entries and not state.markers:
-            return  # per-key objects only: committed as they are
+    def fold_for_commit(self, branch: BranchName) -> bool:
+        """:meth:`fold` for lakeFS's ``prepare-commit`` hook; nothing when the commit is this
+        process's own (it folded first, and holds the branch while lakeFS commits)."""
+        if branch in self._committing:
+            return False
+        return self.fold(branch)
+
+    def fold(self, branch: BranchName) -> bool:
+        """Fold the branch's log into per-key objects without committing (lakeFS's
+        ``prepare-commit`` hook calls this before a commit that ``lakectl``, the UI or the API
+        asked for); whether there was anything to fold."""
+        self._check_open()
+        with self._branch_lock(branch):
+            folded = self._fold_retrying(branch, self._refresh(branch))
+            self._outdate(branch)
+            self._announce(branch)
+            return folded
+
+    def _fold_retrying(self, branch: str, state: _BranchState) -> bool:
+        """:meth:`_fold`, again from a fresh state while another server's write takes the slot
+        its fold entry wanted (each attempt folds more: nothing is lost)."""
+        for attempt in range(1, 31):
+            try:
+                return self._fold(branch, state)
+            except WriteConflict:
+                if attempt == 30:
+                    raise
+                time.sleep(min(0.001 * 2 ** attempt, 0.05))
+                state = self._refresh(branch)
+        raise AssertionError("unreachable")
+
+    def _log_staged(self, branch: str) -> bool:
+        return any(True for _ in self._paged(self.api.branches.diff_branch, branch,
+                                             prefix=lakefs_log.LOG))
+
+    def _fold(self, branch: str, state: _BranchState) -> bool:
+        """Write what the live log entries set as per-key objects, then take the next slot with
+        a fold entry saying so (readers skip what it folded from then on), then delete what it
+        folded but the slots of the last ``RETAIN`` seconds (a writer that has not seen this
+        fold yet must still find them taken); whether anything was folded. A fold stopped at
+        any step reads the same: before the fold entry, the live entries still apply over the
+        per-key objects they were written into; after it, those objects hold them.
+        :class:`WriteConflict` when another server took the slot first."""
+        if not state.entries and not state.base:
+            self._collect(branch)
+            return False
+        keys = set(state.base)
+        for obj in state.entries:
+            keys.update(state.contents[obj.cache_key])
+        keys = sorted(keys)
+        unknown = [k for k in keys if k not in state.base]
+        committed = dict(zip(unknown, self._committed_values(state.head, unknown)))
         writes = {}
-        for entry in changes:
-            if entry.right is None or state.base.get(entry.key, _ABSENT) != entry.right:
-                writes[entry.key] = entry.right
-        # keys staged per key whose value the log took back to the committed one
-        for key, value in state.base.items():
-            if key not in writes and state.staged.get(key) != value:
+        for key in keys:
+            raw = state.base[key] if key in state.base else committed[key]
+            if state.staged.get(key) != raw:
                 writes[key] = state.staged.get(key)
         self._put_keys(branch, state.head, writes, state.base)
-        directory = lakefs_log.directory(branch)
-        marker = lakefs_log.new_marker_name()
-        self.api.upload(branch, directory + marker,
-                        lakefs_log.encode_marker(list(state.entries) + list(state.markers)))
-        done = [n for n in state.markers if not lakefs_log.is_marker(n)]
-        self._delete_paths(branch, [directory + n for n in (*state.entries, *done)])
-        self._delete_paths(branch, [directory + n for n in state.markers
-                                    if lakefs_log.is_marker(n)] + [directory + marker])
-        try:  # the journal of the layout before the log, if any
-            self.api(self.api.branches.reset_branch, branch, self.api.sdk.ResetCreation(
-                type="object", path=JOURNAL + branch))
-        except StoreError:
-            pass
+        named = [o.path for o in state.entries if o.directory != branch or o.seq is None]
+        seq = state.last_seq + 1
+        stamp = max(time.time_ns(), state.last_time + 1)
+        try:
+            self.api.upload_new(branch, lakefs_log.slot_path(branch, seq),
+                                lakefs_log.encode_fold(state.last_seq, named),
+                                {"x-lakefs-meta-" + lakefs_log.META_TIME: str(stamp),
+                                 "x-lakefs-meta-" + lakefs_log.META_KIND: "fold",
+                                 "x-lakefs-meta-" + lakefs_log.META_FLOOR: str(state.last_seq),
+                                 "x-lakefs-meta-" + lakefs_log.META_NAMED: str(len(named))})
+        except PathTaken:
+            self._outdate(branch)
+            raise WriteConflict(f"another server wrote branch {branch!r} during its fold") \
+                from None
+        self._collect(branch)
+        return True
+
+    def _collect(self, branch: str) -> None:
+        """Delete the log objects folds made useless: entries of the layout before slots that
+        a fold named, its markers, and slots of the branch's own directory folded more than
+        ``RETAIN`` seconds ago (by lakeFS's clock). Slots of other directories are never
+        deleted here: their branch's writers count on them."""
+        listed = [lakefs_log.listed(o.path, o.metadata, o.checksum, int(o.mtime or 0))
+                  for o in self._paged(self.api.objects.list_objects, branch,
+                                       prefix=lakefs_log.LOG, delimiter="", user_metadata=True)
+                  if o.path_type == "object"]
+        listed = [o for o in listed if o is not None]
+        if not listed:
+            return
+        plan = lakefs_log.plan(listed, {o.cache_key: self._fold_of(branch, o)
+                                        for o in listed if o.needs_reading})
+        now = max(o.mtime for o in listed)  # lakeFS's clock, at least
+        newest_fold = max((o.seq for o in plan.folds
+                           if o.directory == branch and o.seq is not None), default=None)
+        gone = []
+        for obj in (*plan.folded, *plan.folds):
+            if obj.seq is None:
+                gone.append(obj.path)  # the layout before slots: nobody counts on its names
+            elif obj.directory == branch and obj.seq != newest_fold and \
+                    obj.seq <= plan.floors.get(branch, 0) and \
+                    now - obj.mtime > lakefs_log.RETAIN:
+                gone.append(obj.path)
+        self._delete_paths(branch, gone)
+
+    def _fold_of(self, ref: str, obj) -> object:
+        hit = self._folds.get(obj.cache_key)
+        if hit is None:
+            data = bytes(self.api(self.api.objects.get_object, ref, obj.path))
+            hit = self._folds[obj.cache_key] = lakefs_log.decode_fold(data, obj.path)
+        return hit
+
+    def _fold_branch(self, branch: str) -> None:
+        """Fold a branch's log now (a temporary branch whose head holds live log entries, before
+        per-key objects are written on it)."""
+        with self._branch_lock(branch):
+            self._fold_retrying(branch, self._refresh(branch))
+            self._outdate(branch)
 
     def _commit(self, branch, message, author, metadata, allow_empty=False) -> Commit:
         now = time.time()
         meta = {str(k): str(v) for k, v in (metadata or {}).items()}
         meta[META_AUTHOR] = author or ""
         meta[META_CREATED] = repr(now)
-        raw = self.api(self.api.commits.commit, branch, self.api.sdk.CommitCreation(
-            message=message, metadata=meta, date=int(now), allow_empty=allow_empty),
-            _request_timeout=(CONNECT_TIMEOUT, VERSIONING_TIMEOUT))
+        self._committing.add(branch)  # lakeFS's prepare-commit hook may call back meanwhile
+        try:
+            raw = self.api(self.api.commits.commit, branch, self.api.sdk.CommitCreation(
+                message=message, metadata=meta, date=int(now), allow_empty=allow_empty),
+                _request_timeout=(CONNECT_TIMEOUT, VERSIONING_TIMEOUT))
+        finally:
+            self._committing.discard(branch)
         commit = self._commit_of(raw)
         self._outdate(branch)
         self._announce(branch)
@@ -215,16 +326,15 @@ class Writes:
 
     def _reset_catalog(self, branch: str) -> None:
         sdk = self.api.sdk
-        self.api(self.api.branches.reset_branch, branch,
-                 sdk.ResetCreation(type="common_prefix", path=PREFIX))
-        for kind, path in (("common_prefix", lakefs_log.directory(branch)),
+        for kind, path in (("common_prefix", PREFIX), ("common_prefix", lakefs_log.LOG),
                            ("object", JOURNAL + branch)):  # the layout before the log's
             try:
                 self.api(self.api.branches.reset_branch, branch,
                          sdk.ResetCreation(type=kind, path=path))
             except RefNotFound:
-                pass
+                if path == PREFIX:
+                    raise
         with self._lock:
             self._branches.pop(branch, None)
-            self._forget_log(branch)
+            self._forget_log()
         self._announce(branch)

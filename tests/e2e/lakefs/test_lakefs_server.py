@@ -81,13 +81,16 @@ def test_databases_default_to_the_repository_warehouse_at_the_ref(lake):
     stored = codec.decode(T.Database, raw(lake, "main", K.db_key("sales")))
     assert stored.locationUri == f"lakefs://{REPO}/@/warehouse/sales.db"
     store = lake["store"]
-    # uncommitted: one entry of the branch's write log; committed: the object _hms/db/sales
+    # uncommitted: one live entry of the branch's write log; committed: the object
+    # _hms/db/sales, the log folded
     paths = [o.path for o in store.api.objects.list_objects(REPO, "main", prefix="_hms").results]
     assert "_hms/db/sales" not in paths, paths
-    assert len([p for p in paths if p.startswith("_hms_log/main/")]) == 1, paths
+    plan, contents = store._read_log("main")
+    assert [list(contents[o.cache_key]) for o in plan.live] == [[K.db_key("sales")]]
+    assert plan.live[0].path.startswith("_hms_log/main/")
     store.commit("main", "sales")
     assert store.api.objects.stat_object(REPO, "main", "_hms/db/sales").path == "_hms/db/sales"
-    assert not store.api.objects.list_objects(REPO, "main", prefix="_hms_log/").results
+    assert store._read_log("main")[0].live == []
 
 
 def test_locations_follow_the_ref_through_a_merge(lake):

@@ -127,8 +127,8 @@ def test_section_matches_oracle(section, spark_runs):
             f"section {section!r}: {len(differences)} statement(s) differ from the oracle.\n"
             f"First: #{first['index']}: {first['statement']}\n"
             f"--- oracle (stock HMS 2.3.10):\n" + "\n".join(show(expected)) + "\n"
-            f"--- proxy:\n" + "\n".join(show(actual)) + "\n"
-            f"--- diff (- oracle, + proxy):\n"
+            "--- proxy:\n" + "\n".join(show(actual)) + "\n"
+            "--- diff (- oracle, + proxy):\n"
             + "\n".join(difflib.unified_diff(show(expected), show(actual), "oracle", "proxy",
                                               lineterm="", n=1)) + "\n"
             + (f"Also differing:\n{others}\n" if others else "")

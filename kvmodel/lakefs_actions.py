@@ -1,0 +1,155 @@
+"""lakeFS actions that keep the catalog with the data whatever commits and merges a branch:
+``lakectl``, the lakeFS UI, its API, and the tools built on them.
+
+lakeFS runs the hooks of the action files under ``_lakefs_actions/`` of a ref before it
+commits or merges. :data:`ACTION_PATH` holds one action with two webhooks served by
+``hms-proxy serve --http-port`` (``POST /api/v1/lakefs/hooks``):
+
+* **prepare-commit**: lakeFS calls it before it seals what the commit will hold; hms-proxy
+  folds the branch's write log into per-key objects then (:meth:`LakeFSStore.fold`), so the
+  commit holds the catalog as ``lakectl diff``, the UI and lakeFS's merge see it: one object
+  per database, table and partition, conflicts found per object;
+* **pre-merge**: lakeFS calls it with the merge commit it computed (not yet the branch's
+  head); hms-proxy runs its own 3-way merge of the catalog from the merge base
+  (:func:`kvmodel.merge.three_way`) and refuses the merge (lakeFS then aborts it) when that
+  merge has conflicts, or when what lakeFS's merge of the objects reads as is not what the
+  catalog merge gives (both branches changed one table, in different fields: lakeFS keeps one
+  whole object, ``hms-proxy merge`` merges them field by field). The refusal names the table
+  and the fields; lakeFS shows it in the action's run (``lakectl actions runs describe``).
+
+Without the action, what every ref reads as is still right (the store reads the log entries a
+commit holds, from any branch), but a lakeFS merge of branches that both changed one table
+keeps the change written last.
+"""
+from __future__ import annotations
+
+import logging
+
+from kvmodel.entities import parse_key
+from kvmodel.merge import three_way
+from kvmodel.store.errors import NothingToCommit, StoreError
+
+ACTION_PATH = "_lakefs_actions/hms-proxy.yaml"
+ACTION_NAME = "hms-proxy catalog"
+HOOK_PATH = "/api/v1/lakefs/hooks"
+log = logging.getLogger("kvmodel.lakefs_actions")
+
+
+class HookRefusal(StoreError):
+    """A hook's answer that aborts lakeFS's operation: ``problems``, one line each."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__("; ".join(self.problems))
+
+
+def action_yaml(base_url: str, timeout: str = "60s") -> str:
+    """The action file for an hms-proxy whose HTTP API is at ``base_url``."""
+    url = base_url.rstrip("/") + HOOK_PATH
+    return (f"name: {ACTION_NAME}\n"
+            "description: keeps the Hive catalog of hms-proxy with the data (folds its write "
+            "log before a commit, checks the catalog's 3-way merge before a merge)\n"
+            "on:\n"
+            "  prepare-commit:\n"
+            "  pre-merge:\n"
+            "hooks:\n"
+            "  - id: hms_proxy_catalog\n"
+            "    type: webhook\n"
+            "    properties:\n"
+            f"      url: \"{url}\"\n"
+            f"      timeout: {timeout}\n")
+
+
+def install(store, base_url: str, branch: str) -> str:
+    """Write the action file on ``branch`` and commit it, unless it is there already; what was
+    done, in a line. The branch must have no other uncommitted change (a commit takes the
+    whole branch); lakeFS runs the new action on that very commit, so the server at
+    ``base_url`` must answer."""
+    want = action_yaml(base_url).encode()
+    try:
+        have = store.data_object(branch, ACTION_PATH)
+    except StoreError:
+        have = None
+    if have == want:
+        return f"the lakeFS action is on {branch} already ({ACTION_PATH})"
+    if store.uncommitted(branch):
+        raise StoreError(f"branch {branch!r} has uncommitted changes: commit or reset them "
+                         "before installing the lakeFS action (its commit would take them)")
+    store.api.upload(branch, ACTION_PATH, want)
+    try:
+        commit = store.commit(branch, "hms-proxy: lakeFS action keeping the catalog with the "
+                                      "data", author="hms-proxy")
+    except NothingToCommit:
+        return f"the lakeFS action is on {branch} already ({ACTION_PATH})"
+    return f"installed {ACTION_PATH} on {branch} (commit {commit.id[:12]})"
+
+
+def on_event(store, event: dict) -> dict:
+    """What a lakeFS hook call gets (``event``: lakeFS's JSON); :class:`HookRefusal` aborts
+    lakeFS's operation."""
+    while hasattr(store, "wrapped"):  # the store itself: canonical values, as merges see them
+        store = store.wrapped
+    kind = event.get("event_type")
+    repository = event.get("repository_id")
+    if repository != getattr(store, "repository", None):
+        raise HookRefusal([f"this hms-proxy serves lakeFS repository "
+                           f"{getattr(store, 'repository', None)!r}, not {repository!r}"])
+    if kind == "prepare-commit":
+        branch = _text(event, "branch_id")
+        folded = store.fold_for_commit(branch)
+        return {"event": kind, "branch": branch, "folded": folded}
+    if kind == "pre-merge":
+        source, merged = _text(event, "source_ref"), _text(event, "commit_id")
+        problems = check_merge(store, source, merged)
+        if problems:
+            log.warning("refused lakeFS's merge of %s into %s: %s", event.get("merge_source")
+                        or source, event.get("branch_id"), "; ".join(problems))
+            raise HookRefusal(problems)
+        return {"event": kind, "branch": event.get("branch_id"), "catalog": "merges cleanly"}
+    return {"event": kind, "ignored": True}
+
+
+def _text(event: dict, name: str) -> str:
+    value = event.get(name)
+    if not isinstance(value, str) or not value:
+        raise HookRefusal([f"lakeFS's event has no {name}"])
+    return value
+
+
+def check_merge(store, source: str, merged: str) -> list[str]:
+    """Why lakeFS's merge commit ``merged`` of ``source`` must not become its branch's head,
+    one line each (none: it reads as the catalog's own 3-way merge)."""
+    commit = store.get_commit(merged)
+    if not commit.parents:
+        return []
+    dest = commit.parents[0]
+    base = store.merge_base(source, dest)
+    if base is None:
+        return []
+    outcome = three_way(store, base, source, dest, None)
+    problems = [f"{_name(c.kind, c.path)}: {c.type.lower().replace('_', ' ')} "
+                f"({', '.join(c.fields)}): merge with `hms-proxy merge --strategy ...` or "
+                f"change one side" for c in outcome.conflicts]
+    if problems:
+        return problems
+    made = {d.key: d.right for d in store.diff(dest, merged)}
+    with store.read(merged) as got_view, store.read(dest) as dest_view:
+        keys = sorted(set(made) | set(outcome.writes))
+        got = dict(zip(keys, got_view.get_many(keys)))
+        had = dict(zip(keys, dest_view.get_many(keys)))
+    for key in keys:
+        want = outcome.writes.get(key, had[key])
+        if got[key] != want:
+            kind, path = parse_key(key)
+            problems.append(f"{_name(kind, path)}: both branches changed it and lakeFS's merge "
+                            "keeps one side's whole object; `hms-proxy merge` merges it field "
+                            "by field")
+    return problems
+
+
+def _name(kind: str, path: tuple) -> str:
+    return f"{kind.replace('_', ' ')} {'.'.join(path)}"
+
+
+__all__ = ["ACTION_PATH", "HOOK_PATH", "HookRefusal", "action_yaml", "install", "on_event",
+           "check_merge"]

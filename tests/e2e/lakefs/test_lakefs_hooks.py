@@ -1,0 +1,206 @@
+"""lakeFS's own commits and merges, with the action ``serve --lakefs-hooks`` installs: lakeFS
+calls hms-proxy before it commits (the write log is folded into per-key objects, so the commit
+holds the catalog object by object) and before it makes a merge the branch's head (the
+catalog's 3-way merge is checked, and a merge that would break it is refused, naming the
+table).
+
+Everything here is done with lakeFS's API, as lakectl and the lakeFS UI do it, against the
+real lakeFS of the session with its default settings; the catalog is read and written over
+Thrift through the server. lakeFS caches the action files it found on a branch for 5 to 7.5 s,
+so the tests work on branches made after the action was installed (a commit of main in those
+seconds runs without it: what it reads as is still right, folded at the next fold).
+"""
+from __future__ import annotations
+
+import os
+
+import lakefs_sdk
+import pytest
+from lakefs_sdk.exceptions import ApiException
+
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
+from kvmodel import lakefs_actions
+from tests.support.client import connect, wait_served
+from tests.support.lakefs import new_repository, real_lakefs
+from tests.support.process import REPO_ROOT
+from tests.support.proxy import start_proxy
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture
+def lake(tmp_path):
+    real = real_lakefs()
+    repo = new_repository("hooks")
+    env = dict(os.environ, **real.env(), PYTHONPATH=str(REPO_ROOT))
+    server = start_proxy(tmp_path, "--http-port", "0", "--lakefs-hooks", "self",
+                         store=f"lakefs://{repo}", warehouse=False, env=env)
+    client = real.sdk()
+    holder = {"server": server, "repo": repo, "api": _Api(client, repo)}
+    try:
+        yield holder
+    finally:
+        server.stop()
+        client.close()
+        for store in holder.get("stores", []):
+            store.close()
+
+
+class _Api:
+    def __init__(self, client, repo):
+        self.repo = repo
+        self.commits = lakefs_sdk.CommitsApi(client)
+        self.branches = lakefs_sdk.BranchesApi(client)
+        self.refs = lakefs_sdk.RefsApi(client)
+        self.tags = lakefs_sdk.TagsApi(client)
+        self.objects = lakefs_sdk.ObjectsApi(client)
+        self.actions = lakefs_sdk.ActionsApi(client)
+
+    def commit(self, branch, message="lakectl commit"):
+        return self.commits.commit(self.repo, branch, lakefs_sdk.CommitCreation(message=message))
+
+    def branch(self, name, source="main"):
+        self.branches.create_branch(self.repo, lakefs_sdk.BranchCreation(name=name,
+                                                                          source=source))
+
+    def merge(self, source, dest):
+        return self.refs.merge_into_branch(self.repo, source, dest, merge=lakefs_sdk.Merge(
+            message=f"merge {source} into {dest}")).reference
+
+    def paths(self, ref, prefix):
+        return sorted(o.path for o in self.objects.list_objects(self.repo, ref, prefix=prefix,
+                                                                amount=1000).results)
+
+    def hook_output(self, run_id: str) -> str:
+        hooks = self.actions.list_run_hooks(self.repo, run_id).results
+        return "".join(bytes(self.actions.get_run_hook_output(self.repo, run_id, h.hook_run_id)).decode()
+                       for h in hooks)
+
+
+def table(name, db="shop", cols=(("id", "bigint"),), params=None, parts=("ds",)):
+    sd = T.StorageDescriptor(
+        cols=[T.FieldSchema(n, t, None) for n, t in cols], location=None,
+        inputFormat="org.apache.hadoop.mapred.TextInputFormat",
+        outputFormat="org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+        serdeInfo=T.SerDeInfo(None, "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", {}),
+        bucketCols=[], sortCols=[], parameters={})
+    return T.Table(name, db, "ann", 0, 0, 0, sd, [T.FieldSchema(p, "string", None)
+                                                  for p in parts],
+                   dict(params or {}), None, None, "MANAGED_TABLE")
+
+
+def partition(client, db, tbl, value):
+    sd = client.get_table(db, tbl).sd
+    sd.location = None
+    return T.Partition([value], db, tbl, 0, 0, sd, {})
+
+
+def test_the_action_is_installed_and_lakefs_commits_hold_the_catalog(lake):
+    api, server = lake["api"], lake["server"]
+    assert lakefs_actions.ACTION_PATH in api.paths("main", "_lakefs_actions/")
+    assert "hms-proxy lakeFS hooks: installed" in server.log_text()
+    api.branch("etl")
+    with connect(server) as client:
+        client.create_database(T.Database("shop@etl", "", None, {}))
+        client.create_table(table("orders", db="shop@etl"))
+    commit = api.commit("etl")  # lakectl commit: prepare-commit folds the log first
+    assert {"_hms/db/shop", "_hms/db/shop/table/orders"} <= set(api.paths(commit.id, "_hms/"))
+    plan, _ = _store(lake)._read_log(commit.id)
+    assert plan.live == []  # the commit holds the catalog as objects, not as log entries
+    with connect(server) as client:
+        assert client.get_all_tables("shop@etl") == ["orders"]
+    # a branch lakeFS makes from that commit has the catalog; it is written as any other
+    api.branch("dev", "etl")
+    with connect(server) as client:
+        assert client.get_all_tables("shop@dev") == ["orders"]
+        client.create_table(table("returns", db="shop@dev"))
+        assert sorted(client.get_all_tables("shop@dev")) == ["orders", "returns"]
+
+
+def _store(lake):
+    from kvmodel.store.lakefs import LakeFSStore
+
+    store = LakeFSStore(lake["repo"], real_lakefs().config(), refresh=0)
+    lake.setdefault("stores", []).append(store)
+    return store
+
+
+def test_a_lakefs_merge_moves_the_catalog_and_a_revert_takes_it_back(lake):
+    api, server = lake["api"], lake["server"]
+    api.branch("prod")
+    with connect(server) as client:
+        client.create_database(T.Database("shop@prod", "", None, {}))
+        client.create_table(table("orders", db="shop@prod"))
+    api.commit("prod")
+    api.branch("dev", "prod")
+    with connect(server) as client:
+        client.create_table(table("returns", db="shop@dev"))
+        client.add_partition(partition(client, "shop@dev", "orders", "2024-01-01"))
+    api.commit("dev")
+    merged = api.merge("dev", "prod")
+    wait_served(server, lambda c: "returns" in c.get_all_tables("shop@prod"),
+                what="the server sees lakeFS's merge")
+    with connect(server) as client:
+        assert client.get_partition_names("shop@prod", "orders", -1) == ["ds=2024-01-01"]
+    api.branches.revert_branch(lake["repo"], "prod", lakefs_sdk.RevertCreation(
+        ref=merged, parent_number=1))
+    wait_served(server, lambda c: c.get_all_tables("shop@prod") == ["orders"],
+                what="the server sees lakeFS's revert")
+    with connect(server) as client:
+        assert client.get_partition_names("shop@prod", "orders", -1) == []
+    # a tag lakeFS makes is read at its commit
+    api.tags.create_tag(lake["repo"], lakefs_sdk.TagCreation(id="v1", ref=merged))
+    with connect(server) as client:
+        assert sorted(client.get_all_tables("shop@v1")) == ["orders", "returns"]
+
+
+def test_one_table_changed_on_both_branches_is_a_lakefs_conflict(lake):
+    api, server = lake["api"], lake["server"]
+    api.branch("prod")
+    with connect(server) as client:
+        client.create_database(T.Database("shop@prod", "", None, {}))
+        client.create_table(table("orders", db="shop@prod", params={"owner": "ann"}))
+    api.commit("prod")
+    api.branch("dev", "prod")
+    with connect(server) as client:
+        for db, owner in (("shop@prod", "finance"), ("shop@dev", "growth")):
+            t = client.get_table(db, "orders")
+            t.parameters["owner"] = owner
+            client.alter_table(db, "orders", t)
+    api.commit("prod")
+    api.commit("dev")
+    with pytest.raises(ApiException) as refused:
+        api.merge("dev", "prod")
+    # lakeFS's own conflict (409, no hook involved): both commits changed the object
+    # _hms/db/shop/table/orders
+    assert refused.value.status == 409, refused.value
+    assert "hook" not in str(refused.value.body), refused.value.body
+    with connect(server) as client:
+        assert client.get_table("shop@prod", "orders").parameters["owner"] == "finance"
+
+
+def test_a_merge_lakefs_would_make_wrongly_is_refused_by_the_hook(lake):
+    """One branch drops a table, the other adds a partition to it: no object both changed, so
+    lakeFS's merge alone would leave a partition without its table. The pre-merge hook finds
+    it in the catalog's 3-way merge and lakeFS aborts the merge."""
+    api, server = lake["api"], lake["server"]
+    api.branch("prod")
+    with connect(server) as client:
+        client.create_database(T.Database("shop@prod", "", None, {}))
+        client.create_table(table("orders", db="shop@prod"))
+    api.commit("prod")
+    api.branch("dev", "prod")
+    with connect(server) as client:
+        client.drop_table("shop@prod", "orders", True)
+        client.add_partition(partition(client, "shop@dev", "orders", "2024-01-02"))
+    api.commit("prod", "orders dropped")
+    api.commit("dev", "a partition of orders")
+    with pytest.raises(ApiException) as refused:
+        api.merge("dev", "prod")
+    body = str(refused.value.body)
+    assert "pre-merge hook aborted" in body, body
+    run_id = body.split("run id '", 1)[1].split("'", 1)[0]
+    output = api.hook_output(run_id)
+    assert "shop.orders" in output and "HookRefused" in output, output
+    with connect(server) as client:
+        assert client.get_all_tables("shop@prod") == []  # prod did not move

@@ -1,0 +1,130 @@
+"""Several servers (separate processes) over one lakeFS repository agree on which write of a name
+wins, as the stock HMS does through its database: a write is made in the branch's next log
+slot, which lakeFS gives to one upload only (``If-None-Match``); a server whose write lost the
+slot reads what the other wrote and decides again. No Redis here: lakeFS alone decides.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+
+import lakefs_sdk  # noqa: F401
+import pytest
+
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
+from tests.support.client import connect, wait_served
+from tests.support.lakefs import new_repository, real_lakefs
+from tests.support.process import REPO_ROOT
+from tests.support.proxy import start_proxy
+from tests.support.wait import DEADLINE
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture
+def servers(tmp_path):
+    real = real_lakefs()
+    repo = new_repository("race")
+    env = dict(os.environ, **real.env(), PYTHONPATH=str(REPO_ROOT))
+    started = []
+    try:
+        for i in range(2):
+            started.append(start_proxy(tmp_path / f"s{i}", store=f"lakefs://{repo}",
+                                       warehouse=False, env=env))
+        yield started
+    finally:
+        for server in started:
+            server.stop()
+
+
+def table(name: str, db: str = "race") -> T.Table:
+    sd = T.StorageDescriptor(
+        cols=[T.FieldSchema("id", "bigint", None)], location=None,
+        inputFormat="org.apache.hadoop.mapred.TextInputFormat",
+        outputFormat="org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+        serdeInfo=T.SerDeInfo(None, "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", {}),
+        bucketCols=[], sortCols=[], parameters={})
+    return T.Table(name, db, "ann", 0, 0, 0, sd, [], {}, None, None, "EXTERNAL_TABLE")
+
+
+def run_clients(servers, work, clients_per_server: int = 2) -> tuple[Counter, list]:
+    """Run ``work(client, i)`` for every i of its share, from clients_per_server threads per
+    server; (outcomes counted by kind, unexpected errors)."""
+    outcomes: Counter = Counter()
+    errors: list = []
+    lock = threading.Lock()
+    threads = []
+
+    def client_loop(server, share):
+        try:
+            with connect(server) as client:
+                for i in share:
+                    kind = work(client, i)
+                    with lock:
+                        outcomes[kind] += 1
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            with lock:
+                errors.append(exc)
+
+    n = len(servers) * clients_per_server
+    for k in range(n):
+        share = list(range(k, 100, n))
+        threads.append(threading.Thread(target=client_loop,
+                                        args=(servers[k % len(servers)], share)))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(DEADLINE * 5)
+    assert not any(t.is_alive() for t in threads), "a client never finished"
+    return outcomes, errors
+
+
+def test_one_create_of_a_name_wins_across_servers(servers):
+    with connect(servers[0]) as client:
+        client.create_database(T.Database("race", "", None, {}))
+    wait_served(servers[1], lambda c: "race" in c.get_all_databases(),
+                what="the second server sees the database")
+
+    def create(client, i):
+        try:
+            client.create_table(table(f"t{i % 10}"))
+            return "created"
+        except T.AlreadyExistsException:
+            return "exists"
+
+    outcomes, errors = run_clients(servers, create)
+    assert errors == []
+    assert outcomes == Counter(created=10, exists=90), outcomes
+    for server in servers:
+        wait_served(server, lambda c: sorted(c.get_all_tables("race")) ==
+                    sorted(f"t{i}" for i in range(10)), what="every server sees the 10 tables")
+
+
+def test_an_alter_racing_a_drop_never_brings_the_table_back(servers):
+    with connect(servers[0]) as client:
+        client.create_database(T.Database("race", "", None, {}))
+        for i in range(5):
+            client.create_table(table(f"t{i}"))
+    wait_served(servers[1], lambda c: len(c.get_all_tables("race")) == 5,
+                what="the second server sees the tables")
+
+    def alter_or_drop(client, i):
+        name = f"t{i % 5}"
+        try:
+            if i % 2:
+                client.drop_table("race", name, True)
+                return "dropped"
+            t = client.get_table("race", name)
+            t.parameters = {"touched": str(i)}
+            client.alter_table("race", name, t)
+            return "altered"
+        except (T.NoSuchObjectException, T.InvalidOperationException):
+            return "gone"
+
+    outcomes, errors = run_clients(servers, alter_or_drop)
+    assert errors == []
+    assert outcomes["dropped"] == 5, outcomes  # each table dropped once, whoever did it
+    for server in servers:
+        wait_served(server, lambda c: c.get_all_tables("race") == [],
+                    what="no table comes back on any server")

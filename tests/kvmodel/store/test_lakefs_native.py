@@ -1,0 +1,202 @@
+"""The catalog under lakeFS's own operations: commits, branches, merges, reverts, cherry-picks,
+tags and resets made with lakeFS's API (what ``lakectl``, the lakeFS UI, Airflow's operators
+and every other lakeFS client call), with no hms-proxy call between them and no hooks installed.
+
+What a ref reads as is a function of its objects alone (``kvmodel.store.lakefs.log``): the
+write-log entries a lakeFS commit holds apply at that commit and on every branch made from it,
+and a lakeFS merge brings them with the data. Against the real lakeFS of the test session; its
+API is driven through lakefs-sdk as lakectl drives it.
+"""
+from __future__ import annotations
+
+import lakefs_sdk
+import pytest
+
+from kvmodel.store.errors import WriteConflict
+from kvmodel.store.lakefs import LakeFSStore  # noqa: E402  (lakefs-sdk is there)
+from tests.support.lakefs import new_repository, real_lakefs
+from tests.support.wait import wait_until
+
+
+@pytest.fixture
+def lake():
+    server = real_lakefs()
+    repo = new_repository("native")
+    # refresh=0: every read asks lakeFS, as lakeFS's operations are another process's changes
+    store = LakeFSStore(repo, server.config(), refresh=0)
+    client = server.sdk()
+    api = _LakeFS(client, repo)
+    try:
+        yield store, api
+    finally:
+        store.close()
+        client.close()
+
+
+class _LakeFS:
+    """lakeFS's API as lakectl calls it (commit, branch create, merge, revert, cherry-pick,
+    tag create, branch reset)."""
+
+    def __init__(self, client, repo: str):
+        self.repo = repo
+        self.commits = lakefs_sdk.CommitsApi(client)
+        self.branches = lakefs_sdk.BranchesApi(client)
+        self.refs = lakefs_sdk.RefsApi(client)
+        self.tags = lakefs_sdk.TagsApi(client)
+        self.objects = lakefs_sdk.ObjectsApi(client)
+
+    def commit(self, branch: str, message: str) -> str:
+        return self.commits.commit(self.repo, branch,
+                                   lakefs_sdk.CommitCreation(message=message)).id
+
+    def branch(self, name: str, source: str) -> None:
+        self.branches.create_branch(self.repo, lakefs_sdk.BranchCreation(name=name,
+                                                                          source=source))
+
+    def merge(self, source: str, dest: str, strategy: str | None = None) -> str:
+        return self.refs.merge_into_branch(self.repo, source, dest, merge=lakefs_sdk.Merge(
+            message=f"merge {source} into {dest}", strategy=strategy)).reference
+
+    def revert(self, branch: str, ref: str, parent: int = 0) -> None:
+        self.branches.revert_branch(self.repo, branch, lakefs_sdk.RevertCreation(
+            ref=ref, parent_number=parent))
+
+    def cherry_pick(self, branch: str, ref: str) -> None:
+        self.branches.cherry_pick(self.repo, branch, lakefs_sdk.CherryPickCreation(ref=ref))
+
+    def tag(self, name: str, ref: str) -> None:
+        self.tags.create_tag(self.repo, lakefs_sdk.TagCreation(id=name, ref=ref))
+
+    def reset(self, branch: str) -> None:
+        self.branches.reset_branch(self.repo, branch, lakefs_sdk.ResetCreation(type="reset"))
+
+
+
+def write(store, branch: str, items: dict) -> None:
+    with store.write(branch) as txn:
+        for key, value in items.items():
+            if value is None:
+                txn.delete(key)
+            else:
+                txn.put(key, value)
+
+
+def catalog(store, ref: str) -> dict:
+    with store.read(ref) as view:
+        return dict(view.scan())
+
+
+def test_a_lakefs_commit_then_a_lakefs_branch_keeps_the_catalog(lake):
+    store, api = lake
+    write(store, "main", {"db/shop": b"shop", "db/shop/table/orders": b"orders v1"})
+    head = api.commit("main", "lakectl commit")  # no fold: the log entries are committed
+    api.branch("dev", "main")
+    want = {"db/shop": b"shop", "db/shop/table/orders": b"orders v1"}
+    assert catalog(store, "main") == want
+    assert catalog(store, "dev") == want
+    assert catalog(store, head) == want  # a commit id, as time travel reads it
+    assert not list(store.staged("main")) and not list(store.staged("dev"))
+    # the branch is written as any other
+    write(store, "dev", {"db/shop/table/returns": b"returns"})
+    assert catalog(store, "dev")["db/shop/table/returns"] == b"returns"
+    assert "db/shop/table/returns" not in catalog(store, "main")
+    # and a fresh process sees the same
+    fresh = LakeFSStore(store.repository, real_lakefs().config())
+    try:
+        assert catalog(fresh, "dev") == {**want, "db/shop/table/returns": b"returns"}
+        assert catalog(fresh, head) == want
+    finally:
+        fresh.close()
+
+
+def test_a_lakefs_merge_brings_the_catalog_with_the_data(lake):
+    store, api = lake
+    write(store, "main", {"db/shop": b"shop", "db/shop/table/orders": b"orders v1"})
+    store.commit("main", "hms-proxy commit")  # folded into per-key objects
+    api.branch("dev", "main")
+    write(store, "dev", {"db/shop/table/returns": b"returns",
+                         "db/shop/table/orders": b"orders v2"})
+    store.api.upload("dev", "warehouse/shop.db/returns/part-0.parquet", b"PAR1")  # Spark's
+    api.commit("dev", "dev work, committed with lakectl")
+    api.merge("dev", "main")
+    got = catalog(store, "main")
+    assert got["db/shop/table/returns"] == b"returns"
+    assert got["db/shop/table/orders"] == b"orders v2"
+    assert bytes(api.objects.get_object(store.repository, "main",
+                                        "warehouse/shop.db/returns/part-0.parquet")) == b"PAR1"
+    # the diff between the two commits of main speaks of the catalog, not of log objects
+    changed = {d.key for d in store.diff("main~1", "main")}
+    assert changed == {"db/shop/table/returns", "db/shop/table/orders"}
+
+
+def test_a_lakefs_revert_and_a_cherry_pick_move_the_catalog(lake):
+    store, api = lake
+    write(store, "main", {"db/a": b"a"})
+    api.commit("main", "a")
+    write(store, "main", {"db/b": b"b", "db/a": None})
+    second = api.commit("main", "b, and a dropped")
+    assert catalog(store, "main") == {"db/b": b"b"}
+    api.revert("main", second)
+    assert catalog(store, "main") == {"db/a": b"a"}
+    # cherry-picked onto another branch made before it
+    api.branch("other", "main~2")
+    api.cherry_pick("other", second)
+    assert catalog(store, "other") == {"db/b": b"b"}
+
+
+def test_a_lakefs_tag_and_reset(lake):
+    store, api = lake
+    write(store, "main", {"db/a": b"a"})
+    api.commit("main", "a")
+    api.tag("v1", "main")
+    write(store, "main", {"db/a": b"changed", "db/b": b"b"})  # staged, not committed
+    assert catalog(store, "v1") == {"db/a": b"a"}
+    api.reset("main")  # lakectl branch reset: the staged entries dropped
+    assert catalog(store, "main") == {"db/a": b"a"}
+    write(store, "main", {"db/c": b"c"})  # writes go on after a reset
+    assert catalog(store, "main") == {"db/a": b"a", "db/c": b"c"}
+
+
+def test_hms_proxy_commit_folds_what_lakefs_commits_left_in_the_log(lake):
+    store, api = lake
+    write(store, "main", {"db/a": b"a", "db/b": b"b"})
+    api.commit("main", "lakectl commit: two entries")
+    api.branch("dev", "main")
+    write(store, "dev", {"db/a": None, "db/c": b"c"})
+    store.commit("dev", "hms-proxy commit")  # folds dev's entry and main's two
+    want = {"db/b": b"b", "db/c": b"c"}
+    assert catalog(store, "dev") == want
+    plan, _ = store._read_log("dev")
+    assert plan.live == []
+    # per-key objects hold it all now: what lakeFS's own diff and UI show
+    paths = {o.path for o in api.objects.list_objects(store.repository, "dev",
+                                                      prefix="_hms/").results}
+    assert paths == {"_hms/db/b", "_hms/db/c"}
+    # main keeps reading as it was; merged, it reads as dev
+    assert catalog(store, "main") == {"db/a": b"a", "db/b": b"b"}
+    api.merge("dev", "main")
+    assert catalog(store, "main") == want
+
+
+def test_two_stores_writing_one_branch_never_write_over_each_other(lake):
+    """Two servers (stores) over one repository: a write made on a state that missed the
+    other's write loses its slot and is refused (WriteConflict: the call runs again), never
+    applied over what it did not see."""
+    store, _ = lake
+    other = LakeFSStore(store.repository, real_lakefs().config(), refresh=60)
+    try:
+        write(store, "main", {"db/a": b"1"})
+        other.get("main", "db/a")  # its state now: slot 1 seen
+        write(store, "main", {"db/a": b"2"})  # slot 2, which the other does not know
+        with pytest.raises(WriteConflict):
+            with other.write("main") as txn:  # a state 60 s fresh, missing slot 2
+                assert txn.get("db/a") == b"1"
+                txn.put("db/a", b"3")
+        with other.write("main") as txn:  # read again: it sees the other write now
+            assert txn.get("db/a") == b"2"
+            txn.put("db/a", b"3")
+        assert catalog(other, "main") == {"db/a": b"3"}
+        wait_until(lambda: store.get("main", "db/a") == b"3",
+                   what="the first store sees the other's write (within its bound)")
+    finally:
+        other.close()
