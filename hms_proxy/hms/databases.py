@@ -36,6 +36,7 @@ class DatabaseCalls(Family):
         with store.write(self.env.ref) as txn:
             if txn.get(keys.db_key(DEFAULT_DB)) is None:
                 txn.put(keys.db_key(DEFAULT_DB), encode(db))
+        warehouse.mkdirs(location)  # before the commit, which then holds its marker too
         if clean:
             try:
                 # HMS creates it with its schema, before any event: no notification for it
@@ -43,7 +44,6 @@ class DatabaseCalls(Family):
                              metadata={NO_EVENTS: "true"})
             except StoreError:  # another server committed it first, or the branch moved
                 pass
-        warehouse.mkdirs(location)
 
     # --- create / alter / drop -----------------------------------------------------------
     def create_database(self, ctx, database):
@@ -67,8 +67,10 @@ class DatabaseCalls(Family):
         with self.writing(ctx) as cat:
             if cat.raw(keys.db_key(name)) is not None:
                 raise errors.AlreadyExists(f"Database {database.name} already exists")
+            # in the transaction, as for a table: a commit right after it (--autocommit) holds
+            # the directory too
+            warehouse.mkdirs(db.locationUri)
             cat.put(keys.db_key(name), db)
-        warehouse.mkdirs(db.locationUri)
 
     def alter_database(self, ctx, dbname, db):
         """HMS replaces the parameters and the owner name (even with nothing), sets the owner

@@ -1,12 +1,14 @@
 """The file-system side of HMS: default locations, and the directories HMS itself manages.
 
-The stock HMS creates a database's and a managed table's directory, moves a managed table's
-directory on rename and deletes it on drop; Spark relies on that (a dropped managed table that
-left its files behind would be read again by a new table of the same name). We do the same for
-local ``file:`` locations, and for locations in the lakeFS repository the server's catalog
-lives in (:class:`LakeFSFiles`, registered by ``serve`` over ``lakefs://REPO``): on the branch
-of the location, like any lakeFS client's uncommitted changes. Other locations (other
-buckets, hdfs) are left alone: a metadata server here has no credentials for them.
+The stock HMS creates a database's, a managed table's and a partition's directory, moves a
+managed table's directory on rename and deletes it on drop; Spark relies on that (it checks
+that a table's directory exists before it writes or lists it, and a dropped managed table
+that left its files behind would be read again by a new table of the same name). We do the
+same for local ``file:`` locations, and for locations in the lakeFS repository the server's
+catalog lives in (:class:`LakeFSFiles`, registered by ``serve`` over ``lakefs://REPO``): on
+the branch of the location, like any lakeFS client's uncommitted changes, a directory being an
+empty marker object ``path/`` as S3A makes it on S3. Other locations (other buckets, hdfs) are
+left alone: a metadata server here has no credentials for them.
 """
 from __future__ import annotations
 
@@ -67,7 +69,18 @@ class LakeFSFiles:
         return self.store.get_branch(ref) is not None
 
     def mkdirs(self, location: str) -> bool:
-        return False  # object stores have no directories
+        """A directory marker (an empty object named ``path/``, what S3A writes for a
+        directory): what Spark and Trino check before they write or list a table that has no
+        file yet. None when something is there already, or at a commit or tag."""
+        ref, path = self._split(location)
+        if not self._branch(ref) or self.exists(location):
+            return False
+        try:
+            self.store.api.upload(ref, path + "/", b"")
+        except Exception as exc:  # noqa: BLE001 - a protected branch: lakeFS refuses, as for Spark
+            log.debug("no directory marker for %s: %s", location, exc)
+            return False
+        return True
 
     def exists(self, location: str) -> bool:
         ref, path = self._split(location)

@@ -52,6 +52,9 @@ def test_one_set_of_lakefs_keys(compose):
             conf["spark.hadoop.fs.s3a.secret.key"].strip()) == (key, secret)
     assert conf["spark.hadoop.fs.s3a.endpoint"].strip() == "http://lakefs:8000"
     assert conf["spark.hadoop.hive.metastore.uris"].strip() == "thrift://hms-proxy:9083"
+    # Spark's warehouse inside the repository the server serves, at its main branch
+    repo = re.search(r"lakefs://(\S+)", " ".join(services["hms-proxy"]["command"])).group(1)
+    assert conf["spark.sql.warehouse.dir"].strip() == f"s3a://{repo}/main/warehouse"
 
 
 def test_the_server_serves_the_repository_created(compose):
@@ -65,6 +68,9 @@ def test_the_server_serves_the_repository_created(compose):
     args = build_parser().parse_args(services["hms-proxy"]["command"])
     assert args.store == f"lakefs://{repo}" and args.port == 9083
     assert args.redis == "redis://redis:6379/0" and args.lakefs_locations == "s3a"
+    # lakeFS reaches the server's HTTP API by its service name, on the port it serves
+    assert args.lakefs_hooks == f"http://hms-proxy:{args.http_port}"
+    assert f"{args.http_port}:{args.http_port}" in services["hms-proxy"]["ports"]
     dockerfile = (DOCKER / "Dockerfile").read_text()
     assert "'.[lakefs]'" in dockerfile and "redis" in dockerfile
 

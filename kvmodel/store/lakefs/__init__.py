@@ -9,12 +9,17 @@ elsewhere (caches aside).
 **Mapping of the store contract** (:mod:`kvmodel.store.contract`):
 
 * a write transaction is **one object**: its changes are uploaded as one entry of the branch's
-  write log (``_hms_log/<branch>/<entry>``, :mod:`kvmodel.store.lakefs.log`) when it ends, so
-  it is staged whole or not at all, even if the server dies; ``commit`` *folds* the log into
-  per-key objects (``_hms/<key>``) and commits them (data objects staged beside the catalog
-  are committed with them, as ``lakectl commit`` would); ``reset`` resets the branch's
-  ``_hms/`` prefix and its log. Writers of one branch are serialised within the process;
-  between servers the last write wins (no compare-and-set);
+  write log (``_hms_log/<branch>/<slot>``, :mod:`kvmodel.store.lakefs.log`) when it ends, so
+  it is staged whole or not at all, even if the server dies, in the branch's next slot, which
+  lakeFS gives to one upload only: between servers a write made on a state that missed
+  another's raises :class:`~kvmodel.store.errors.WriteConflict` (the caller decides again);
+  ``commit`` *folds* the log into per-key objects (``_hms/<key>``) and commits them (data
+  objects staged beside the catalog are committed with them, as ``lakectl commit`` would);
+  ``reset`` resets the branch's ``_hms/`` and ``_hms_log/`` prefixes;
+* every ref reads as the objects it holds: per-key objects with the live log entries of every
+  directory applied, so lakeFS's own commits, branches, merges, reverts and tags (lakectl,
+  the UI) keep the catalog with the data; :meth:`LakeFSStore.fold_for_commit` is lakeFS's
+  ``prepare-commit`` hook (:mod:`kvmodel.lakefs_actions`);
 * commit authors, precise times and the caller's metadata travel in the lakeFS commit's
   metadata (``hms.author``, ``hms.created``): lakeFS records the committer as the
   authenticated user and times in whole seconds;

@@ -6,6 +6,10 @@ configuration):
     python tests/e2e/spark/runner.py --uri thrift://127.0.0.1:9083 --warehouse DIR \
         --statements statements.json --output results.jsonl
 
+``--statements -``: a session that takes one JSON item a line on stdin and answers each with
+one JSON line on stdout (``{"index": i, "result": R}``, after a first ``{"ready": s}``), for
+tests that do other things between statements (:mod:`tests.support.spark`).
+
 The statements file holds a JSON list. Each item is one of
 
   * ``"SQL TEXT"``
@@ -157,15 +161,29 @@ def main(argv=None) -> int:
     parser.add_argument("--uri", required=True)
     parser.add_argument("--warehouse", required=True)
     parser.add_argument("--statements", required=True)
-    parser.add_argument("--output", required=True)
+    parser.add_argument("--output", default="-", help="results file (not with --statements -)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting (repeatable)")
     args = parser.parse_args(argv)
     conf = dict(item.split("=", 1) for item in args.conf)
 
+    started = time.monotonic()
+    if args.statements == "-":  # one JSON item a line on stdin, one record a line on stdout
+        spark = build_session(args.uri, args.warehouse, conf)
+        print(json.dumps({"ready": round(time.monotonic() - started, 1)}), flush=True)
+        for index, line in enumerate(sys.stdin):
+            raw = json.loads(line)
+            item = substitute({"sql": raw} if isinstance(raw, str) else dict(raw),
+                              args.warehouse)
+            try:
+                result = run_python(spark, item) if "python" in item else run_sql(spark, item)
+            except Exception as exc:  # noqa: BLE001 - every failure is an outcome
+                result = error_result(exc)
+            print(json.dumps({"index": index, "result": result}, default=str), flush=True)
+        spark.stop()
+        return 0
     with open(args.statements) as f:
         items = json.load(f)
-    started = time.monotonic()
     spark = build_session(args.uri, args.warehouse, conf)
     print(f"runner: session ready in {time.monotonic() - started:.1f}s", file=sys.stderr, flush=True)
     with open(args.output, "w") as out:

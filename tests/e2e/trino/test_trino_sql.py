@@ -288,3 +288,32 @@ def test_trino_sees_a_branch_and_main_only_after_the_merge(trino, lake):
     finally:
         trino.drop_catalog(dev)
         trino.drop_catalog(main)
+
+
+def test_trino_creates_then_writes_a_table_on_lakefs(trino, lake):
+    """CREATE TABLE before any file exists, then INSERT and SELECT, as on local files; the
+    metastore made the table's directory when it created the table (a directory marker object
+    in lakeFS), as the stock HMS makes it on S3."""
+    import lakefs_sdk
+
+    from tests.support.trino import add_catalog
+
+    dev = add_catalog(lake["dev_uri"], prefix="mk", lakefs=lake["lakefs"])
+    try:
+        trino.execute("CREATE SCHEMA marked", catalog=dev)
+        trino.execute("CREATE TABLE marked.plain (x integer, why varchar) "
+                      "WITH (format = 'PARQUET')", catalog=dev)
+        with lake["lakefs"].sdk() as client:
+            marker = lakefs_sdk.ObjectsApi(client).stat_object(
+                lake["repo"], "dev", "warehouse/marked.db/plain/")
+        assert marker.size_bytes == 0
+        assert trino.execute("INSERT INTO marked.plain VALUES (1, 'x'), (2, 'y')",
+                             catalog=dev) == [[2]]
+        assert trino.execute("SELECT x, why FROM marked.plain ORDER BY x", catalog=dev) == \
+            [[1, "x"], [2, "y"]]
+        trino.execute("CREATE TABLE marked.parts (x integer, ds varchar) "
+                      "WITH (format = 'PARQUET', partitioned_by = ARRAY['ds'])", catalog=dev)
+        assert trino.execute("INSERT INTO marked.parts VALUES (1, 'a')", catalog=dev) == [[1]]
+        assert trino.execute("SELECT x, ds FROM marked.parts", catalog=dev) == [[1, "a"]]
+    finally:
+        trino.drop_catalog(dev)
