@@ -98,10 +98,14 @@ def run(args) -> int:
 
         _say("hms-proxy over lakefs://demo, serving main")
         port = args.port if _port_free(args.port) else metastores.free_port()
-        server = metastores.start_proxy(work / "hms-main", port=port, store=f"lakefs://{REPO}",
-                                        warehouse=False, env=env, cwd=work)
+        # with the lakeFS action: lakectl's and the UI's commits and merges keep the catalog
+        server = metastores.start_proxy(work / "hms-main", "--http-port", "0",
+                                        "--lakefs-hooks", "self", port=port,
+                                        store=f"lakefs://{REPO}", warehouse=False, env=env,
+                                        cwd=work)
         main_uri = server.uri
-        print(f"main: {main_uri}")
+        print(f"main: {main_uri}  (console and API: "
+              f"http://127.0.0.1:{server.announced_port('http')}/)")
 
         _say("Spark on main: a partitioned table, day 1 (its files through the S3 gateway)")
         _spark(main_uri, conf, [

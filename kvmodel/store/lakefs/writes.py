@@ -232,7 +232,13 @@ class Writes:
             if state.staged.get(key) != raw:
                 writes[key] = state.staged.get(key)
         self._put_keys(branch, state.head, writes, state.base)
-        named = [o.path for o in state.entries if o.directory != branch or o.seq is None]
+        # entries of other directories (brought by a commit or merge made without our fold)
+        # are folded by name: the new ones, and those earlier folds named that are still here
+        plan, _ = self._read_log(branch)
+        named = {o.path for o in state.entries if o.directory != branch or o.seq is None}
+        named.update(o.path for o in plan.folded if o.seq is not None and
+                     o.directory != branch and o.seq > plan.floors.get(o.directory, 0))
+        named = sorted(named)
         seq = state.last_seq + 1
         stamp = max(time.time_ns(), state.last_time + 1)
         try:
@@ -251,9 +257,10 @@ class Writes:
 
     def _collect(self, branch: str) -> None:
         """Delete the log objects folds made useless: entries of the layout before slots that
-        a fold named, its markers, and slots of the branch's own directory folded more than
-        ``RETAIN`` seconds ago (by lakeFS's clock). Slots of other directories are never
-        deleted here: their branch's writers count on them."""
+        a fold named, and its markers; in every directory, folded slots of more than
+        ``RETAIN`` seconds ago (by lakeFS's clock), but its newest fold entry (its floor) and
+        its highest slot: a writer of that directory's branch counts on them, and a merge back
+        into that branch would bring their deletion."""
         listed = [lakefs_log.listed(o.path, o.metadata, o.checksum, int(o.mtime or 0))
                   for o in self._paged(self.api.objects.list_objects, branch,
                                        prefix=lakefs_log.LOG, delimiter="", user_metadata=True)
@@ -264,16 +271,23 @@ class Writes:
         plan = lakefs_log.plan(listed, {o.cache_key: self._fold_of(branch, o)
                                         for o in listed if o.needs_reading})
         now = max(o.mtime for o in listed)  # lakeFS's clock, at least
-        newest_fold = max((o.seq for o in plan.folds
-                           if o.directory == branch and o.seq is not None), default=None)
+        newest = {}
+        for obj in plan.folds:
+            if obj.seq is not None and obj.seq > newest.get(obj.directory, -1):
+                newest[obj.directory] = obj.seq
+        highest = {}  # a directory's highest slot here: kept (see the docstring)
+        for obj in listed:
+            if obj.seq is not None and obj.seq > highest.get(obj.directory, -1):
+                highest[obj.directory] = obj.seq
         gone = []
         for obj in (*plan.folded, *plan.folds):
             if obj.seq is None:
                 gone.append(obj.path)  # the layout before slots: nobody counts on its names
-            elif obj.directory == branch and obj.seq != newest_fold and \
-                    obj.seq <= plan.floors.get(branch, 0) and \
-                    now - obj.mtime > lakefs_log.RETAIN:
-                gone.append(obj.path)
+            elif now - obj.mtime <= lakefs_log.RETAIN or obj.seq == newest.get(obj.directory) \
+                    or obj.seq == highest.get(obj.directory):
+                continue
+            elif obj.seq <= plan.floors.get(obj.directory, 0) or obj.directory != branch:
+                gone.append(obj.path)  # under its floor, or folded by name (per-key now)
         self._delete_paths(branch, gone)
 
     def _fold_of(self, ref: str, obj) -> object:

@@ -41,7 +41,8 @@ def lake(tmp_path_factory):
     server_lakefs = real_lakefs()
     REPO = new_repository("lake")
     env = dict(os.environ, **server_lakefs.env(), PYTHONPATH=str(REPO_ROOT))
-    store = LakeFSStore(REPO, server_lakefs.config())
+    # refresh=0: the test reads what other processes (the server, the CLI) did at once
+    store = LakeFSStore(REPO, server_lakefs.config(), refresh=0)
     store.create_branch("dev", "main")
     server = start_proxy(work, "--bind", "0=dev", store=f"lakefs://{REPO}", warehouse=False,
                          env=env)
