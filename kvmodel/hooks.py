@@ -334,10 +334,10 @@ def merge_with_hooks(store: VersionedStore, store_path, source: str, dest: str, 
     if not hooks.applies("pre-merge", protected):
         return merge_refs(store, source, dest, dry_run=dry_run, **{**kw, "message": message})
     for _ in range(ATTEMPTS):
-        dst_head = store.resolve(dest).commit
-        src_head = store.resolve(source).commit
+        dst_head = store.latest(dest).commit
+        src_head = store.latest(source).commit
         preview = merge_refs(store, src_head, dest, dry_run=True, **kw)
-        if store.resolve(dest).commit == dst_head:
+        if store.latest(dest).commit == dst_head:
             break
     else:
         raise HeadMoved(f"branch {dest!r} kept moving while its merge was previewed")

@@ -498,7 +498,7 @@ def merge_stats_pointer(store: VersionedStore, base: str, source: str, dest: str
 
 # --- merge and revert -----------------------------------------------------------------------------
 def _check_clean_branch(store: VersionedStore, branch: str):
-    ref = store.resolve(branch)
+    ref = store.latest(branch)
     if ref.branch is None:
         raise ReadOnlyRef(f"{branch!r} is not a branch")
     if next(iter(store.staged(branch)), None) is not None:
@@ -528,7 +528,7 @@ def merge_refs(store: VersionedStore, source: str, dest: str, *, strategy: str =
     if strategy not in _PREFER:
         raise ValueError(f"unknown merge strategy {strategy!r}; use one of {STRATEGIES}")
     dref = _check_clean_branch(store, dest)
-    src_head, dst_head = store.resolve(source).commit, dref.commit
+    src_head, dst_head = store.latest(source).commit, dref.commit
     if expected_head is not None and dst_head != expected_head:
         raise HeadMoved(f"branch {dest!r} is at {dst_head[:12]}, not {expected_head[:12]}")
     base = store.merge_base(src_head, dst_head)
@@ -570,7 +570,7 @@ def revert_commit(store: VersionedStore, branch: str, commit_id: str, *, author:
     Raises MergeConflict when later commits changed the same things differently,
     NothingToCommit when there is nothing left to undo, HeadMoved if the branch moved."""
     bref = _check_clean_branch(store, branch)
-    commit = store.get_commit(store.resolve(commit_id).commit)
+    commit = store.get_commit(store.latest(commit_id).commit)
     if not commit.parents:
         raise StoreError(f"commit {commit.id[:12]} has no parent to revert to")
     head = bref.commit

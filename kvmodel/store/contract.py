@@ -225,7 +225,14 @@ class VersionedStore(abc.ABC):
     # --- refs ---------------------------------------------------------------------------
     @abc.abstractmethod
     def resolve(self, ref: RefExpr) -> ResolvedRef:
-        """Resolve a ref expression. Raises RefNotFound, InvalidRef."""
+        """Resolve a ref expression. Raises RefNotFound, InvalidRef. A store that caches
+        branch heads may answer within its documented staleness bound."""
+
+    def latest(self, ref: RefExpr) -> ResolvedRef:
+        """:meth:`resolve`, a branch at its head as the store has it now (no cached head):
+        what a merge or a revert starts from, so that another process's commit made just
+        before is merged, not missed."""
+        return self.resolve(ref)
 
     @abc.abstractmethod
     def create_branch(self, name: BranchName, source: RefExpr) -> Branch:

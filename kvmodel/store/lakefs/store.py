@@ -201,6 +201,13 @@ class LakeFSStore(BranchStates, CommittedReads, Writes, Merges, DataObjects, Ver
             return ResolvedRef(ref, commit, None, None)
         return ResolvedRef(ref, head, name, tag)
 
+    def latest(self, ref: RefExpr) -> ResolvedRef:
+        resolved = self.resolve(ref)
+        if resolved.branch is None:
+            return resolved
+        state = self._refresh(resolved.branch)
+        return ResolvedRef(resolved.expr, state.head, resolved.branch, None)
+
     def create_branch(self, name: BranchName, source: RefExpr) -> Branch:
         self._check_branch_name(name)
         if self._tag(name) is not None or self._branch(name) is not None:

@@ -202,6 +202,33 @@ def test_two_stores_writing_one_branch_never_write_over_each_other(lake):
         other.close()
 
 
+def test_a_merge_starts_from_the_heads_lakefs_has_now_not_a_cached_one(lake):
+    """A server that read a branch a moment ago keeps its head for reads (within its bound);
+    a merge or a revert through it starts from lakeFS's heads as they are: a commit another
+    process made just before is merged (it was "up to date" on the cached head)."""
+    from kvmodel.merge import merge_refs
+
+    store, api = lake
+    write(store, "main", {"db/a": b"a"})
+    store.commit("main", "a")
+    api.branch("web", "main")
+    api.branch("site", "main")
+    server = LakeFSStore(store.repository, real_lakefs().config(), refresh=60)
+    try:
+        assert server.resolve("web").commit == server.resolve("site").commit
+        server.get("web", "db/a")  # web's state, cached for a minute
+        write(store, "web", {"db/b": b"b"})
+        head = api.commit("web", "b, committed with lakectl")
+        assert server.resolve("web").commit != head  # the cached head, as reads may use it
+        assert server.latest("web").commit == head
+        done = merge_refs(server, "web", "site", message="web into site")
+        assert done.commit is not None and [c.key for c in done.applied] == ["db/b"]
+        assert server.merge_base(done.commit.id, head) == head  # the commit is merged
+        assert catalog(server, "site") == {"db/a": b"a", "db/b": b"b"}
+    finally:
+        server.close()
+
+
 def test_a_write_on_a_state_older_than_a_fold_finds_its_slot_taken(lake):
     """A fold takes a slot too, and keeps the slots it folded for a while: a writer that read
     the branch before the fold cannot take a slot it did not know was used."""
