@@ -13,7 +13,8 @@ Writing canonicalises a location into the repository on the branch written
 (``s3a://REPO/<that branch>/...``, ``s3://``, ``lakefs://``); locations elsewhere (another
 bucket, another repository, or this repository at another ref, named on purpose) are stored as
 given. What is rewritten: a database's ``locationUri``, a table's and a partition's
-``sd.location``, and the ``set`` of a statistics pointer. Rendering and canonicalising are each
+``sd.location`` and serde parameter ``path`` (where Spark's data source tables keep theirs),
+and the ``set`` of a statistics pointer. Rendering and canonicalising are each
 other's inverse, and both leave any other key or value byte for byte.
 """
 from __future__ import annotations
@@ -80,38 +81,76 @@ class RefLocations:
         return hit
 
     def _rewrite(self, key: str, value: bytes, fix) -> bytes:
+        return rewrite_locations(key, value, fix)
 
-        kind, _ = parse_key(key)
-        try:
-            if kind == "database":
-                db = codec.decode(ttypes.Database, value)
-                new = fix(db.locationUri)
-                if new == db.locationUri:
-                    return value
-                db.locationUri = new
-                return codec.encode(db)
-            if kind in ("table", "partition"):
-                cls = ttypes.Table if kind == "table" else ttypes.Partition
-                obj = codec.decode(cls, value)
-                if obj.sd is None:
-                    return value
-                new = fix(obj.sd.location)
-                if new == obj.sd.location:
-                    return value
-                obj.sd.location = new
-                return codec.encode(obj)
-            if kind == "table_item" and key.split("/", 4)[-1].startswith("stats/"):
-                pointer = json.loads(value)
-                if not isinstance(pointer, dict) or "set" not in pointer:
-                    return value
-                new = fix(pointer["set"])
-                if new == pointer["set"]:
-                    return value
-                pointer["set"] = new
-                return json.dumps(pointer, sort_keys=True, separators=(",", ":")).encode()
-        except Exception:  # noqa: BLE001 - not what the key says: stored and served as is
-            return value
+
+def rewrite_locations(key: str, value: bytes, fix) -> bytes:
+    """``value`` of catalog ``key`` with its location (a database's ``locationUri``, a table's
+    or partition's ``sd.location`` and serde parameter ``path``, a statistics pointer's
+    ``set``) replaced by ``fix(it)``; the same bytes when nothing changes."""
+    kind, _ = parse_key(key)
+    try:
+        if kind == "database":
+            db = codec.decode(ttypes.Database, value)
+            new = fix(db.locationUri)
+            if new == db.locationUri:
+                return value
+            db.locationUri = new
+            return codec.encode(db)
+        if kind in ("table", "partition"):
+            cls = ttypes.Table if kind == "table" else ttypes.Partition
+            obj = codec.decode(cls, value)
+            if obj.sd is None:
+                return value
+            changed = False
+            new = fix(obj.sd.location)
+            if new != obj.sd.location:
+                obj.sd.location, changed = new, True
+            # Spark's data source tables (USING parquet, CTAS) keep their location in the
+            # serde parameter "path" too, and Spark reads and writes there, not sd.location
+            params = obj.sd.serdeInfo.parameters if obj.sd.serdeInfo is not None else None
+            for name in [k for k in (params or {}) if k.lower() == "path"]:
+                moved = fix(params[name])
+                if moved != params[name]:
+                    params[name], changed = moved, True
+            return codec.encode(obj) if changed else value
+        if kind == "table_item" and key.split("/", 4)[-1].startswith("stats/"):
+            pointer = json.loads(value)
+            if not isinstance(pointer, dict) or "set" not in pointer:
+                return value
+            new = fix(pointer["set"])
+            if new == pointer["set"]:
+                return value
+            pointer["set"] = new
+            return json.dumps(pointer, sort_keys=True, separators=(",", ":")).encode()
+    except Exception:  # noqa: BLE001 - not what the key says: stored and served as is
         return value
+    return value
+
+
+def relocate_prefix(store: VersionedStore, branch: str, old: str, new: str) -> int:
+    """On ``branch``, every location equal to ``old`` or under it (``old/...``) is moved to
+    the same place under ``new``, in one write transaction; the number of values changed."""
+    old, new = old.rstrip("/"), new.rstrip("/")
+
+    def fix(location):
+        if location == old:
+            return new
+        if location and location.startswith(old + "/"):
+            return new + location[len(old):]
+        return location
+
+    marker = old.encode()
+    changed = 0
+    with store.write(branch) as txn:
+        for key, value in list(txn.scan()):
+            if marker not in value:
+                continue
+            fixed = rewrite_locations(key, value, fix)
+            if fixed != value:
+                txn.put(key, fixed)
+                changed += 1
+    return changed
 
 
 def _ref_name(view) -> str:

@@ -263,6 +263,17 @@ def test_ref_locations_round_trip():
     assert codec.decode(T.Database, loc.render("db/d", stored, "abc123")).locationUri == \
         "s3a://repo/abc123/d.db"
     assert loc.canonical("db/d/fn/f", b"s3a://repo/dev/x", "dev") == b"s3a://repo/dev/x"
+    # a Spark data source table (USING parquet): its "path" serde parameter follows the ref
+    table = T.Table("t", "d", "", 0, 0, 0, T.StorageDescriptor(
+        [], "s3a://repo/dev/wh/t", None, None, False, -1,
+        T.SerDeInfo(None, "x", {"path": "s3a://repo/dev/wh/t", "serialization.format": "1"}),
+        [], [], {}), [], {}, None, None, "MANAGED_TABLE")
+    stored = loc.canonical("db/d/table/t", codec.encode(table), "dev")
+    assert codec.decode(T.Table, stored).sd.serdeInfo.parameters["path"] == \
+        "lakefs://repo/@/wh/t"
+    shown = codec.decode(T.Table, loc.render("db/d/table/t", stored, "main"))
+    assert shown.sd.location == shown.sd.serdeInfo.parameters["path"] == "s3a://repo/main/wh/t"
+    assert shown.sd.serdeInfo.parameters["serialization.format"] == "1"
     pointer = b'{"commit":"c","set":"s3a://repo/dev/t/_stats/_/1"}'
     assert loc.canonical("db/d/table/t/stats/_", pointer, "dev") == \
         b'{"commit":"c","set":"lakefs://repo/@/t/_stats/_/1"}'

@@ -110,6 +110,9 @@ def test_spark_tables_on_lakefs_driven_by_lakefs_alone(stack):
     spark.sql("ALTER TABLE `shop@dev`.plain ADD COLUMNS (extra STRING)")
     spark.sql("CREATE TABLE `shop@dev`.fresh (id INT) STORED AS PARQUET")
     spark.sql("INSERT INTO `shop@dev`.fresh VALUES (7)")
+    # a data source table (USING parquet) keeps its location in a serde parameter too
+    spark.sql("INSERT INTO `shop@dev`.used VALUES (6, 'd')")
+    assert sorted(spark.sql("SELECT * FROM `shop@dev`.used")) == [[5, "u"], [6, "d"]]
     assert sorted(spark.sql("SELECT id, why FROM `shop@dev`.plain")) == [[1, "x"], [2, "y"]]
     spark.sql("REFRESH TABLE shop.plain")
     assert spark.sql("SELECT * FROM shop.plain") == [[1, "x"]]
@@ -119,6 +122,10 @@ def test_spark_tables_on_lakefs_driven_by_lakefs_alone(stack):
     assert lake.data_files("dev", f"{wh}/fresh") and not lake.data_files("main", f"{wh}/fresh")
     assert len(lake.data_files("dev", f"{wh}/plain")) == 2
     assert len(lake.data_files("main", f"{wh}/plain")) == 1
+    assert len(lake.data_files("dev", f"{wh}/used")) == 2
+    assert len(lake.data_files("main", f"{wh}/used")) == 1
+    spark.sql("REFRESH TABLE shop.used")
+    assert spark.sql("SELECT * FROM shop.used") == [[5, "u"]]
 
     # lakeFS commits dev and merges it into main: main reads dev's table, column and rows
     lake.commit("dev", "dev's rows, column and table")
