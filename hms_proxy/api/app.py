@@ -8,13 +8,14 @@ Routes (under ``/api/v1``; :mod:`hms_proxy.api.openapi` describes each one)::
     POST   /branches                  GET|DELETE /branches/{name}
     PUT    /branches/{name}/protection
     POST   /tags                      GET|DELETE /tags/{name}
-    GET    /commits?ref=               GET /commits/{id}
+    GET    /commits?ref=               GET /commits/{id}         POST /commits
     GET    /diff?left=&right=          GET /diff/children?left=&right=&db=&table=
     POST   /merge
     GET    /databases                  GET /databases/{db}
     GET    /databases/{db}/tables/{table}[/partitions]
     GET    /databases/{db}/tables/{table}/stats[/partitions|/summary|/top|/histogram]
     POST   /lakefs/hooks                                lakeFS's webhook (prepare-commit, pre-merge)
+    GET|POST /listeners               PUT|DELETE /listeners/{port}  Thrift ports bound to a ref
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from hms_proxy.api import catalog, diffs, lakefs_hooks, refs, stats
+from hms_proxy.api import catalog, diffs, lakefs_hooks, listeners, refs, stats
 from hms_proxy.api.auth import Policy
 from hms_proxy.api.diffs import ReportCache
 from hms_proxy.api.errors import ApiError, from_exception
@@ -58,6 +59,7 @@ ROUTES = [
     _route("GET", "/tags/{name}", refs.get_tag),
     _route("DELETE", "/tags/{name}", refs.delete_tag),
     _route("GET", "/commits", refs.log),
+    _route("POST", "/commits", refs.create_commit),
     _route("GET", "/commits/{id}", refs.show_commit),
     _route("GET", "/diff", diffs.diff),
     _route("GET", "/diff/children", diffs.diff_children),
@@ -72,6 +74,10 @@ ROUTES = [
     _route("GET", TABLE + "/stats/top", stats.top),
     _route("GET", TABLE + "/stats/histogram", stats.histogram),
     _route("POST", "/lakefs/hooks", lakefs_hooks.hook),
+    _route("GET", "/listeners", listeners.list_listeners),
+    _route("POST", "/listeners", listeners.open_listener),
+    _route("PUT", "/listeners/{port}", listeners.move_listener),
+    _route("DELETE", "/listeners/{port}", listeners.close_listener),
 ]
 
 
@@ -79,9 +85,13 @@ class App:
     """The API over one store: its routes, access policy and caches."""
 
     def __init__(self, store, policy: Policy | None = None, default_ref: str = "main",
-                 store_path: str | None = None):
+                 store_path: str | None = None, listeners=None, thrift_host: str = "127.0.0.1",
+                 warehouse: str | None = None):
 
         self.store = store
+        self.listeners = listeners  # serve's run-time Thrift listeners (None: hms-proxy api)
+        self.thrift_host = thrift_host
+        self.warehouse = warehouse  # serve's warehouse root (None: hms-proxy api)
         self.policy = policy or Policy()
         self.default_ref = default_ref
         self.store_path = store_path

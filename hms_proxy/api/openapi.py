@@ -47,17 +47,22 @@ SCHEMAS = {
     "Error": _obj({
         "error": _obj({"type": S, "message": S, "messages": _arr(S)}, ["type", "message"]),
         "merge": _ref("MergeResult")}, ["error"]),
+    "Listener": _obj({"port": I, "ref": S, "read_only": B, "uri": S}),
+    "Listeners": _obj({"listeners": _arr(_ref("Listener"))}),
+    "ClosedListener": _obj({"closed": _ref("Listener")}),
     "HookAnswer": _obj({"event": S, "branch": _null(S), "folded": B, "catalog": S,
                         "ignored": B}, ["event"]),
     "Caller": _obj({"identity": _null(S), "auth": {"type": "string",
                                                    "enum": ["secret", "ugi", "none"]}}),
     "Info": _obj({"service": S, "api": S, "version": S, "default_branch": S, "read_only": B,
-                  "access_rules": B, "caller": _ref("Caller")}),
+                  "access_rules": B, "lakefs_repository": _null(S), "warehouse": _null(S),
+                  "caller": _ref("Caller")}),
     "Commit": _obj({"id": S, "short_id": S, "parents": _arr(S), "message": S, "author": S,
                     "created": N, "date": {"type": "string", "format": "date-time"},
                     "metadata": STR_MAP}),
     "Branch": _obj({"name": S, "head": S, "protected": B, "uncommitted": B,
-                    "commit": _ref("Commit")}),
+                    "commit": _ref("Commit"), "relocated": I},
+                   ["name", "head", "protected", "uncommitted", "commit"]),
     "Tag": _obj({"name": S, "commit": S, "commit_info": _ref("Commit")}),
     "Refs": _obj({"default_branch": S, "branches": _arr(_ref("Branch")),
                   "tags": _arr(_ref("Tag"))}),
@@ -227,11 +232,17 @@ PATHS = {
                                 (200, "Refs"), errors=())},
     ROOT + "/branches": {"post": _op(
         "createBranch", "refs", "Create a branch", (201, "Branch"),
-        body=_body({"name": NAME, "from": {"type": "string", "minLength": 1}}, ["name"],
+        body=_body({"name": NAME, "from": {"type": "string", "minLength": 1},
+                    "warehouse": {"type": "string", "minLength": 1}}, ["name"],
                    {"name": "feature-x", "from": "main"}),
         errors=(400, 403, 404, 409),
         description="A write on the new branch (by its name in the access rules) and a read "
-                    "of `from` (default: the server's ref).")},
+                    "of `from` (default: the server's ref). `warehouse` (a new or empty "
+                    "local directory, `file:/...`; `hms-proxy serve` over a local warehouse): "
+                    "the branch's files become its own, as the pytest plugin gives each "
+                    "test: its databases, tables and partitions under the server's warehouse "
+                    "are pointed there (uncommitted changes of the branch) and their files "
+                    "linked there; `relocated` counts them.")},
     ROOT + "/branches/{name}": {
         "get": _op("getBranch", "refs", "One branch", (200, "Branch"),
                    params=[_p("name", "branch name", "main")]),
@@ -255,7 +266,15 @@ PATHS = {
                       params=[_p("name", "tag name", "old")], errors=(400, 403, 404, 409))},
     ROOT + "/commits": {"get": _op(
         "listCommits", "commits", "Commits reachable from a ref, newest first, paged",
-        (200, "CommitLog"), params=[REF, PATH_FILTER, OFFSET, LIMIT])},
+        (200, "CommitLog"), params=[REF, PATH_FILTER, OFFSET, LIMIT]),
+        "post": _op(
+            "createCommit", "commits", "Commit a branch's uncommitted changes",
+            (201, "Commit"),
+            body=_body({"branch": NAME, "message": {"type": "string"}}, ["branch", "message"],
+                       {"branch": "dev", "message": "orders: new column"}),
+            errors=(400, 403, 404, 409),
+            description="As `hms-proxy commit`: the pre-commit hooks run (a veto is 409 "
+                        "HookVeto); nothing to commit is 409 NothingToCommit.")},
     ROOT + "/commits/{id}": {"get": _op(
         "getCommit", "commits", "One commit and its changes against its first parent "
                                 "(a page of the diff)",
@@ -314,6 +333,33 @@ PATHS = {
                     "that lakeFS's merge would keep whole from one side, is refused (409, "
                     "the tables and fields in `messages`): lakeFS then aborts the merge. "
                     "Other events are answered 200 and ignored.")},
+    ROOT + "/listeners": {
+        "get": _op("listListeners", "listeners",
+                   "Thrift listeners opened through the API, each bound to a ref",
+                   (200, "Listeners"), errors=(404,)),
+        "post": _op(
+            "openListener", "listeners", "Open a Thrift listener bound to a ref",
+            (201, "Listener"),
+            body=_body({"ref": NAME}, ["ref"], {"ref": "test-42"}),
+            errors=(400, 403, 404, 409),
+            description="A port of the server's host serving `ref` as `serve --bind PORT=REF` "
+                        "does (the server's limits and security; read-only when the server is "
+                        "read-only): a Spark or Trino configuration pointed at `uri` works on that "
+                        "ref unchanged. Only `hms-proxy serve --http-port` of one process has "
+                        "them (404 otherwise); at most 512 at once (409).")},
+    ROOT + "/listeners/{port}": {"put": _op(
+        "moveListener", "listeners", "Serve another ref on a listener opened through the API",
+        (200, "Listener"), params=[_p("port", "its port", "40123")],
+        body=_body({"ref": NAME}, ["ref"], {"ref": "test-43"}),
+        errors=(400, 403, 404),
+        description="From the next call on, also on the connections already open (a "
+                    "SparkSession keeps its connection): what the pytest plugin does between "
+                    "tests so that one Spark serves each test's branch."),
+        "delete": _op(
+        "closeListener", "listeners", "Close a listener opened through the API",
+        (200, "ClosedListener"), params=[_p("port", "its port", "40123")],
+        errors=(400, 403, 404),
+        description="Stops accepting at once; calls in flight finish.")},
     ROOT + "/databases": {"get": _op("listDatabases", "catalog", "Databases at a ref",
                                      (200, "Databases"), params=[REF])},
     ROOT + "/databases/{db}": {"get": _op("getDatabase", "catalog",
@@ -367,7 +413,7 @@ DOCUMENT = {
                             "X-HMS-User header (a claimed user, trusted mode)."},
     "servers": [{"url": "/"}],
     "tags": [{"name": t} for t in ("server", "refs", "commits", "diff", "merge", "lakefs",
-                                   "catalog", "statistics")],
+                                   "listeners", "catalog", "statistics")],
     "paths": PATHS,
     "components": {
         "schemas": SCHEMAS,

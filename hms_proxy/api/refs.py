@@ -10,7 +10,9 @@ from hms_proxy.api import diffs
 from hms_proxy.api.auth import READ, WRITE
 from hms_proxy.api.errors import ApiError, bad_request
 from hms_proxy.api.request import Request
+from hms_proxy.hms import warehouse
 from kvmodel.catalog import path_prefix
+from kvmodel.hooks import commit_with_hooks
 from kvmodel.store.errors import InvalidRef
 from kvmodel.store.refs import validate_name
 from kvmodel.versioning import touches
@@ -50,6 +52,8 @@ def info(app, req: Request):
     return 200, {"service": "hms-proxy", "api": "v1", "version": app.version,
                  "default_branch": app.default_ref, "read_only": app.policy.read_only,
                  "access_rules": app.policy.rules is not None,
+                 "lakefs_repository": getattr(app.store, "repository", None),
+                 "warehouse": app.warehouse,
                  "caller": req.caller.to_json()}
 
 
@@ -69,16 +73,34 @@ def get_branch(app, req: Request):
 
 
 def create_branch(app, req: Request):
-    body = req.fields({"name": (str, True), "from": (str, False)})
+    body = req.fields({"name": (str, True), "from": (str, False), "warehouse": (str, False)})
     name, source = body["name"].strip(), body.get("from", app.default_ref).strip()
     _valid_name(name)
     app.policy.check(req.caller, source, READ, "create_branch", name)
     app.policy.check(req.caller, name, WRITE, "create_branch", name)
     if any(t.name == name for t in app.store.list_tags()):
         raise ApiError(409, "RefExists", f"a tag named {name!r} exists")
-    branch = app.policy.write(req.caller, name, "create_branch", name,
-                              lambda: app.store.create_branch(name, source))
-    return 201, branch_json(app.store, branch)
+    target = body.get("warehouse")
+    if target is not None:
+        if app.warehouse is None:
+            raise bad_request("'warehouse' needs hms-proxy serve (this server knows no "
+                              "warehouse)")
+        try:
+            warehouse.check_own_files(app.warehouse, target)
+        except ValueError as exc:
+            raise bad_request(f"'warehouse': {exc}") from None
+
+    def make():
+        made = app.store.create_branch(name, source)
+        moved = 0 if target is None else \
+            warehouse.give_own_files(app.store, name, app.warehouse, target)
+        return made, moved
+
+    branch, moved = app.policy.write(req.caller, name, "create_branch", name, make)
+    answer = branch_json(app.store, app.store.get_branch(name) or branch)
+    if target is not None:
+        answer["relocated"] = moved
+    return 201, answer
 
 
 def delete_branch(app, req: Request):
@@ -166,6 +188,23 @@ def log(app, req: Request):
     return 200, {"ref": ref, "head": head, "path": path or None, "offset": offset,
                  "limit": limit, "next_offset": offset + limit if more else None,
                  "commits": commits}
+
+
+def create_commit(app, req: Request):
+    """Commit a branch's uncommitted changes (pre-commit hooks run as for ``hms-proxy
+    commit``); 409 NothingToCommit when there are none."""
+    body = req.fields({"branch": (str, True), "message": (str, True)})
+    branch = body["branch"].strip()
+    app.policy.check(req.caller, branch, WRITE, "commit", branch)
+    if app.store.get_branch(branch) is None:
+        raise ApiError(404, "RefNotFound", f"no branch {branch!r}")
+    author = req.caller.identity or "anonymous"
+    metadata = {"via": "http", "auth": req.caller.auth}
+    commit = app.policy.write(
+        req.caller, branch, "commit", branch,
+        lambda: commit_with_hooks(app.store, app.store_path, branch, body["message"],
+                                  author, metadata))
+    return 201, commit.to_json()
 
 
 def show_commit(app, req: Request):

@@ -20,6 +20,7 @@ from hms_proxy.api.auth import Policy
 from hms_proxy.api.server import ApiServer
 from hms_proxy.app import supervisor
 from hms_proxy.app.config import ApiConfig, ConfigError, SecurityConfig, ServeConfig, StoreConfig
+from hms_proxy.app.listeners import Listeners
 from hms_proxy.hms import warehouse
 from hms_proxy.hms.family import Env
 from hms_proxy.hms.handler import Handler
@@ -174,14 +175,16 @@ def _listen(option: str, bind) -> None:
         raise SystemExit(2) from None
 
 
-def start_http(config: ServeConfig, server: srv.MetastoreServer) -> ApiServer:
+def start_http(config: ServeConfig, server: srv.MetastoreServer,
+               listeners: Listeners | None = None) -> ApiServer:
     """The HTTP API and console of ``serve --http-port``, over the running server's store and
-    security; ``stop()`` it at the end."""
+    security (``listeners``: the Thrift listeners it may open); ``stop()`` it at the end."""
     env = server.processor.handler.env
     guard = env.access
     policy = Policy(getattr(guard, "rules", None), getattr(guard, "secrets", None),
                     getattr(guard, "audit", None), read_only=config.security.read_only)
-    app = App(env.store, policy, default_ref=config.ref, store_path=local_path(config.store.store))
+    app = App(env.store, policy, default_ref=config.ref, store_path=local_path(config.store.store),
+              listeners=listeners, thrift_host=_shown(config.host), warehouse=env.warehouse.root)
     host = config.http_host or config.host
     try:
         http = ApiServer(app, host, config.http_port, reuse_port=config.reuse_port)
@@ -194,8 +197,13 @@ def start_http(config: ServeConfig, server: srv.MetastoreServer) -> ApiServer:
     return http
 
 
+def _shown(host: str) -> str:
+    """A host to connect to: the loopback for a wildcard address, an IPv6 one bracketed."""
+    return "127.0.0.1" if host in ("0.0.0.0", "") else (f"[{host}]" if ":" in host else host)
+
+
 def announce_http(host: str, port: int) -> None:
-    shown = "127.0.0.1" if host in ("0.0.0.0", "") else (f"[{host}]" if ":" in host else host)
+    shown = _shown(host)
     log.info("HTTP API and console on http://%s:%d/", shown, port)
     print(f"hms-proxy HTTP API and console on http://{shown}:{port}/", flush=True)
 
@@ -239,13 +247,19 @@ def run_serve(config: ServeConfig, argv: list[str]) -> int:
         _listen(f"--metrics-port {config.metrics_port}", start_metrics)
         log.info("metrics on http://%s:%d/metrics", host, metrics_http.port)
         print(f"hms-proxy metrics on http://{host}:{metrics_http.port}/metrics", flush=True)
-    http = start_http(config, server) if config.http_port is not None else None
+    # ports bound to a ref through the HTTP API: a worker of several (HMS_WORKER) has none,
+    # since the next request may reach another worker
+    listeners = None if os.environ.get("HMS_WORKER") else \
+        Listeners(server, server.processor.handler.env.store)
+    http = start_http(config, server, listeners) if config.http_port is not None else None
     if config.store.lakefs_hooks:
         install_lakefs_hooks(server.processor.handler.env.store, config.store.lakefs_hooks,
                              config.ref, http and (config.http_host or config.host, http.port))
     server.serve_forever()
     if http is not None:
         http.stop()
+    if listeners is not None:
+        listeners.close_all()
     if metrics_http is not None:
         metrics_http.stop()
     for extra in extras:

@@ -122,7 +122,7 @@ def _routed(name: str, impl, method, federation=None, guard=None, served=None):
     def call(ctx, *args):
         args = list(args)
         ref = routing.strip_arguments(name, arg_names, args)
-        ctx.ref = ref or ctx.listener_ref
+        ctx.ref = ref or ctx.served_ref()
         ctx.call = _describe_call(name, arg_names, args)
         if guard is not None:
             return guard.call(ctx, method, args, lambda: run(ctx, args, ref))

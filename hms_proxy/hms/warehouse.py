@@ -239,3 +239,43 @@ def delete_empty_parents(location: str | None, levels: int) -> None:
         except OSError:
             return
         parent = os.path.dirname(parent)
+
+
+def check_own_files(root: str, target: str) -> tuple[str, str]:
+    """The two directories of :func:`give_own_files`, or ValueError saying what is wrong."""
+    src, dst = local_path(qualify(root)), local_path(qualify(target))
+    if src is None:
+        raise ValueError(f"the server's warehouse {root} is not a local directory")
+    if dst is None or not os.path.isabs(dst):
+        raise ValueError(f"{target!r} is not an absolute local directory (file:/...)")
+    src, dst = os.path.realpath(src), os.path.realpath(dst)
+    if dst == src or dst.startswith(src + os.sep) or src.startswith(dst + os.sep):
+        raise ValueError(f"{target!r} is inside the warehouse {root}, or holds it")
+    if os.path.exists(dst) and (not os.path.isdir(dst) or os.listdir(dst)):
+        raise ValueError(f"{target!r} exists and is not an empty directory")
+    return src, dst
+
+
+def give_own_files(store, branch: str, root: str, target: str) -> int:
+    """Make ``branch``'s files its own: every database, table and partition of the branch
+    located under the local warehouse ``root`` is pointed at the same place under ``target``
+    (a new or empty local directory outside ``root``), and the files under ``root`` appear
+    there as hard links (Spark and Hive never rewrite a file in place; a copy where links
+    cannot be made). What a test's branch gets from the pytest plugin, so that nothing it
+    writes or drops reaches another branch. Returns the number of catalog values changed;
+    ValueError for a target that is not such a directory."""
+    from kvmodel.locations import relocate_prefix
+
+    src, dst = check_own_files(root, target)
+    moved = relocate_prefix(store, branch, qualify(root), qualify(target))
+    os.makedirs(dst, exist_ok=True)
+    if moved and os.path.isdir(src):
+        shutil.copytree(src, dst, copy_function=_link, dirs_exist_ok=True, symlinks=True)
+    return moved
+
+
+def _link(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system
+        shutil.copy2(src, dst)

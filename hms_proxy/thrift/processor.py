@@ -40,12 +40,20 @@ class CallContext:
     groups: list[str] = field(default_factory=list)
     calls: int = 0
     listener_ref: str | None = None  # the ref of the port the client connected to
+    # the listener itself, whose ref the HTTP API may move (PUT /listeners/{port}): its ref at
+    # each call, not at connection time, wins over listener_ref
+    listener_server: object = field(default=None, repr=False)
     ref: str | None = None           # the ref of the call being served (set by the handler)
     call: str = ""                   # "<method> <object>", for commit messages and logs
     listener: str = ""               # host:port of the listener (for the audit log)
     read_only: bool = False          # a read-only listener: every write refused (access.py)
     identity: str | None = None      # who the caller is, as established (hms_proxy.security.access)
     auth: str = "none"               # how: cert (TLS client CN), secret, ugi, none
+
+    def served_ref(self) -> str | None:
+        """The ref of the port the client is connected to, now (None: the server's ref)."""
+        server = self.listener_server
+        return server.ref if server is not None else self.listener_ref
 
 
 @dataclass(frozen=True)

@@ -274,6 +274,17 @@ class MetastoreServer:
         """Stop accepting; in-flight calls finish, idle connections are closed."""
         self._stopping.set()
 
+    def stop_now(self) -> None:
+        """:meth:`stop`, the accept loop woken at once (not at its next half-second tick):
+        the port refuses new connections when this returns."""
+        self._stopping.set()
+        listener = self._listener
+        if listener is not None:
+            try:
+                listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
     def install_signal_handlers(self) -> StopRequest:
         """SIGTERM and SIGINT stop :meth:`serve_forever` (any number of them, in any burst:
         the handler takes no lock, see hms_proxy.ops.shutdown)."""
@@ -348,7 +359,7 @@ class MetastoreServer:
         peer = f"{addr[0]}:{addr[1]}" if isinstance(addr, tuple) else str(addr)
         cfg = self.config
         ctx = CallContext(peer=peer, listener_ref=self.ref, read_only=cfg.read_only,
-                          listener=f"{cfg.host}:{self.port}")
+                          listener=f"{cfg.host}:{self.port}", listener_server=self)
         try:
             if cfg.tls is not None:  # the handshake: here, under a timeout, not in accept
                 conn = cfg.tls.accept(conn, ctx)

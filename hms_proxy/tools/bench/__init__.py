@@ -65,6 +65,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     # (and func); plain `hms-proxy bench --target ...` is unchanged.
     from hms_proxy.tools.bench import (  # light: heavy imports
         importing,
+        per_test,
         plans,
         stats_bench,
         throughput,
@@ -73,7 +74,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     )
 
     modes = p.add_subparsers(dest="bench_mode",
-                             metavar="{versioning,import,stats,plans,throughput,visibility}",
+                             metavar="{versioning,import,stats,plans,throughput,visibility,per-test}",
                              title="modes (optional)")
     throughput.register(modes)
     visibility.register(modes)
@@ -81,6 +82,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     importing.register(modes)
     stats_bench.register(modes)
     plans.register(modes)
+    per_test.register(modes)
     return p
 
 
