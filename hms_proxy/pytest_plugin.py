@@ -115,9 +115,12 @@ class Branch:
 
     def spark_conf(self) -> dict[str, str]:
         """What a SparkSession on this branch needs (``builder.config(k, v)`` each)."""
-        return {"spark.sql.catalogImplementation": "hive",
+        conf = {"spark.sql.catalogImplementation": "hive",
                 "spark.hadoop.hive.metastore.uris": self.uri,
                 "spark.sql.warehouse.dir": self.warehouse}
+        if self.warehouse.startswith("s3a://"):
+            conf.update(lakefs_spark_conf())
+        return conf
 
     def trino_properties(self) -> dict[str, str]:
         """A Trino Hive catalog on this branch (``etc/catalog/NAME.properties``)."""
@@ -152,7 +155,11 @@ class Metastore:
         copies."""
         conf = {"spark.sql.catalogImplementation": "hive",
                 "spark.hadoop.hive.metastore.uris": self.uri}
-        if self.warehouse:
+        if self.repository:  # files through lakeFS's S3 gateway, on the default branch
+            conf.update(lakefs_spark_conf())
+            conf["spark.sql.warehouse.dir"] = \
+                f"s3a://{self.repository}/{self.default_branch}/warehouse"
+        elif self.warehouse:
             conf["spark.sql.warehouse.dir"] = self.warehouse
         return conf
 
@@ -278,6 +285,17 @@ def hms_seed_branch(hms_metastore, hms_run_id):
     hms_metastore.close_listener(branch.port)
 
 
+def lakefs_spark_conf() -> dict[str, str]:
+    """Spark's s3a settings for the lakeFS of ``LAKEFS_ENDPOINT`` (or ``~/.lakectl.yaml``):
+    its S3 gateway, the connector fetched once from Maven Central."""
+    from hms_proxy.tools import spark_s3
+    from kvmodel.store.lakefs.api import LakeFSConfig
+
+    config = LakeFSConfig.discover()
+    return spark_s3.spark_conf(config.endpoint.removesuffix("/api/v1"), config.access_key_id,
+                               config.secret_access_key)
+
+
 @dataclass
 class Port:
     """The session's moving port: ``uri`` serves ``ref`` (the running test's branch)."""
@@ -296,7 +314,7 @@ def hms_port(hms_metastore, hms_seed_branch):
 
 
 @pytest.fixture(scope="session")
-def hms_spark_session(hms_metastore, hms_port, tmp_path_factory):
+def hms_spark_session(hms_metastore, hms_port, hms_seed_branch, tmp_path_factory):
     """One SparkSession (local[1], Hive catalog) on :func:`hms_port` for the session; its
     warehouse is the server's (where the seed's databases go; each test's branch copies it)."""
     try:
@@ -306,7 +324,9 @@ def hms_spark_session(hms_metastore, hms_port, tmp_path_factory):
     builder = SparkSession.builder.master("local[1]").appName("hms-proxy-pytest")
     conf = {**hms_metastore.spark_conf(), "spark.hadoop.hive.metastore.uris": hms_port.uri,
             "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1"}
-    if not hms_metastore.warehouse:
+    if hms_metastore.repository:  # new databases of the seed: on the seed's branch
+        conf["spark.sql.warehouse.dir"] = hms_seed_branch.warehouse
+    elif not hms_metastore.warehouse:
         conf["spark.sql.warehouse.dir"] = str(tmp_path_factory.mktemp("spark-warehouse"))
     for key, value in conf.items():
         builder = builder.config(key, value)

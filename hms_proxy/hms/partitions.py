@@ -38,7 +38,7 @@ def limit(items, max_parts):
 
 class PartitionCalls(Family):
     # --- add ----------------------------------------------------------------------------
-    def _prepare(self, cat, table, part, env_context=None, reply=False):
+    def _prepare(self, cat, table, part, env_context=None, reply=False, made=None):
         """The partition as HMS stores it: names lower-case, a location, times and stats;
         returns (name, partition), or with ``reply`` (name, partition, answer): the answer is
         the client's partition as HMS sends it back, only the location, times and parameters
@@ -58,7 +58,9 @@ class PartitionCalls(Family):
         if not is_view(table):
             if not p.sd.location:
                 p.sd.location = warehouse.join(table.sd.location, name)
-            made_dir = warehouse.mkdirs(p.sd.location)
+            # made: the directories an add_partitions made together (warehouse.mkdirs_many)
+            made_dir = made[p.sd.location] if made and p.sd.location in made else \
+                warehouse.mkdirs(p.sd.location)
         p.parameters = dict(part.parameters or {})
         if not is_view(table):
             update_stats_fast(p.parameters, p.sd.location, made_dir, env_context)
@@ -148,8 +150,13 @@ class PartitionCalls(Family):
                     raise errors.AlreadyExists(f"Partition already exists: {_describe(part)}")
                 staged.append((name, part))
             rows = []
+            made = None
+            if len(staged) > 1 and not is_view(table):
+                made = warehouse.mkdirs_many([
+                    warehouse.qualify(part.sd.location) if part.sd and part.sd.location
+                    else warehouse.join(table.sd.location, name) for name, part in staged])
             for name, part in staged:
-                _, prepared, *answer = self._prepare(cat, table, part, reply=reply)
+                _, prepared, *answer = self._prepare(cat, table, part, reply=reply, made=made)
                 rows.append((keys.part_key(table.dbName, table.tableName, name),
                              codec.encode(prepared)))
                 added.append(answer[0] if reply else name)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import posixpath
 import shutil
 from urllib.parse import urlsplit
 
@@ -81,6 +82,41 @@ class LakeFSFiles:
             log.debug("no directory marker for %s: %s", location, exc)
             return False
         return True
+
+    def mkdirs_many(self, locations: list[str]) -> dict[str, bool]:
+        """:meth:`mkdirs` of many directories (an ``add_partitions``): which directories are
+        there already is asked once per parent directory (a listing from the first name on,
+        not one call per directory), and the markers are uploaded a few at a time."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        split = {loc: self._split(loc) for loc in locations}
+        branches = {ref: self._branch(ref) for ref, _ in split.values()}
+        by_parent: dict[tuple[str, str], list[str]] = {}
+        for ref, path in split.values():
+            if branches[ref]:
+                by_parent.setdefault((ref, posixpath.dirname(path)), []).append(path)
+        there: set[tuple[str, str]] = set()
+        for (ref, parent), paths in by_parent.items():
+            there.update((ref, p) for p in self.store.data_children(ref, parent, min(paths),
+                                                                     max(paths)))
+        todo = [(ref, path) for ref, path in dict.fromkeys(split.values())
+                if branches[ref] and (ref, path) not in there]
+
+        def make(item):
+            ref, path = item
+            try:
+                self.store.api.upload(ref, path + "/", b"")
+            except Exception as exc:  # noqa: BLE001 - a protected branch: lakeFS refuses
+                log.debug("no directory marker for %s/%s: %s", ref, path, exc)
+                return item, False
+            return item, True
+
+        if len(todo) > 1:
+            with ThreadPoolExecutor(max_workers=min(8, len(todo))) as pool:
+                made = dict(pool.map(make, todo))
+        else:
+            made = dict(map(make, todo))
+        return {loc: made.get(split[loc], False) for loc in locations}
 
     def exists(self, location: str) -> bool:
         ref, path = self._split(location)
@@ -166,6 +202,22 @@ def mkdirs(location: str | None) -> bool:
     except OSError:
         return False
     return True
+
+
+def mkdirs_many(locations: list[str]) -> dict[str, bool]:
+    """:func:`mkdirs` of each location, those of a lakeFS repository together (one listing
+    per parent, markers uploaded a few at a time); which ones did not exist before."""
+    out: dict[str, bool] = {}
+    remote_groups: dict[int, tuple[object, list[str]]] = {}
+    for location in locations:
+        remote = _remote(location)
+        if remote is not None and hasattr(remote, "mkdirs_many"):
+            remote_groups.setdefault(id(remote), (remote, []))[1].append(location)
+        else:
+            out[location] = mkdirs(location)
+    for remote, group in remote_groups.values():
+        out.update(remote.mkdirs_many(group))
+    return out
 
 
 def exists(location: str | None) -> bool:

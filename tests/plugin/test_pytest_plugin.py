@@ -189,3 +189,25 @@ def test_against_a_running_server_a_failing_test_keeps_its_branch(project, tmp_p
         assert diff["totals"]["partition"]["added"] == 1, diff
     finally:
         server.stop()
+
+
+def test_on_lakefs_the_branches_carry_the_data(project):
+    """``--hms-store lakefs://REPO``: the server over a real lakeFS repository, Spark writing
+    through its S3 gateway; each test's branch is a lakeFS branch holding its own files, and
+    the repository is left with main alone."""
+    pytest.importorskip("lakefs_sdk")
+    from kvmodel.store.lakefs import LakeFSStore
+    from tests.support.lakefs import new_repository, real_lakefs
+
+    real = real_lakefs()
+    repo = new_repository("plugin")
+    for key, value in real.env().items():
+        project._monkeypatch.setenv(key, value)
+    result = _run(project, "--hms-store", f"lakefs://{repo}", "-v")
+    result.assert_outcomes(passed=10)
+    store = LakeFSStore(repo, real.config())
+    try:
+        assert [b.name for b in store.list_branches()] == ["main"]
+        assert store.list_tags() == []
+    finally:
+        store.close()

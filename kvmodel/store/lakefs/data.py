@@ -42,6 +42,25 @@ class DataObjects:
             if o.path_type == "object":
                 yield o.path, o.size_bytes or 0, o.mtime or 0
 
+    def data_children(self, branch: RefExpr, directory: str, first: str,
+                      last: str) -> Iterator[str]:
+        """The paths of the objects and subdirectories right under ``directory/`` at
+        ``branch`` whose names lie between ``first`` and ``last`` (paths under
+        ``directory``): a listing by ``/`` from just before ``first``, stopped past ``last``."""
+        prefix = self._data_path(directory).rstrip("/") + "/"
+        start, stop = self._data_path(first), self._data_path(last)
+        after = start[:-1] if start else ""  # lakeFS lists strictly after this
+        while True:
+            page = self.api(self.api.objects.list_objects, branch, prefix=prefix, delimiter="/",
+                            after=after, amount=PAGE)
+            for o in page.results:
+                if o.path > stop + "/":  # lakeFS's order: past the last one's directory
+                    return
+                yield o.path.rstrip("/")
+            if not page.pagination.has_more:
+                return
+            after = page.pagination.next_offset
+
     def delete_data_paths(self, branch: BranchName, paths: list[str]) -> int:
         """Delete these data objects on ``branch`` (uncommitted); how many."""
         self._check_open()

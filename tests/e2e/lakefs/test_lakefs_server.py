@@ -156,6 +156,29 @@ def test_locations_elsewhere_are_stored_as_given(lake):
         assert client.get_table("ext", "t").sd.location == f"s3a://{REPO}/v1.0/frozen/t"
 
 
+def test_add_partitions_makes_the_missing_directories_only(lake):
+    """A managed table's add_partitions on lakeFS: each new partition without a directory gets
+    a marker (as the stock HMS makes the directory), one that has files keeps them and gets
+    none, whether its name sorts first, last or between."""
+    base = "warehouse/dirs.db/t"
+    store = lake["store"]
+    for day in ("a", "c", "e"):  # files there already: Spark wrote them first
+        store.api.upload("main", f"{base}/ds={day}/part-0.parquet", b"PAR1")
+    with connect(lake["server"]) as client:
+        client.create_database(T.Database("dirs", "", f"s3a://{REPO}/main/warehouse/dirs.db",
+                                          {}))
+        client.create_table(T.Table("t", "dirs", "ann", 0, 0, 0, sd(f"s3a://{REPO}/main/{base}"),
+                                    [T.FieldSchema("ds", "string", None)], {}, None, None,
+                                    "MANAGED_TABLE"))
+        client.add_partitions([T.Partition([day], "dirs", "t", 0, 0, sd(None), {})
+                               for day in ("a", "b", "c", "d", "e", "f")])
+        assert client.get_partition_names("dirs", "t", -1) == [
+            f"ds={d}" for d in "abcdef"]
+    objects = {path for path, _ in store.data_objects("main", base)}
+    assert objects == {f"{base}/ds={d}/part-0.parquet" for d in "ace"} | {
+        f"{base}/ds={d}/" for d in "bdf"}
+
+
 def test_ten_thousand_partitions_list_in_pages(lake, tmp_path):
     """get_partitions of 10,000 partitions reads listing pages (values inline in the objects'
     user metadata), not 10,000 objects; the warm listing comes from the caches. lakeFS counts
