@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import urllib.error
 import urllib.request
 import uuid
@@ -171,10 +170,10 @@ class Metastore:
         return self.api.call("GET", "/info")[1]
 
     # --- refs -----------------------------------------------------------------------------
-    def create_branch(self, name: str, source: str, warehouse: str | None = None) -> dict:
+    def create_branch(self, name: str, source: str, own_files: bool = False) -> dict:
         body = {"name": name, "from": source}
-        if warehouse:
-            body["warehouse"] = warehouse
+        if own_files:
+            body["own_files"] = True
         return self.api.call("POST", "/branches", body)[1]
 
     def delete_branch(self, name: str) -> None:
@@ -211,17 +210,17 @@ class Metastore:
         self.api.call("DELETE", f"/listeners/{port}", ok=(200, 404))
 
     # --- a branch for a test ----------------------------------------------------------------
-    def branch(self, name: str, source: str, warehouse: Path | None) -> Branch:
+    def branch(self, name: str, source: str, own_files: bool) -> Branch:
         """A branch of ``source`` with a port bound to it. Over a local warehouse and with
-        ``warehouse`` given, the branch's files become its own there (the server points its
-        databases, tables and partitions there and links their files), committed as the
-        branch's first commit."""
+        ``own_files``, the branch's files become its own (the server points its databases,
+        tables and partitions at a directory of the branch's and links their files there, and
+        deletes them with the branch), committed as the branch's first commit."""
         if self.repository:  # lakeFS: the branch carries the data
             self.create_branch(name, source)
             where = f"s3a://{self.repository}/{name}/warehouse"
-        elif warehouse is not None and (self.warehouse or "").startswith("file:"):
-            where = "file:" + str(warehouse)
-            made = self.create_branch(name, source, where)
+        elif own_files and (self.warehouse or "").startswith("file:"):
+            made = self.create_branch(name, source, own_files=True)
+            where = made["warehouse"]
             if made.get("relocated"):
                 self.commit(name, f"pytest: the branch's files at {where}")
         else:  # the seed's branch, or a warehouse elsewhere (HDFS, S3): the server's
@@ -280,7 +279,7 @@ def hms_seed_branch(hms_metastore, hms_run_id):
     """The branch the seed is written on (from the server's default branch), its files in the
     server's warehouse (each test's branch gets its own copy of them)."""
     name = f"{BRANCH_PREFIX}-{hms_run_id}-seed"
-    branch = hms_metastore.branch(name, hms_metastore.default_branch, None)
+    branch = hms_metastore.branch(name, hms_metastore.default_branch, own_files=False)
     yield branch
     hms_metastore.close_listener(branch.port)
 
@@ -370,15 +369,13 @@ def hms_seed_ref(request, hms_metastore, hms_seed_branch, hms_run_id) -> str:
 
 
 @pytest.fixture
-def hms_branch(request, hms_metastore, hms_seed_ref, hms_seed_branch, hms_run_id,
-               tmp_path_factory):
+def hms_branch(request, hms_metastore, hms_seed_ref, hms_seed_branch, hms_run_id):
     """A branch of the seed for this test (see the module's docstring)."""
     state = request.config.stash.setdefault(_KEY, {})
     state["n"] = state.get("n", 0) + 1
     slug = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name).strip("-").lower()[:40]
     name = f"{BRANCH_PREFIX}-{hms_run_id}-{state['n']}-{slug}".rstrip("-")
-    workdir = tmp_path_factory.mktemp(f"branch-{state['n']}")
-    branch = hms_metastore.branch(name, hms_seed_ref, workdir / "warehouse")
+    branch = hms_metastore.branch(name, hms_seed_ref, own_files=True)
     request.node.stash[_BRANCH] = branch
     if "hms_port" in request.fixturenames or _PORT in request.config.stash:
         moving = request.getfixturevalue("hms_port")
@@ -393,7 +390,6 @@ def hms_branch(request, hms_metastore, hms_seed_ref, hms_seed_branch, hms_run_id
         state.setdefault("kept", []).append(branch.name)
         return
     hms_metastore.drop(branch)
-    shutil.rmtree(workdir, ignore_errors=True)
 
 
 _BRANCH = pytest.StashKey[Branch]()

@@ -61,7 +61,7 @@ SCHEMAS = {
                     "created": N, "date": {"type": "string", "format": "date-time"},
                     "metadata": STR_MAP}),
     "Branch": _obj({"name": S, "head": S, "protected": B, "uncommitted": B,
-                    "commit": _ref("Commit"), "relocated": I},
+                    "commit": _ref("Commit"), "warehouse": S, "relocated": I},
                    ["name", "head", "protected", "uncommitted", "commit"]),
     "Tag": _obj({"name": S, "commit": S, "commit_info": _ref("Commit")}),
     "Refs": _obj({"default_branch": S, "branches": _arr(_ref("Branch")),
@@ -233,16 +233,16 @@ PATHS = {
     ROOT + "/branches": {"post": _op(
         "createBranch", "refs", "Create a branch", (201, "Branch"),
         body=_body({"name": NAME, "from": {"type": "string", "minLength": 1},
-                    "warehouse": {"type": "string", "minLength": 1}}, ["name"],
-                   {"name": "feature-x", "from": "main"}),
+                    "own_files": B}, ["name"], {"name": "feature-x", "from": "main"}),
         errors=(400, 403, 404, 409),
         description="A write on the new branch (by its name in the access rules) and a read "
-                    "of `from` (default: the server's ref). `warehouse` (a new or empty "
-                    "local directory, `file:/...`; `hms-proxy serve` over a local warehouse): "
-                    "the branch's files become its own, as the pytest plugin gives each "
-                    "test: its databases, tables and partitions under the server's warehouse "
-                    "are pointed there (uncommitted changes of the branch) and their files "
-                    "linked there; `relocated` counts them.")},
+                    "of `from` (default: the server's ref). `own_files` (`hms-proxy serve` "
+                    "over a local warehouse): the branch's files become its own, as the "
+                    "pytest plugin gives each test: its databases, tables and partitions "
+                    "under the server's warehouse are pointed at `warehouse` "
+                    "(`<warehouse>.branches/<name>`, uncommitted changes of the branch) and "
+                    "their files hard-linked there; `relocated` counts them; deleting the "
+                    "branch deletes them.")},
     ROOT + "/branches/{name}": {
         "get": _op("getBranch", "refs", "One branch", (200, "Branch"),
                    params=[_p("name", "branch name", "main")]),

@@ -73,22 +73,22 @@ def get_branch(app, req: Request):
 
 
 def create_branch(app, req: Request):
-    body = req.fields({"name": (str, True), "from": (str, False), "warehouse": (str, False)})
+    body = req.fields({"name": (str, True), "from": (str, False), "own_files": (bool, False)})
     name, source = body["name"].strip(), body.get("from", app.default_ref).strip()
     _valid_name(name)
     app.policy.check(req.caller, source, READ, "create_branch", name)
     app.policy.check(req.caller, name, WRITE, "create_branch", name)
     if any(t.name == name for t in app.store.list_tags()):
         raise ApiError(409, "RefExists", f"a tag named {name!r} exists")
-    target = body.get("warehouse")
-    if target is not None:
+    target = None
+    if body.get("own_files"):
         if app.warehouse is None:
-            raise bad_request("'warehouse' needs hms-proxy serve (this server knows no "
+            raise bad_request("'own_files' needs hms-proxy serve (this server knows no "
                               "warehouse)")
         try:
-            warehouse.check_own_files(app.warehouse, target)
+            target = warehouse.branch_files(app.warehouse, name)
         except ValueError as exc:
-            raise bad_request(f"'warehouse': {exc}") from None
+            raise ApiError(409, "OwnFiles", str(exc)) from None
 
     def make():
         made = app.store.create_branch(name, source)
@@ -99,7 +99,7 @@ def create_branch(app, req: Request):
     branch, moved = app.policy.write(req.caller, name, "create_branch", name, make)
     answer = branch_json(app.store, app.store.get_branch(name) or branch)
     if target is not None:
-        answer["relocated"] = moved
+        answer["warehouse"], answer["relocated"] = target, moved
     return 201, answer
 
 
@@ -109,6 +109,8 @@ def delete_branch(app, req: Request):
     branch = _branch(app.store, name)
     app.policy.write(req.caller, name, "delete_branch", name,
                      lambda: app.store.delete_branch(name))
+    if app.warehouse is not None:  # the files a branch of its own files had: gone with it
+        warehouse.drop_branch_files(app.warehouse, name)
     return 200, {"deleted": name, "head": branch.head}
 
 

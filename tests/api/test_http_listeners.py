@@ -178,3 +178,68 @@ def test_a_commit_through_the_api(served):
     assert api.post("/commits", {"branch": "to-commit"}).status == 400
     tagged = api.post("/tags", {"name": "to-commit-v1", "ref": "to-commit"})
     assert tagged.status == 201 and tagged.body["commit"] == done.body["id"]
+
+
+def test_a_branch_with_its_own_files(served):
+    """POST /branches with ``own_files``: the branch's locations under the server's warehouse
+    (the default database's, a database made without a location) move to a directory of the
+    branch's, beside the warehouse, and their files are linked there; the source keeps its
+    own; deleting the branch deletes that directory."""
+    import os
+
+    api = served.api
+    root = api.get("/info").body["warehouse"]
+    assert root.startswith("file:")
+    with connect(served) as client:
+        client.create_database(T.Database("whs", "", None, {}))
+        db = client.get_database("whs")
+        assert db.locationUri == root + "/whs.db"
+    assert api.post("/commits", {"branch": "main", "message": "whs"}).status == 201
+    table_dir = db.locationUri[len("file:"):] + "/t"
+    os.makedirs(table_dir + "/ds=1", exist_ok=True)
+    with open(table_dir + "/ds=1/part-0", "w") as f:
+        f.write("seed")
+    made = api.post("/branches", {"name": "own-files", "from": "main", "own_files": True})
+    assert made.status == 201 and made.body["relocated"] == 2, made.body  # default, whs
+    own = made.body["warehouse"]
+    assert own == f"{root}.branches/own-files" and made.body["uncommitted"] is True
+    with connect(served) as client:
+        assert client.get_database("whs@own-files").locationUri == f"{own}/whs.db"
+        assert client.get_database("default@own-files").locationUri == own
+        assert client.get_database("whs").locationUri == db.locationUri  # main: as it was
+        assert client.get_database("shop@own-files").locationUri == \
+            client.get_database("shop").locationUri  # elsewhere: left alone
+    linked = own[len("file:"):] + "/whs.db/t/ds=1/part-0"
+    with open(linked) as f:
+        assert f.read() == "seed"
+    assert os.stat(linked).st_ino == os.stat(table_dir + "/ds=1/part-0").st_ino
+    assert api.delete("/branches/own-files").status == 200
+    assert not os.path.exists(own[len("file:"):])  # gone with the branch
+    assert os.path.exists(table_dir + "/ds=1/part-0")  # the source's files stay
+
+
+def test_own_files_refused_where_they_cannot_be(served, tmp_path):
+    """A directory of that name holding files (a branch deleted elsewhere left them): 409, and
+    nothing is made; ``hms-proxy api`` (no warehouse) refuses the option with a 400."""
+    import os
+
+    api = served.api
+    root = api.get("/info").body["warehouse"][len("file:"):]
+    left = f"{root}.branches/left-over"
+    os.makedirs(left, exist_ok=True)
+    with open(left + "/x", "w") as f:
+        f.write("x")
+    answer = api.post("/branches", {"name": "left-over", "from": "main", "own_files": True})
+    assert answer.status == 409 and "holds files already" in answer.error["message"]
+    assert api.get("/branches/left-over").status == 404
+    bad = api.post("/branches", {"name": "x-own", "from": "main", "own_files": "yes"})
+    assert bad.status == 400
+    from tests.support.http_api import ApiProcess
+
+    open_store(tmp_path / "store-api").close()
+    other = ApiProcess(tmp_path / "api", tmp_path / "store-api")
+    try:
+        refused = Client(other.base).post("/branches", {"name": "b", "own_files": True})
+        assert refused.status == 400 and "needs hms-proxy serve" in refused.error["message"]
+    finally:
+        other.stop()
