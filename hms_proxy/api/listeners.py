@@ -7,6 +7,11 @@ from hms_proxy.api.auth import READ
 from hms_proxy.api.errors import ApiError, bad_request, not_found
 
 
+class TooManyListeners(Exception):
+    """Raised by the server's listeners (:mod:`hms_proxy.app.listeners`) past their limit or
+    once the server stops; answered 409."""
+
+
 def _listeners(app):
     if app.listeners is None:
         raise not_found("this server has no Thrift listeners to open (hms-proxy api, or a "
@@ -34,10 +39,8 @@ def open_listener(app, req):
         listener = listeners.open(ref)
     except OSError as exc:
         raise ApiError(409, "NoPort", f"no port to listen on: {exc.strerror or exc}") from None
-    except Exception as exc:
-        if type(exc).__name__ == "TooManyListeners":
-            raise ApiError(409, "TooManyListeners", str(exc)) from None
-        raise
+    except TooManyListeners as exc:
+        raise ApiError(409, "TooManyListeners", str(exc)) from None
     return 201, listener_json(app, listener)
 
 

@@ -12,14 +12,11 @@ import dataclasses
 import logging
 import threading
 
+from hms_proxy.api.listeners import TooManyListeners
 from hms_proxy.thrift import server as srv
 
 log = logging.getLogger(__name__)
 MAX_LISTENERS = 512  # a hostile or leaking client cannot open ports without bound
-
-
-class TooManyListeners(Exception):
-    pass
 
 
 @dataclasses.dataclass(frozen=True)

@@ -93,6 +93,69 @@ def new_repository(prefix: str = "r", branch: str = "main") -> str:
     return name
 
 
+class LakeFSApi:
+    """lakeFS's API as lakectl, the lakeFS UI and integrations call it (commit, branch create,
+    merge, revert, cherry-pick, tag create, branch reset, listings, action runs): what moves a
+    branch without hms-proxy in between. ``client`` is an SDK client (:meth:`RealLakeFS.sdk`)."""
+
+    def __init__(self, client, repo: str):
+        import lakefs_sdk
+
+        self._sdk = lakefs_sdk
+        self.repo = repo
+        self.commits = lakefs_sdk.CommitsApi(client)
+        self.branches = lakefs_sdk.BranchesApi(client)
+        self.refs = lakefs_sdk.RefsApi(client)
+        self.tags = lakefs_sdk.TagsApi(client)
+        self.objects = lakefs_sdk.ObjectsApi(client)
+        self.actions = lakefs_sdk.ActionsApi(client)
+
+    def commit(self, branch: str, message: str = "lakectl commit") -> str:
+        """``lakectl commit``; the new commit's id."""
+        return self.commits.commit(self.repo, branch,
+                                   self._sdk.CommitCreation(message=message)).id
+
+    def branch(self, name: str, source: str = "main") -> None:
+        self.branches.create_branch(self.repo, self._sdk.BranchCreation(name=name,
+                                                                         source=source))
+
+    def merge(self, source: str, dest: str, strategy: str | None = None) -> str:
+        """``lakectl merge``; the merge commit's id."""
+        return self.refs.merge_into_branch(self.repo, source, dest, merge=self._sdk.Merge(
+            message=f"merge {source} into {dest}", strategy=strategy)).reference
+
+    def revert(self, branch: str, ref: str, parent: int = 0) -> None:
+        """``lakectl branch revert``; ``parent`` 1 for a merge commit."""
+        self.branches.revert_branch(self.repo, branch, self._sdk.RevertCreation(
+            ref=ref, parent_number=parent))
+
+    def cherry_pick(self, branch: str, ref: str) -> None:
+        self.branches.cherry_pick(self.repo, branch, self._sdk.CherryPickCreation(ref=ref))
+
+    def tag(self, name: str, ref: str) -> None:
+        self.tags.create_tag(self.repo, self._sdk.TagCreation(id=name, ref=ref))
+
+    def reset(self, branch: str) -> None:
+        """``lakectl branch reset``: drop the branch's uncommitted changes."""
+        self.branches.reset_branch(self.repo, branch, self._sdk.ResetCreation(type="reset"))
+
+    def paths(self, ref: str, prefix: str) -> list[str]:
+        return sorted(o.path for o in self.objects.list_objects(self.repo, ref, prefix=prefix,
+                                                                amount=1000).results)
+
+    def data_files(self, ref: str, directory: str) -> list[str]:
+        """The data files (not directory markers, not hidden files) under ``directory/``."""
+        return [p for p in self.paths(ref, directory.rstrip("/") + "/")
+                if not p.endswith("/") and "/." not in p and "/_" not in p]
+
+    def hook_output(self, run_id: str) -> str:
+        """What the hooks of an action run printed, as the lakeFS UI shows it."""
+        hooks = self.actions.list_run_hooks(self.repo, run_id).results
+        return "".join(bytes(self.actions.get_run_hook_output(self.repo, run_id,
+                                                              h.hook_run_id)).decode()
+                       for h in hooks)
+
+
 def new_store(prefix: str = "r", **kwargs):
     """A LakeFSStore over a fresh repository of the session's lakeFS."""
     from kvmodel.store.lakefs import LakeFSStore

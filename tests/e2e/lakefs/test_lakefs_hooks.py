@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import os
 
-import lakefs_sdk
 import pytest
 from lakefs_sdk.exceptions import ApiException
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
 from kvmodel import lakefs_actions
 from tests.support.client import connect, wait_served
-from tests.support.lakefs import new_repository, real_lakefs
+from tests.support.lakefs import LakeFSApi, new_repository, real_lakefs
 from tests.support.process import REPO_ROOT
 from tests.support.proxy import start_proxy
 
@@ -36,7 +35,7 @@ def lake(tmp_path):
     server = start_proxy(tmp_path, "--http-port", "0", "--lakefs-hooks", "self",
                          store=f"lakefs://{repo}", warehouse=False, env=env)
     client = real.sdk()
-    holder = {"server": server, "repo": repo, "api": _Api(client, repo)}
+    holder = {"server": server, "repo": repo, "api": LakeFSApi(client, repo)}
     try:
         yield holder
     finally:
@@ -44,37 +43,6 @@ def lake(tmp_path):
         client.close()
         for store in holder.get("stores", []):
             store.close()
-
-
-class _Api:
-    def __init__(self, client, repo):
-        self.repo = repo
-        self.commits = lakefs_sdk.CommitsApi(client)
-        self.branches = lakefs_sdk.BranchesApi(client)
-        self.refs = lakefs_sdk.RefsApi(client)
-        self.tags = lakefs_sdk.TagsApi(client)
-        self.objects = lakefs_sdk.ObjectsApi(client)
-        self.actions = lakefs_sdk.ActionsApi(client)
-
-    def commit(self, branch, message="lakectl commit"):
-        return self.commits.commit(self.repo, branch, lakefs_sdk.CommitCreation(message=message))
-
-    def branch(self, name, source="main"):
-        self.branches.create_branch(self.repo, lakefs_sdk.BranchCreation(name=name,
-                                                                          source=source))
-
-    def merge(self, source, dest):
-        return self.refs.merge_into_branch(self.repo, source, dest, merge=lakefs_sdk.Merge(
-            message=f"merge {source} into {dest}")).reference
-
-    def paths(self, ref, prefix):
-        return sorted(o.path for o in self.objects.list_objects(self.repo, ref, prefix=prefix,
-                                                                amount=1000).results)
-
-    def hook_output(self, run_id: str) -> str:
-        hooks = self.actions.list_run_hooks(self.repo, run_id).results
-        return "".join(bytes(self.actions.get_run_hook_output(self.repo, run_id, h.hook_run_id)).decode()
-                       for h in hooks)
 
 
 def table(name, db="shop", cols=(("id", "bigint"),), params=None, parts=("ds",)):
@@ -104,8 +72,8 @@ def test_the_action_is_installed_and_lakefs_commits_hold_the_catalog(lake):
         client.create_database(T.Database("shop@etl", "", None, {}))
         client.create_table(table("orders", db="shop@etl"))
     commit = api.commit("etl")  # lakectl commit: prepare-commit folds the log first
-    assert {"_hms/db/shop", "_hms/db/shop/table/orders"} <= set(api.paths(commit.id, "_hms/"))
-    plan, _ = _store(lake)._read_log(commit.id)
+    assert {"_hms/db/shop", "_hms/db/shop/table/orders"} <= set(api.paths(commit, "_hms/"))
+    plan, _ = _store(lake)._read_log(commit)
     assert plan.live == []  # the commit holds the catalog as objects, not as log entries
     with connect(server) as client:
         assert client.get_all_tables("shop@etl") == ["orders"]
@@ -142,14 +110,13 @@ def test_a_lakefs_merge_moves_the_catalog_and_a_revert_takes_it_back(lake):
                 what="the server sees lakeFS's merge")
     with connect(server) as client:
         assert client.get_partition_names("shop@prod", "orders", -1) == ["ds=2024-01-01"]
-    api.branches.revert_branch(lake["repo"], "prod", lakefs_sdk.RevertCreation(
-        ref=merged, parent_number=1))
+    api.revert("prod", merged, parent=1)
     wait_served(server, lambda c: c.get_all_tables("shop@prod") == ["orders"],
                 what="the server sees lakeFS's revert")
     with connect(server) as client:
         assert client.get_partition_names("shop@prod", "orders", -1) == []
     # a tag lakeFS makes is read at its commit
-    api.tags.create_tag(lake["repo"], lakefs_sdk.TagCreation(id="v1", ref=merged))
+    api.tag("v1", merged)
     with connect(server) as client:
         assert sorted(client.get_all_tables("shop@v1")) == ["orders", "returns"]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 
-import lakefs_sdk
 import pytest
 from lakefs_sdk.exceptions import ApiException
 
@@ -26,7 +25,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(1500)]
 @pytest.fixture
 def stack(tmp_path):
     from hms_proxy.tools import spark_s3
-    from tests.support.lakefs import new_repository, real_lakefs
+    from tests.support.lakefs import LakeFSApi, new_repository, real_lakefs
 
     real = real_lakefs()
     repo = new_repository("spark")
@@ -39,45 +38,12 @@ def stack(tmp_path):
         spark = Spark(server.uri, f"s3a://{repo}/main/warehouse", tmp_path / "spark",
                       conf=spark_s3.spark_conf(real.endpoint, real.access_key_id,
                                                real.secret_access_key))
-        yield {"server": server, "repo": repo, "spark": spark, "lakefs": _LakeFS(client, repo)}
+        yield {"server": server, "repo": repo, "spark": spark, "lakefs": LakeFSApi(client, repo)}
     finally:
         if spark is not None:
             spark.close()
         server.stop()
         client.close()
-
-
-class _LakeFS:
-    def __init__(self, client, repo):
-        self.repo = repo
-        self.commits = lakefs_sdk.CommitsApi(client)
-        self.branches = lakefs_sdk.BranchesApi(client)
-        self.refs = lakefs_sdk.RefsApi(client)
-        self.tags = lakefs_sdk.TagsApi(client)
-        self.objects = lakefs_sdk.ObjectsApi(client)
-
-    def commit(self, branch, message):
-        return self.commits.commit(self.repo, branch,
-                                   lakefs_sdk.CommitCreation(message=message)).id
-
-    def branch(self, name, source):
-        self.branches.create_branch(self.repo, lakefs_sdk.BranchCreation(name=name,
-                                                                          source=source))
-
-    def merge(self, source, dest):
-        return self.refs.merge_into_branch(self.repo, source, dest, merge=lakefs_sdk.Merge(
-            message=f"merge {source} into {dest}")).reference
-
-    def revert(self, branch, commit):
-        self.branches.revert_branch(self.repo, branch, lakefs_sdk.RevertCreation(
-            ref=commit, parent_number=1))
-
-    def data_files(self, ref, directory):
-        """The data files (parquet, not directory markers) under ``directory/`` at ``ref``."""
-        listed = self.objects.list_objects(self.repo, ref, prefix=directory.rstrip("/") + "/",
-                                           amount=1000).results
-        return sorted(o.path for o in listed if not o.path.endswith("/") and
-                      "/." not in o.path and "/_" not in o.path)
 
 
 def test_spark_tables_on_lakefs_driven_by_lakefs_alone(stack):
@@ -139,11 +105,11 @@ def test_spark_tables_on_lakefs_driven_by_lakefs_alone(stack):
     assert len(lake.data_files("main", f"{wh}/plain")) == 2
 
     # a tag lakeFS makes reads as the merge did, through db@tag
-    lake.tags.create_tag(lake.repo, lakefs_sdk.TagCreation(id="v1", ref=merged))
+    lake.tag("v1", merged)
     assert sorted(spark.sql("SELECT id FROM `shop@v1`.plain")) == [[1], [2]]
 
     # lakeFS reverts the merge: the table, the column and the rows go back together
-    lake.revert("main", merged)
+    lake.revert("main", merged, parent=1)
     wait_served(server, lambda c: "fresh" not in c.get_all_tables("shop"),
                 what="the server sees lakeFS's revert")
     spark.sql("REFRESH TABLE shop.plain")

@@ -9,12 +9,11 @@ API is driven through lakefs-sdk as lakectl drives it.
 """
 from __future__ import annotations
 
-import lakefs_sdk
 import pytest
 
 from kvmodel.store.errors import WriteConflict
 from kvmodel.store.lakefs import LakeFSStore  # noqa: E402  (lakefs-sdk is there)
-from tests.support.lakefs import new_repository, real_lakefs
+from tests.support.lakefs import LakeFSApi, new_repository, real_lakefs
 from tests.support.wait import wait_until
 
 
@@ -25,51 +24,12 @@ def lake():
     # refresh=0: every read asks lakeFS, as lakeFS's operations are another process's changes
     store = LakeFSStore(repo, server.config(), refresh=0)
     client = server.sdk()
-    api = _LakeFS(client, repo)
+    api = LakeFSApi(client, repo)
     try:
         yield store, api
     finally:
         store.close()
         client.close()
-
-
-class _LakeFS:
-    """lakeFS's API as lakectl calls it (commit, branch create, merge, revert, cherry-pick,
-    tag create, branch reset)."""
-
-    def __init__(self, client, repo: str):
-        self.repo = repo
-        self.commits = lakefs_sdk.CommitsApi(client)
-        self.branches = lakefs_sdk.BranchesApi(client)
-        self.refs = lakefs_sdk.RefsApi(client)
-        self.tags = lakefs_sdk.TagsApi(client)
-        self.objects = lakefs_sdk.ObjectsApi(client)
-
-    def commit(self, branch: str, message: str) -> str:
-        return self.commits.commit(self.repo, branch,
-                                   lakefs_sdk.CommitCreation(message=message)).id
-
-    def branch(self, name: str, source: str) -> None:
-        self.branches.create_branch(self.repo, lakefs_sdk.BranchCreation(name=name,
-                                                                          source=source))
-
-    def merge(self, source: str, dest: str, strategy: str | None = None) -> str:
-        return self.refs.merge_into_branch(self.repo, source, dest, merge=lakefs_sdk.Merge(
-            message=f"merge {source} into {dest}", strategy=strategy)).reference
-
-    def revert(self, branch: str, ref: str, parent: int = 0) -> None:
-        self.branches.revert_branch(self.repo, branch, lakefs_sdk.RevertCreation(
-            ref=ref, parent_number=parent))
-
-    def cherry_pick(self, branch: str, ref: str) -> None:
-        self.branches.cherry_pick(self.repo, branch, lakefs_sdk.CherryPickCreation(ref=ref))
-
-    def tag(self, name: str, ref: str) -> None:
-        self.tags.create_tag(self.repo, lakefs_sdk.TagCreation(id=name, ref=ref))
-
-    def reset(self, branch: str) -> None:
-        self.branches.reset_branch(self.repo, branch, lakefs_sdk.ResetCreation(type="reset"))
-
 
 
 def write(store, branch: str, items: dict) -> None:
