@@ -216,17 +216,16 @@ class Metastore:
         tables and partitions at a directory of the branch's and links their files there, and
         deletes them with the branch), committed as the branch's first commit."""
         if self.repository:  # lakeFS: the branch carries the data
-            self.create_branch(name, source)
+            start = self.create_branch(name, source)["head"]
             where = f"s3a://{self.repository}/{name}/warehouse"
         elif own_files and (self.warehouse or "").startswith("file:"):
             made = self.create_branch(name, source, own_files=True)
-            where = made["warehouse"]
+            where, start = made["warehouse"], made["head"]
             if made.get("relocated"):
-                self.commit(name, f"pytest: the branch's files at {where}")
+                start = self.commit(name, f"pytest: the branch's files at {where}")
         else:  # the seed's branch, or a warehouse elsewhere (HDFS, S3): the server's
-            self.create_branch(name, source)
+            start = self.create_branch(name, source)["head"]
             where = self.warehouse or ""
-        start = self.head(name)
         port, uri = self.listen(name)
         return Branch(name, uri, port, where, start, self)
 
