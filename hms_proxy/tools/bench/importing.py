@@ -14,7 +14,6 @@ Progress goes to stderr, the table to stdout.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import tempfile
@@ -23,7 +22,7 @@ from pathlib import Path
 
 from hms_proxy.hms.importer import import_metastore, open_client
 from hms_proxy.thrift.gen.hive_metastore import ttypes as t
-from hms_proxy.tools.bench.report import logger, machine_info
+from hms_proxy.tools.bench.report import logger, machine_info, write_outputs
 from hms_proxy.tools.metastores import start_stock_hms
 from kvmodel.locations import open_catalog_store
 
@@ -242,8 +241,5 @@ def render_markdown(result: dict) -> str:
 def cmd_import_bench(args) -> int:
     result = run(args)
     print(render_table(result), flush=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-    if args.markdown:
-        Path(args.markdown).write_text(render_markdown(result))
+    write_outputs(args, result, lambda: render_markdown(result))
     return 0

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import shutil
 import socket
 import struct
@@ -28,7 +27,7 @@ from pathlib import Path
 from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
 from hms_proxy.thrift.gen.hive_metastore import ttypes as t
 from hms_proxy.tools import metastores
-from hms_proxy.tools.bench.report import logger
+from hms_proxy.tools.bench.report import logger, write_outputs
 from kvmodel import catalog, codec
 from kvmodel.locations import open_catalog_store
 
@@ -300,8 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"server RSS peak     {result['peak_rss'] / mib:.1f} MiB")
     print(f"growth              {result['rss_growth'] / mib:.1f} MiB = "
           f"{result['growth_ratio']:.3f} x the reply (bound: 2x)")
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    write_outputs(args, result)
     return 0
 
 

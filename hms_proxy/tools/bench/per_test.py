@@ -20,7 +20,6 @@ defaults. Figures: the median per test, the mean, and the ratio to the branch.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import statistics
@@ -32,7 +31,7 @@ import time
 from pathlib import Path
 
 from hms_proxy.tools import metastores
-from hms_proxy.tools.bench.report import figure, load_average, logger, machine_info
+from hms_proxy.tools.bench.report import figure, load_average, logger, machine_info, write_outputs
 
 log = logger("per-test")
 
@@ -255,8 +254,5 @@ def cmd_per_test(args) -> int:
     result = run(args)
     table = markdown(result)
     print(table)
-    if args.markdown:
-        Path(args.markdown).write_text(table)
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
+    write_outputs(args, result, table)
     return 0

@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hms_proxy.tools.bench.report import logger, machine_info
+from hms_proxy.tools.bench.report import logger, machine_info, write_outputs
 
 DB = "bench_plans"
 QUERY = (f"SELECT c.segment, count(*) AS orders, round(sum(s.amount), 2) AS amount "
@@ -295,10 +295,7 @@ def cmd_plans(args) -> int:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
     print(render_table(result), flush=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-    if args.markdown:
-        Path(args.markdown).write_text(render_markdown(result))
+    write_outputs(args, result, lambda: render_markdown(result))
     return 0
 
 

@@ -1,6 +1,7 @@
 """What every benchmark prints: its progress lines on stderr and its figures, one way."""
 from __future__ import annotations
 
+import json
 import os
 import platform
 import sqlite3
@@ -8,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def logger(label: str) -> Callable[[str], None]:
@@ -15,6 +17,20 @@ def logger(label: str) -> Callable[[str], None]:
     def log(msg: str) -> None:
         print(f"[{label} {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
     return log
+
+
+def write_outputs(args, result: dict, markdown: str | Callable[[], str] | None = None,
+                  log: Callable[[str], None] | None = None) -> None:
+    """Write a mode's figures where its ``--json`` and ``--markdown`` options say (either may
+    be absent or empty); ``markdown`` is the text or a function making it."""
+    if getattr(args, "json", None):
+        Path(args.json).write_text(json.dumps(result, indent=2, default=str) + "\n")
+        if log:
+            log(f"wrote {args.json}")
+    if getattr(args, "markdown", None) and markdown is not None:
+        Path(args.markdown).write_text(markdown() if callable(markdown) else markdown)
+        if log:
+            log(f"wrote {args.markdown}")
 
 
 def figure(value: float | None, unit: str = "ms") -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hms_proxy.tools import lakefs_local, metastores
-from hms_proxy.tools.bench.report import figure, load_average, logger, machine_info
+from hms_proxy.tools.bench.report import figure, load_average, logger, machine_info, write_outputs
 
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "HmsBench.java"
 TABLE = "events"
@@ -417,12 +417,7 @@ def cmd_bench(args) -> int:
         raise SystemExit(f"hms-proxy bench: {exc}") from None
     table = render_table(result)
     print(table, flush=True)
-    if args.json:
-        data = {k: v for k, v in result.items() if not k.startswith("_")}
-        Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
-        log(f"wrote {args.json}")
-    if args.markdown:
-        Path(args.markdown).write_text(render_markdown(result))
-        log(f"wrote {args.markdown}")
+    write_outputs(args, {k: v for k, v in result.items() if not k.startswith("_")},
+                  lambda: render_markdown(result), log)
     errors = any(row.errors for row in result["_rows"])
     return 1 if errors and args.strict else 0

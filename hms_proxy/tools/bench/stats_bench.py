@@ -32,7 +32,6 @@ Progress goes to stderr, the table to stdout. Medians and p95 are of ``--runs`` 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -45,7 +44,7 @@ from hms_proxy.hms.importer import open_client
 from hms_proxy.hms.warehouse import local_path
 from hms_proxy.thrift.gen.hive_metastore import ttypes as t
 from hms_proxy.tools.bench.importing import storage_descriptor
-from hms_proxy.tools.bench.report import logger
+from hms_proxy.tools.bench.report import logger, write_outputs
 from hms_proxy.tools.metastores import start_proxy, start_stock_hms
 from kvmodel.locations import open_catalog_store
 from stats import compute, layout, query
@@ -295,10 +294,7 @@ def cmd_stats_bench(args) -> int:
         if not args.keep and not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
     print(text_table(result))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-    if args.markdown:
-        Path(args.markdown).write_text(markdown(result))
+    write_outputs(args, result, lambda: markdown(result))
     return 0
 
 

@@ -12,7 +12,6 @@ its share of the CPUs (on 2 CPUs, a part of one).
 from __future__ import annotations
 
 import argparse
-import json
 import secrets
 import shutil
 import statistics
@@ -21,7 +20,7 @@ import time
 from pathlib import Path
 
 from hms_proxy.tools import metastores
-from hms_proxy.tools.bench.report import load_average, machine_info
+from hms_proxy.tools.bench.report import load_average, machine_info, write_outputs
 from hms_proxy.tools.bench.runner import JavaClient, compile_client, log
 
 TABLE = "events"
@@ -128,10 +127,7 @@ def cmd_throughput(args: argparse.Namespace) -> int:
     text = table(result)
     print(text)
     print(f"machine: {result['machine']}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
-    if args.markdown:
-        Path(args.markdown).write_text(f"`{result['command']}`, {result['date']}\n\n{text}\n")
+    write_outputs(args, result, f"`{result['command']}`, {result['date']}\n\n{text}\n")
     return 0
 
 

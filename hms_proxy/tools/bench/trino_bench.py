@@ -25,7 +25,7 @@ import urllib.request
 from pathlib import Path
 
 from hms_proxy.tools import metastores, trino_local
-from hms_proxy.tools.bench.report import logger
+from hms_proxy.tools.bench.report import logger, write_outputs
 
 QUERIES = [
     ("count, 1 of 5 partitions", "SELECT count(*) FROM orders WHERE ds = '1-URGENT'"),
@@ -167,10 +167,7 @@ def main(argv=None) -> int:
                   "queries": results}
         text = markdown(result)
         print(text)
-        if args.markdown:
-            Path(args.markdown).write_text(text)
-        if args.json:
-            Path(args.json).write_text(json.dumps(result, indent=1))
+        write_outputs(args, result, text)
         return 0
     finally:
         for server in reversed(servers):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import random
 import secrets
 import shutil
@@ -34,7 +33,7 @@ from pathlib import Path
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes
 from hms_proxy.tools import lakefs_local
-from hms_proxy.tools.bench.report import figure, logger, machine_info
+from hms_proxy.tools.bench.report import figure, logger, machine_info, write_outputs
 from kvmodel import catalog, codec
 from kvmodel.catalog import part_key
 from kvmodel.locations import open_catalog_store
@@ -674,10 +673,5 @@ def cmd_versioning(args) -> int:
     except RuntimeError as exc:
         raise SystemExit(f"hms-proxy bench versioning: {exc}") from None
     print(render_table(result), flush=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-        log(f"wrote {args.json}")
-    if args.markdown:
-        Path(args.markdown).write_text(render_markdown(result))
-        log(f"wrote {args.markdown}")
+    write_outputs(args, result, lambda: render_markdown(result), log)
     return 0

@@ -12,7 +12,6 @@ acknowledgement to B's first answer with the value: median, 99th percentile and 
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import statistics
@@ -21,7 +20,7 @@ import time
 from pathlib import Path
 
 from hms_proxy.tools import lakefs_local, metastores
-from hms_proxy.tools.bench.report import figure, load_average, logger, machine_info
+from hms_proxy.tools.bench.report import figure, load_average, logger, machine_info, write_outputs
 
 log = logger("visibility")
 DB, TABLE = "vis", "t"
@@ -143,6 +142,5 @@ def cmd_visibility(args) -> int:
           f"median {figure(result['median_ms'])}, p99 {figure(result['p99_ms'])}, worst "
           f"{figure(result['worst_ms'])}; read back through A at once: "
           f"{result['writes'] - result['own_writes_not_read_back']} of {result['writes']}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
+    write_outputs(args, result)
     return 0
