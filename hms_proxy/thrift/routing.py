@@ -6,6 +6,14 @@ named: ``shop@dev``, ``shop@v1.0``, ``shop@<commit>``, ``shop@main~2``. The qual
 stripped from the arguments (families only ever see plain names), and every database name in
 the answer is qualified back, because engines (Spark above all) form their follow-up calls from
 the ``dbName`` of the objects they got, and must stay on the ref.
+
+Hive 3.x and 4.x clients (and Trino with ``hive.metastore.thrift.catalog-name``) name a
+database with its catalog in front, wherever a call takes a database name as a plain string:
+``@hive#shop``, ``@hive#`` (no database: every one, for ``get_databases``), ``@hive#!`` (the empty
+name). The catalog is taken off here too, as the stock HMS 3.1 parses it
+(``MetaStoreUtils.parseDbName``); ``@hive#shop@dev`` is database ``shop`` of catalog ``hive`` on
+ref ``dev``. ``hive`` is the one catalog there is: another catalog has no databases, and what a
+call says of a missing object names it ``catalog.db.table`` as the stock HMS 3.1 does.
 """
 from __future__ import annotations
 
@@ -41,9 +49,35 @@ for _name in ("PartitionsStatsRequest", "AddPartitionsRequest", "DropPartitionsR
     DB_FIELDS[getattr(ttypes, _name)] = ("dbName",)
 
 
+CATALOG_MARK, CATALOG_SEPARATOR, EMPTY_DB_MARK = "@", "#", "!"
+DEFAULT_CATALOG = "hive"
+# Plain string arguments that may carry a catalog (besides DB_ARGS and DB_NAME_METHODS' name):
+# the database patterns of the listing calls.
+CATALOG_PATTERN_ARGS = {"get_databases": "pattern", "get_table_meta": "db_patterns"}
+
+
+def split_catalog(name: str | None) -> tuple[str | None, str | None]:
+    """``@hive#shop`` -> (``hive``, ``shop``); ``@hive#`` -> (``hive``, None); ``@hive#!`` ->
+    (``hive``, ``""``); a name without the catalog mark -> (None, name). The catalog is
+    lower-cased, as the stock HMS keeps catalog names."""
+    if not name or not name.startswith(CATALOG_MARK):
+        return None, name
+    if name.endswith(CATALOG_SEPARATOR):
+        return name[1:-1].lower(), None
+    if name.endswith(CATALOG_SEPARATOR + EMPTY_DB_MARK):
+        return name[1:-2].lower(), ""
+    catalog, sep, db = name[1:].partition(CATALOG_SEPARATOR)
+    if not sep:
+        raise errors.MetaError(f"{name} is prepended with the catalog marker but does not "
+                               "appear to have a catalog name in it")
+    return catalog.lower(), db
+
+
 def split(name: str | None) -> tuple[str | None, str | None]:
-    """``shop@dev`` -> (``shop``, ``dev``); a plain name -> (name, None)."""
-    if not name or SEPARATOR not in name:
+    """``shop@dev`` -> (``shop``, ``dev``); a plain name -> (name, None). A name that starts
+    with ``@`` names no ref: it is a catalog-qualified name where none is parsed (a struct's
+    field, as in the stock HMS), left for the call to refuse as an invalid name."""
+    if not name or SEPARATOR not in name or name.startswith(CATALOG_MARK):
         return name, None
     db, _, ref = name.partition(SEPARATOR)
     if not ref:
@@ -52,10 +86,20 @@ def split(name: str | None) -> tuple[str | None, str | None]:
 
 
 class _Refs:
-    """The refs named by one call's arguments (they must agree)."""
+    """The refs (and catalogs) named by one call's arguments (they must agree)."""
 
     def __init__(self):
         self.ref: str | None = None
+        self.catalog: str | None = None
+
+    def take_catalog(self, name):
+        catalog, db = split_catalog(name)
+        if catalog is not None:
+            if self.catalog is not None and catalog != self.catalog:
+                raise errors.MetaError(f"One call names two catalogs ({self.catalog} and "
+                                       f"{catalog})")
+            self.catalog = catalog
+        return db
 
     def take(self, name):
         db, ref = split(name)
@@ -67,16 +111,77 @@ class _Refs:
         return db
 
 
-def strip_arguments(method: str, arg_names, args: list) -> str | None:
-    """Remove ``@ref`` qualifiers from a call's arguments in place; returns the ref named."""
+class Names:
+    """What :func:`strip_arguments` took off a call's arguments."""
+    __slots__ = ("ref", "catalog", "dbs")
+
+    def __init__(self, ref: str | None, catalog: str | None, dbs: tuple = ()):
+        self.ref, self.catalog = ref, catalog
+        self.dbs = dbs  # (argument index, database name without ref, the name as sent)
+
+
+# A database of a catalog that does not exist: what families get instead of its name. No
+# database can have it ('~' is not allowed in one), and it is a valid key and lakeFS path.
+_ABSENT = "~absent~"
+
+
+def in_catalog(names: Names, args: list) -> bool:
+    """Prepare a call that named a catalog: True when the catalog is ``hive``. For another
+    catalog, which has no databases, every database the call names becomes one that does not
+    exist (the call answers as for a missing database: an empty list, or the error that says
+    the object is missing); :func:`catalog_error` puts the names back in its message."""
+    if names.catalog == DEFAULT_CATALOG:
+        return True
+    for index, db, _ in names.dbs:
+        args[index] = _ABSENT + db
+    return False
+
+
+_TABLE_MISSING = " table not found"
+_STATS_MISSING = "Specified database/table does not exist : "
+
+
+def catalog_error(exc: BaseException, names: Names) -> None:
+    """Reword the message of ``exc`` (raised by a call that named a catalog) as the stock HMS
+    3.1 words it: a missing table is ``catalog.db.table``, a missing database its name."""
+    message = getattr(exc, "message", None)
+    if not isinstance(message, str):
+        return
+    for _, db, sent in names.dbs:
+        message = message.replace(_ABSENT + db, db)
+        if message.startswith(f"Function {db}.") and message.endswith(" does not exist"):
+            message = f"Function {sent}.{message[len('Function ' + db) + 1:]}"
+    if message.endswith(_TABLE_MISSING) and "." in message and " " not in message[
+            :-len(_TABLE_MISSING)]:
+        message = f"{names.catalog}.{message}"
+    elif message.startswith(_STATS_MISSING):
+        message = ("Specified catalog.database.table does not exist : "
+                   f"{names.catalog}.{message[len(_STATS_MISSING):]}")
+    exc.message = message
+    exc.args = (message,)
+
+
+def strip_arguments(method: str, arg_names, args: list) -> Names:
+    """Remove ``@cat#`` and ``@ref`` qualifiers from a call's arguments in place; returns the
+    ref and the catalog named (None when a call names none)."""
     refs = _Refs()
+    pattern_arg = CATALOG_PATTERN_ARGS.get(method)
+    dbs = []
     for i, (name, value) in enumerate(zip(arg_names, args)):
         if isinstance(value, str):
             if name in DB_ARGS or (name == "name" and method in DB_NAME_METHODS):
-                args[i] = refs.take(value)
+                if value.startswith(CATALOG_MARK):
+                    db = refs.take_catalog(value)
+                    args[i] = refs.take(db) if db is not None else None
+                    if args[i] is not None:
+                        dbs.append((i, args[i], value))
+                else:
+                    args[i] = refs.take(value)
+            elif name == pattern_arg:
+                args[i] = refs.take_catalog(value)
         elif value is not None:
             _strip_value(value, refs)
-    return refs.ref
+    return Names(refs.ref, refs.catalog, tuple(dbs))
 
 
 _PATHS: dict[type, tuple] = {}

@@ -1,0 +1,139 @@
+"""The stock Hive Metastore 3.1.3, the oracle of the HMS 3.1 API: ``hive-standalone-metastore``'s
+``-bin`` tarball from Maven Central, run on embedded Derby with this machine's Java 17.
+
+Downloaded once per machine into ``~/.cache/hms-proxy/hive/3.1.3/`` (``$XDG_CACHE_HOME``
+honoured; ``$HMS_MAVEN_REPO`` for a mirror), SHA-1 checked against Maven Central's, under a file
+lock so that parallel runs download it once. The tarball expects an installed Hadoop; Hadoop's
+client jars and the few libraries Hadoop brings (commons-cli, -io, -codec, slf4j) come from
+PySpark's jars, and commons-collections 3.2.2 (which DataNucleus needs and Hadoop no longer
+ships) from Maven Central.
+
+Two settings make it run without a Hive installation: the partition expression proxy (the
+default one lives in hive-exec) and the background tasks limited to the event cleaner (the
+others need Hive's compactor classes).
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import tarfile
+import tempfile
+import urllib.request
+from pathlib import Path
+
+from hms_proxy.tools.metastores import MetastoreProcess, pyspark_jars, spawn
+
+VERSION = "3.1.3"
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
+TARBALL = (f"org/apache/hive/hive-standalone-metastore/{VERSION}/"
+           f"hive-standalone-metastore-{VERSION}-bin.tar.gz")
+EXTRA_JARS = ("commons-collections/commons-collections/3.2.2/commons-collections-3.2.2.jar",)
+# From PySpark's jars, by name prefix (their versions follow PySpark's).
+PYSPARK_JARS = ("hadoop-client-api-", "hadoop-client-runtime-", "slf4j-api-", "jcl-over-slf4j-",
+                "commons-cli-", "commons-io-", "commons-codec-")
+MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "hms-proxy" / "hive"
+
+
+def _sha1(path: Path) -> str:
+    digest = hashlib.sha1()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _download(relative: str, dest: Path) -> Path:
+    """Maven Central's ``relative`` at ``dest``, SHA-1 checked (kept when already right)."""
+    url = f"{os.environ.get('HMS_MAVEN_REPO', MAVEN_CENTRAL).rstrip('/')}/{relative}"
+    with urllib.request.urlopen(url + ".sha1", timeout=60) as resp:
+        expected = resp.read().decode().split()[0].strip().lower()
+    if dest.exists() and _sha1(dest) == expected:
+        return dest
+    part = dest.with_name(dest.name + ".part")
+    with urllib.request.urlopen(url, timeout=120) as resp, open(part, "wb") as out:
+        shutil.copyfileobj(resp, out, 1 << 20)
+    got = _sha1(part)
+    if got != expected:
+        part.unlink()
+        raise RuntimeError(f"{url}: SHA-1 {got} is not Maven Central's {expected}")
+    os.replace(part, dest)
+    return dest
+
+
+def ensure_hive31() -> Path:
+    """The unpacked metastore (its ``lib`` directory holds the jars), downloaded on first use."""
+    root = cache_root()
+    home = root / VERSION
+    if (home / "lib").is_dir() and (home / "extra").is_dir():
+        return home
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f".{VERSION}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (home / "lib").is_dir() and (home / "extra").is_dir():
+            return home
+        tarball = _download(TARBALL, root / Path(TARBALL).name)
+        tmp = Path(tempfile.mkdtemp(prefix=f".unpack-{VERSION}-", dir=root))
+        try:
+            with tarfile.open(tarball) as tar:
+                members = [m for m in tar.getmembers() if "/lib/" in m.name and
+                           m.name.endswith(".jar")]
+                tar.extractall(tmp, members=members, filter="data")
+            (lib,) = {m.name.split("/lib/")[0] for m in members}
+            os.rename(tmp / lib, tmp / "home")
+            extra = tmp / "home" / "extra"
+            extra.mkdir()
+            for jar in EXTRA_JARS:
+                _download(jar, extra / Path(jar).name)
+            shutil.rmtree(home, ignore_errors=True)
+            os.rename(tmp / "home", home)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        tarball.unlink(missing_ok=True)  # the jars are what is kept
+    return home
+
+
+def classpath(home: Path) -> str:
+    jars = pyspark_jars()
+    picked = []
+    for prefix in PYSPARK_JARS:
+        found = sorted(jars.glob(f"{prefix}[0-9]*.jar"))
+        if not found:
+            raise RuntimeError(f"PySpark's jars have no {prefix}*.jar, which the stock HMS "
+                               f"{VERSION} needs")
+        picked.append(str(found[-1]))
+    return os.pathsep.join([str(home / "lib" / "*"), str(home / "extra" / "*"), *picked])
+
+
+def start_stock_hms31(workdir: Path | str, timeout: float = 180.0) -> MetastoreProcess:
+    """Start a fresh stock HMS 3.1.3 on embedded Derby in ``workdir``; returns once it answers."""
+    home = ensure_hive31()
+    workdir = Path(workdir).resolve()
+    warehouse = workdir / "warehouse"
+    warehouse.mkdir(parents=True, exist_ok=True)
+    props = {
+        "javax.jdo.option.ConnectionURL":
+            f"jdbc:derby:;databaseName={workdir / 'metastore_db'};create=true",
+        "datanucleus.schema.autoCreateAll": "true",
+        "metastore.schema.verification": "false",
+        "metastore.warehouse.dir": str(warehouse),
+        "metastore.expression.proxy":
+            "org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy",
+        "metastore.task.threads.always":
+            "org.apache.hadoop.hive.metastore.events.EventCleanerTask",
+        "derby.system.home": str(workdir),
+        "derby.stream.error.file": str(workdir / "derby.log"),
+    }
+    cp = classpath(home)
+
+    def cmd(port: int) -> list[str]:
+        return ["java", "-Xmx768m", *(f"-D{k}={v}" for k, v in props.items()), "-cp", cp,
+                MAIN_CLASS, "-p", str(port)]
+    return spawn("stock-hms-3.1.3", cmd, workdir=workdir, port=None, warehouse=warehouse,
+                 cwd=workdir, timeout=timeout)
