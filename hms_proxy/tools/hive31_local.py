@@ -137,3 +137,11 @@ def start_stock_hms31(workdir: Path | str, timeout: float = 180.0) -> MetastoreP
                 MAIN_CLASS, "-p", str(port)]
     return spawn("stock-hms-3.1.3", cmd, workdir=workdir, port=None, warehouse=warehouse,
                  cwd=workdir, timeout=timeout)
+
+
+def spark_client_conf() -> dict[str, str]:
+    """Spark's settings for its Hive 3.1.3 metastore client (instead of the built-in 2.3.10):
+    Spark fetches the client's jars from Maven Central with Ivy, into the same cache."""
+    return {"spark.sql.hive.metastore.version": VERSION,
+            "spark.sql.hive.metastore.jars": "maven",
+            "spark.jars.ivy": str(cache_root().parent / "ivy")}

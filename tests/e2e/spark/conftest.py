@@ -28,8 +28,10 @@ RUNNER_TIMEOUT = 600.0
 class SideRun:
     """One runner subprocess against one metastore, and its recorded results."""
 
-    def __init__(self, name: str, metastore, workdir: Path, items: list[dict]):
+    def __init__(self, name: str, metastore, workdir: Path, items: list[dict],
+                 conf: dict | None = None):
         self.name = name
+        self.conf = dict(conf or {})
         self.metastore = metastore
         self.workdir = workdir
         self.warehouse = workdir / "spark-warehouse"
@@ -49,6 +51,8 @@ class SideRun:
         cmd = [sys.executable, str(RUNNER), "--uri", self.metastore.uri,
                "--warehouse", str(self.warehouse), "--statements", str(self.statements_path),
                "--output", str(self.output_path)]
+        for key, value in self.conf.items():
+            cmd += ["--conf", f"{key}={value}"]
         env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYSPARK_PYTHON=sys.executable)
         self._log = open(self.log_path, "wb")
         self._started = time.monotonic()

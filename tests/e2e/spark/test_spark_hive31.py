@@ -1,0 +1,62 @@
+"""Spark with a Hive 3.1.3 metastore client (``spark.sql.hive.metastore.version=3.1.3``,
+``spark.sql.hive.metastore.jars=maven``), as teams on a Hive 3 metastore run it: every statement
+of the Spark end-to-end suite (tests/e2e/spark/statements.py) against the stock HMS 3.1.3 (Maven
+Central, :mod:`hms_proxy.tools.hive31_local`) and against us, compared as
+test_spark_e2e.py compares them with the 2.3 client. This client names every database
+``@hive#db`` and reads tables with ``get_table_req``.
+
+Full outputs: tests/.artifacts/spark/{oracle31,proxy31}.jsonl.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.spark.conftest import SideRun
+from tests.e2e.spark.statements import all_items
+from tests.e2e.spark.test_spark_e2e import normalise_result, show, side_paths
+from tests.support.proxy import start_proxy
+
+pytestmark = [pytest.mark.spark, pytest.mark.oracle, pytest.mark.slow, pytest.mark.timeout(1800)]
+
+
+@pytest.fixture(scope="module")
+def runs31(tmp_path_factory):
+    from hms_proxy.tools import hive31_local
+
+    conf = hive31_local.spark_client_conf()
+    stock = hive31_local.start_stock_hms31(tmp_path_factory.mktemp("stock-hms-3.1.3"))
+    ours = start_proxy(tmp_path_factory.mktemp("proxy31"))
+    try:
+        items = all_items()
+        runs = {name: SideRun(f"{name}31", ms, tmp_path_factory.mktemp(f"spark31-{name}"),
+                              items, conf)
+                for name, ms in (("oracle", stock), ("proxy", ours))}
+        for run in runs.values():
+            run.start()
+        for run in runs.values():
+            run.wait()
+        for run in runs.values():
+            if run.returncode != 0 or len(run.results) != len(items):
+                pytest.fail(f"the Spark runner (Hive 3.1.3 client) against the {run.name} exited "
+                            f"with {run.returncode} after {len(run.results)}/{len(items)} "
+                            f"statements; log tail:\n{run.log_tail()}", pytrace=False)
+        yield runs
+    finally:
+        ours.stop()
+        stock.stop()
+
+
+def test_spark_with_a_hive_31_client_matches_stock_hms_31(runs31):
+    oracle, proxy = runs31["oracle"], runs31["proxy"]
+    o_paths, p_paths = side_paths(oracle), side_paths(proxy)
+    assert len(oracle.results) >= 300
+    differences = []
+    for o, p in zip(oracle.results, proxy.results):
+        assert o["statement"] == p["statement"]
+        expected = normalise_result(o["result"], o_paths, o["statement"])
+        actual = normalise_result(p["result"], p_paths, p["statement"])
+        if expected != actual:
+            differences.append(f"#{o['index']} {o['statement']}\n  stock HMS 3.1.3: "
+                               f"{show(expected)}\n  hms-proxy: {show(actual)}")
+    assert not differences, (f"{len(differences)} statement(s) differ:\n"
+                             + "\n".join(differences))
