@@ -125,23 +125,21 @@ def _routed(name: str, impl, method, federation=None, guard=None, served=None):
         ref = names.ref
         ctx.ref = ref or ctx.served_ref()
         ctx.call = _describe_call(name, arg_names, args)
-        if names.catalog is not None:
-            return in_catalog(ctx, args, ref, names)
-        if guard is not None:
-            return guard.call(ctx, method, args, lambda: run(ctx, args, ref))
-        return run(ctx, args, ref)
-
-    def in_catalog(ctx, args, ref, names):
-        """A call naming a catalog (``@hive#shop``): a Hive 3.x/4.x client's."""
+        if names.catalog is None:
+            return guarded(ctx, args, ref)
+        # a call naming a catalog (``@hive#shop``): a Hive 3.x/4.x client's
         if not routing.in_catalog(names, args) and name in routing.CATALOG_PATTERN_ARGS:
             return []  # the databases (or tables) of a catalog that has none
         try:
-            if guard is not None:
-                return guard.call(ctx, method, args, lambda: run(ctx, args, ref))
-            return run(ctx, args, ref)
+            return guarded(ctx, args, ref)
         except Exception as exc:
             routing.catalog_error(exc, names)
             raise
+
+    def guarded(ctx, args, ref):
+        if guard is not None:
+            return guard.call(ctx, method, args, lambda: run(ctx, args, ref))
+        return run(ctx, args, ref)
 
     def run(ctx, args, ref):
         if route is not None:
