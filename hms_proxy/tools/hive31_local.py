@@ -15,18 +15,17 @@ others need Hive's compactor classes).
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import shutil
 import tarfile
 import tempfile
-import urllib.request
 from pathlib import Path
 
+from hms_proxy.tools import maven
+from hms_proxy.tools.lakefs_local import cache_root as hms_cache_root
 from hms_proxy.tools.metastores import MetastoreProcess, pyspark_jars, spawn
 
 VERSION = "3.1.3"
-MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 TARBALL = (f"org/apache/hive/hive-standalone-metastore/{VERSION}/"
            f"hive-standalone-metastore-{VERSION}-bin.tar.gz")
 EXTRA_JARS = ("commons-collections/commons-collections/3.2.2/commons-collections-3.2.2.jar",)
@@ -37,34 +36,7 @@ MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "hms-proxy" / "hive"
-
-
-def _sha1(path: Path) -> str:
-    digest = hashlib.sha1()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _download(relative: str, dest: Path) -> Path:
-    """Maven Central's ``relative`` at ``dest``, SHA-1 checked (kept when already right)."""
-    url = f"{os.environ.get('HMS_MAVEN_REPO', MAVEN_CENTRAL).rstrip('/')}/{relative}"
-    with urllib.request.urlopen(url + ".sha1", timeout=60) as resp:
-        expected = resp.read().decode().split()[0].strip().lower()
-    if dest.exists() and _sha1(dest) == expected:
-        return dest
-    part = dest.with_name(dest.name + ".part")
-    with urllib.request.urlopen(url, timeout=120) as resp, open(part, "wb") as out:
-        shutil.copyfileobj(resp, out, 1 << 20)
-    got = _sha1(part)
-    if got != expected:
-        part.unlink()
-        raise RuntimeError(f"{url}: SHA-1 {got} is not Maven Central's {expected}")
-    os.replace(part, dest)
-    return dest
+    return hms_cache_root() / "hive"
 
 
 def ensure_hive31() -> Path:
@@ -78,7 +50,7 @@ def ensure_hive31() -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (home / "lib").is_dir() and (home / "extra").is_dir():
             return home
-        tarball = _download(TARBALL, root / Path(TARBALL).name)
+        tarball = maven.fetch_verified(TARBALL, root / Path(TARBALL).name)
         tmp = Path(tempfile.mkdtemp(prefix=f".unpack-{VERSION}-", dir=root))
         try:
             with tarfile.open(tarball) as tar:
@@ -90,7 +62,7 @@ def ensure_hive31() -> Path:
             extra = tmp / "home" / "extra"
             extra.mkdir()
             for jar in EXTRA_JARS:
-                _download(jar, extra / Path(jar).name)
+                maven.fetch_verified(jar, extra / Path(jar).name)
             shutil.rmtree(home, ignore_errors=True)
             os.rename(tmp / "home", home)
         finally:
@@ -144,4 +116,4 @@ def spark_client_conf() -> dict[str, str]:
     Spark fetches the client's jars from Maven Central with Ivy, into the same cache."""
     return {"spark.sql.hive.metastore.version": VERSION,
             "spark.sql.hive.metastore.jars": "maven",
-            "spark.jars.ivy": str(cache_root().parent / "ivy")}
+            "spark.jars.ivy": str(hms_cache_root() / "ivy")}

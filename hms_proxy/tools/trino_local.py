@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -35,10 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hms_proxy.ops.shutdown import StopRequest
-from hms_proxy.tools import ports
+from hms_proxy.tools import maven, ports
 from hms_proxy.tools.lakefs_local import LocalProcess, cache_root
 
-MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 VERSION, MIN_JAVA = "476", 24   # the newest Trino served here and the Java it needs
 PLUGINS = ("hive", "tpch")        # what the tests use; the other ~60 plugins are not unpacked
 HEAP = "2G"
@@ -100,39 +98,12 @@ def choose() -> tuple[str, str]:
 
 
 # --- download ----------------------------------------------------------------------------------
-def _fetch(url: str, dest: Path) -> str:
-    """Download ``url`` to ``dest``; its SHA-1."""
-    sha1 = hashlib.sha1()
-    with urllib.request.urlopen(url, timeout=60) as resp, open(dest, "wb") as out:
-        while chunk := resp.read(1 << 20):
-            sha1.update(chunk)
-            out.write(chunk)
-    return sha1.hexdigest()
-
-
 def _tarball(version: str, root: Path) -> Path:
     """The verified tarball in the cache (downloaded when missing)."""
     name = f"trino-server-{version}.tar.gz"
-    path = root / name
-    url = f"{os.environ.get('HMS_MAVEN_REPO', MAVEN_CENTRAL)}/io/trino/trino-server/{version}/{name}"
-    with urllib.request.urlopen(url + ".sha1", timeout=60) as resp:
-        expected = resp.read().decode().split()[0].strip().lower()
-    if path.exists():
-        sha1 = hashlib.sha1()
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                sha1.update(chunk)
-        if sha1.hexdigest() == expected:
-            return path
-        path.unlink()
-    _say(f"downloading {url} (about 800 MB, once per machine)")
-    part = path.with_suffix(".part")
-    got = _fetch(url, part)
-    if got != expected:
-        part.unlink()
-        raise RuntimeError(f"{name}: SHA-1 {got} is not Maven Central's {expected}")
-    os.rename(part, path)
-    return path
+    return maven.fetch_verified(
+        f"io/trino/trino-server/{version}/{name}", root / name,
+        lambda url: _say(f"downloading {url} (about 800 MB, once per machine)"))
 
 
 def ensure_trino() -> TrinoInstall:

@@ -9,25 +9,13 @@ listed in docs/compatibility.md ("Catalog-qualified names") and checked here as 
 from __future__ import annotations
 
 import pytest
-from thrift.protocol import TBinaryProtocol
-from thrift.transport import TSocket, TTransport
 
-from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 from kvmodel.store import open_store
+from tests.support.client import connect
 from tests.support.proxy import start_proxy
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.oracle]
-
-
-class _Conn:
-    def __init__(self, port):
-        self.transport = TTransport.TBufferedTransport(TSocket.TSocket("127.0.0.1", port))
-        self.transport.open()
-        self.client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(self.transport))
-
-    def close(self):
-        self.transport.close()
 
 
 def _table(name, db="shop"):
@@ -57,18 +45,15 @@ def pair(tmp_path_factory):
     stock = start_stock_hms31(tmp_path_factory.mktemp("stock-hms-3.1.3"))
     ours_dir = tmp_path_factory.mktemp("ours")
     ours = start_proxy(ours_dir)
-    conns = []
     try:
-        for proc in (stock, ours):
-            conns.append(_Conn(proc.port))
-            _setup(conns[-1].client)
-        store = open_store(ours_dir / "store")
-        store.commit("main", "shop", author="test")
-        store.create_branch("dev", "main")
-        yield conns[0].client, conns[1].client
+        with connect(stock) as stock_client, connect(ours) as our_client:
+            for client in (stock_client, our_client):
+                _setup(client)
+            store = open_store(ours_dir / "store")
+            store.commit("main", "shop", author="test")
+            store.create_branch("dev", "main")
+            yield stock_client, our_client
     finally:
-        for conn in conns:
-            conn.close()
         ours.stop()
         stock.stop()
 

@@ -87,14 +87,15 @@ class SideRun:
         return "\n".join(text.splitlines()[-lines:])
 
 
-@pytest.fixture(scope="module")
-def spark_runs(request, tmp_path_factory):
-    """{"oracle": SideRun, "proxy": SideRun}, both having run every statement."""
-    proxy = request.getfixturevalue("proxy")  # first: skips before starting the oracle
-    oracle = request.getfixturevalue("oracle")
+def run_sides(metastores: dict, tmp_path_factory, conf: dict | None = None,
+              suffix: str = "") -> dict[str, SideRun]:
+    """Every statement through a runner per metastore (``{"oracle": ..., "proxy": ...}``), the
+    runners at once; fails the test when one does not get through them all. ``conf``: Spark
+    settings of both runners; ``suffix``: of their names (artifact files)."""
     items = all_items()
-    runs = {name: SideRun(name, ms, tmp_path_factory.mktemp(f"spark-{name}"), items)
-            for name, ms in (("oracle", oracle), ("proxy", proxy))}
+    runs = {name: SideRun(f"{name}{suffix}", ms, tmp_path_factory.mktemp(f"spark{suffix}-{name}"),
+                          items, conf)
+            for name, ms in metastores.items()}
     for run in runs.values():
         run.start()
     for run in runs.values():
@@ -105,3 +106,11 @@ def spark_runs(request, tmp_path_factory):
                         f"{len(run.results)}/{len(items)} statements; log tail:\n{run.log_tail()}",
                         pytrace=False)
     return runs
+
+
+@pytest.fixture(scope="module")
+def spark_runs(request, tmp_path_factory):
+    """{"oracle": SideRun, "proxy": SideRun}, both having run every statement."""
+    proxy = request.getfixturevalue("proxy")  # first: skips before starting the oracle
+    oracle = request.getfixturevalue("oracle")
+    return run_sides({"oracle": oracle, "proxy": proxy}, tmp_path_factory)

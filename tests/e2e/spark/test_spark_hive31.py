@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.spark.conftest import SideRun
-from tests.e2e.spark.statements import all_items
+from tests.e2e.spark.conftest import run_sides
 from tests.e2e.spark.test_spark_e2e import normalise_result, show, side_paths
 from tests.support.proxy import start_proxy
 
@@ -27,20 +26,7 @@ def runs31(tmp_path_factory):
     stock = hive31_local.start_stock_hms31(tmp_path_factory.mktemp("stock-hms-3.1.3"))
     ours = start_proxy(tmp_path_factory.mktemp("proxy31"))
     try:
-        items = all_items()
-        runs = {name: SideRun(f"{name}31", ms, tmp_path_factory.mktemp(f"spark31-{name}"),
-                              items, conf)
-                for name, ms in (("oracle", stock), ("proxy", ours))}
-        for run in runs.values():
-            run.start()
-        for run in runs.values():
-            run.wait()
-        for run in runs.values():
-            if run.returncode != 0 or len(run.results) != len(items):
-                pytest.fail(f"the Spark runner (Hive 3.1.3 client) against the {run.name} exited "
-                            f"with {run.returncode} after {len(run.results)}/{len(items)} "
-                            f"statements; log tail:\n{run.log_tail()}", pytrace=False)
-        yield runs
+        yield run_sides({"oracle": stock, "proxy": ours}, tmp_path_factory, conf, suffix="31")
     finally:
         ours.stop()
         stock.stop()
