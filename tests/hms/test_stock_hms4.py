@@ -1,0 +1,85 @@
+"""The stock Hive Metastore 4.0.1 (Maven Central's jars, :mod:`hms_proxy.tools.hive4_local`)
+serves our generated 2.3 client: databases, a partitioned table and its partitions; and the
+4.x differences an oracle of that version shows: ``get_table`` is gone, and a managed table
+created by a client without capabilities is stored as an external one.
+"""
+from __future__ import annotations
+
+import pytest
+from thrift.Thrift import TApplicationException
+
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T
+from tests.support.client import connect
+
+pytestmark = [pytest.mark.timeout(600), pytest.mark.oracle]
+
+
+def _table(name, db, table_type="EXTERNAL_TABLE"):
+    sd = T.StorageDescriptor(
+        cols=[T.FieldSchema("id", "bigint", None), T.FieldSchema("v", "string", None)],
+        inputFormat="org.apache.hadoop.mapred.TextInputFormat",
+        outputFormat="org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+        serdeInfo=T.SerDeInfo(None, "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", {}),
+        bucketCols=[], sortCols=[], parameters={})
+    params = {"EXTERNAL": "TRUE"} if table_type == "EXTERNAL_TABLE" else {}
+    return T.Table(name, db, "ann", 0, 0, 0, sd, [T.FieldSchema("ds", "string", None)],
+                   params, None, None, table_type)
+
+
+@pytest.fixture(scope="module")
+def stock(tmp_path_factory):
+    from hms_proxy.tools.hive4_local import start_stock_hms4
+
+    proc = start_stock_hms4(tmp_path_factory.mktemp("stock-hms-4.0.1"))
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def test_serves_databases_tables_and_partitions(stock):
+    with connect(stock) as client:
+        client.create_database(T.Database("shop", "the shop", None, {}))
+        assert {"default", "shop"} <= set(client.get_all_databases())
+        assert {"default", "shop"} <= set(client.get_databases("@hive#"))
+        assert client.get_database("shop").description == "the shop"
+
+        client.create_table(_table("orders", "shop"))
+        assert client.get_all_tables("shop") == ["orders"]
+        table = client.get_table_req(T.GetTableRequest("shop", "orders")).table
+        assert (table.tableType, [k.name for k in table.partitionKeys]) == \
+            ("EXTERNAL_TABLE", ["ds"])
+
+        sd = table.sd
+        sd.location = None  # under the table's
+        for ds in ("2024-01-01", "2024-01-02"):
+            client.add_partition(T.Partition([ds], "shop", "orders", 0, 0, sd, {}))
+        assert sorted(client.get_partition_names("shop", "orders", -1)) == \
+            ["ds=2024-01-01", "ds=2024-01-02"]
+        (part,) = client.get_partitions_by_names("shop", "orders", ["ds=2024-01-02"])
+        assert part.values == ["2024-01-02"]
+        assert part.sd.location.endswith("/orders/ds=2024-01-02")
+
+
+def test_managed_table_is_stored_as_external(stock):
+    """4.x's default metadata transformer (3.1.3 keeps such a table managed)."""
+    with connect(stock) as client:
+        client.create_database(T.Database("managed", None, None, {}))
+        client.create_table(_table("t", "managed", table_type="MANAGED_TABLE"))
+        table = client.get_table_req(T.GetTableRequest("managed", "t")).table
+        assert table.tableType == "EXTERNAL_TABLE"
+        assert {k: table.parameters.get(k) for k in
+                ("EXTERNAL", "external.table.purge", "TRANSLATED_TO_EXTERNAL")} == \
+            {"EXTERNAL": "TRUE", "external.table.purge": "TRUE", "TRANSLATED_TO_EXTERNAL": "TRUE"}
+
+
+@pytest.mark.parametrize("call", [
+    lambda client: client.get_table("default", "nothing"),
+    lambda client: client.get_table_objects_by_name("default", ["nothing"]),
+], ids=["get_table", "get_table_objects_by_name"])
+def test_removed_calls_are_unknown_methods(stock, call):
+    with connect(stock) as client:
+        with pytest.raises(TApplicationException) as raised:
+            call(client)
+        assert raised.value.type == TApplicationException.UNKNOWN_METHOD
+        assert client.get_all_databases()  # the connection stays usable
