@@ -2,6 +2,9 @@
 
 - ``reference/cli.md``: every command of ``hms-proxy`` (``hms_proxy.cli.build_parser()``,
   walked recursively through its subparsers): usage, description, arguments.
+- ``reference/thrift-methods.md``: every method of the Thrift interface, the Hive generations
+  whose IDL declares it (``hms_proxy.thrift.generations``) and whether the server serves it
+  (``hms_proxy.hms.handler.served_methods``).
 - ``reference/http-api.md``: the HTTP API from its OpenAPI 3 document
   (``hms_proxy.api.openapi.document()``), grouped by tag, with its schemas; the document itself
   is published beside it as ``reference/openapi.json``.
@@ -25,6 +28,7 @@ from mkdocs.structure.files import File
 
 CLI_PAGE = "reference/cli.md"
 API_PAGE = "reference/http-api.md"
+METHODS_PAGE = "reference/thrift-methods.md"
 OPENAPI_FILE = "reference/openapi.json"
 USAGE_WIDTH = 100  # columns of the usage blocks, whatever the terminal building the site
 
@@ -39,16 +43,48 @@ def on_files(files, config, **kwargs):
     root = Path(config["config_file_path"]).resolve().parent
     if str(root) not in sys.path:  # the project, even when it is not installed in the venv
         sys.path.insert(0, str(root))
-    for uri in (CLI_PAGE, API_PAGE, OPENAPI_FILE):
+    for uri in (CLI_PAGE, API_PAGE, OPENAPI_FILE, METHODS_PAGE):
         stale = files.get_file_from_path(uri)
         if stale is not None:  # a copy left in docs/ would shadow the generated page
             files.remove(stale)
     document = _openapi_document()
     files.append(File.generated(config, CLI_PAGE, content=render_cli(_cli_parser())))
     files.append(File.generated(config, API_PAGE, content=render_openapi(document)))
+    files.append(File.generated(config, METHODS_PAGE, content=render_methods()))
     files.append(File.generated(config, OPENAPI_FILE,
                                 content=json.dumps(document, indent=2, sort_keys=False) + "\n"))
     return files
+
+
+def render_methods() -> str:
+    """The Thrift methods page: one row a method."""
+    with _project_call("hms_proxy.thrift.generations and the handler", "the Thrift methods page"):
+        from hms_proxy.hms.handler import served_methods
+        from hms_proxy.thrift.gen.fb303 import FacebookService
+        from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore
+        from hms_proxy.thrift.generations import METHODS, VERSIONS
+        from hms_proxy.thrift.processor import service_methods
+
+        methods = service_methods((ThriftHiveMetastore, FacebookService))
+        served = served_methods(methods)
+    rows = []
+    for name in sorted(methods, key=str.lower):
+        declared = METHODS.get(name, VERSIONS[:1])  # fb303's: every generation's
+        answer = f"served ({served[name].__name__})" if name in served else \
+            "[unknown method](../compatibility.md#methods-answered-with-unknown_method)"
+        rows.append([code(name)] + ["yes" if v in declared else "" for v in VERSIONS] + [answer])
+    counts = ", ".join(
+        f"{sum(1 for n in methods if n in served and v in METHODS.get(n, VERSIONS[:1]))} of "
+        f"{sum(1 for n in methods if v in METHODS.get(n, VERSIONS[:1]))} for {v}"
+        for v in VERSIONS)
+    return (GENERATED_NOTE.format(source="hms_proxy/thrift/generations.py and the handler")
+            + "# Thrift methods\n\n"
+            "Every method of the interface (`thrift/hive_metastore.thrift`, the HMS 2.3.10 IDL with "
+            "3.1.3's and 4.0.1's laid over it, and fb303's), the Hive generations whose IDL "
+            "declares it, and what this server answers: the family of `hms_proxy/hms/` that "
+            "serves it, or the unknown-method error the stock HMS gives for a method it does not "
+            f"know (the reasons are in [Compatibility](../compatibility.md)). Served: {counts}.\n\n"
+            + table(["Method", *VERSIONS, "Here"], rows) + "\n")
 
 
 def _cli_parser() -> argparse.ArgumentParser:

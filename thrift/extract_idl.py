@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
-"""Extract the Hive Metastore 2.3.10 Thrift interface from PySpark's jars and render our IDL.
+"""Extract the Hive Metastore Thrift interfaces from the published jars and render our IDL.
 
-Why: hms-proxy must be wire-compatible with the HMS 2.3.10 that Spark talks to, and the
-jar PySpark ships is the authority for that dialect. Rather than copy Apache's .thrift
-files, we read the Java classes the Thrift compiler generated (thrift/java/DumpThriftModel.java
-dumps them as JSON) and render our own thrift/hive_metastore.thrift and thrift/fb303.thrift.
-hmsclient's generated Python (possibly from another Hive version) is only cross-checked.
+Why: hms-proxy must be wire-compatible with every Hive metastore client generation. The HMS
+2.3.10 that Spark talks to by default is the base: the jar PySpark ships is the authority for
+it. The 3.1.3 and 4.0.1 interfaces (hive-standalone-metastore's jars on Maven Central) are
+laid over it as a superset: their new methods, structs, fields and enum values are added,
+and where a newer generation reuses an id or a name differently, the older one keeps it
+(a 2.3 client must see exactly what it saw before; the conflicts are listed by ``--report``
+and pinned in tests/thrift/test_thrift_idl.py). Rather than copy Apache's .thrift files, we
+read the Java classes the Thrift compiler generated (thrift/java/DumpThriftModel.java dumps
+them as JSON) and render our own thrift/hive_metastore.thrift and thrift/fb303.thrift, plus
+hms_proxy/thrift/generations.py (which generation declares each method and field).
+hmsclient's generated Python (from an older Hive 2.3) is only cross-checked.
 
-Usage:  python thrift/extract_idl.py           # rewrite the .thrift files, print the report
+Usage:  python thrift/extract_idl.py           # rewrite the files, print the report
         python thrift/extract_idl.py --check   # exit 1 if the committed files are stale
 """
 from __future__ import annotations
@@ -49,7 +55,7 @@ def java_available() -> bool:
 
 
 def extract(jars_dir: Path | None = None) -> dict:
-    """Compile and run the Java dumper; returns {program: model}."""
+    """The HMS 2.3.10 model from PySpark's jars: {program: model}."""
     jars_dir = jars_dir or pyspark_jars_dir()
     specs = []
     for name, (pattern, pkg, service, consts) in PROGRAMS.items():
@@ -58,15 +64,185 @@ def extract(jars_dir: Path | None = None) -> dict:
             specs.append(f"{name}={jars[0]}:{pkg}:{service}:{consts}")
         elif name != "fb303":
             raise FileNotFoundError(f"{pattern} not found in {jars_dir}")
-    classpath = f"{jars_dir}/*"
+    model = dump(f"{jars_dir}/*", specs)
+    model.setdefault("fb303", fb303_from_hmsclient())
+    return model
+
+
+def dump(classpath: str, specs: list[str]) -> dict:
+    """Compile and run the Java dumper over ``classpath`` for the given program specs."""
     with tempfile.TemporaryDirectory(prefix="hms-idl-") as tmp:
         subprocess.run(["javac", "-nowarn", "-d", tmp, "-cp", classpath, str(JAVA_SOURCE)],
                        check=True, capture_output=True, text=True)
         out = subprocess.run(["java", "-cp", f"{tmp}{os.pathsep}{classpath}", "DumpThriftModel",
                               *specs], check=True, capture_output=True, text=True).stdout
-    model = json.loads(out)
-    model.setdefault("fb303", fb303_from_hmsclient())
+    return json.loads(out)
+
+
+# The newer generations laid over 2.3.10, oldest first: version -> the jars their model is read
+# from (Maven Central paths; the metastore jar first). 3.1.3's come from the -bin tarball the
+# stock 3.1.3 oracle runs from; 4.0.1's are the three jars its Thrift classes need.
+NEWER = {
+    "3.1.3": None,  # hms_proxy.tools.hive31_local.ensure_hive31()'s lib directory
+    "4.0.1": ("org/apache/hive/hive-standalone-metastore-common/4.0.1/"
+              "hive-standalone-metastore-common-4.0.1.jar",
+              "org/apache/thrift/libthrift/0.16.0/libthrift-0.16.0.jar",
+              "org/apache/thrift/libfb303/0.9.3/libfb303-0.9.3.jar"),
+}
+
+
+def newer_jars(version: str) -> tuple[Path, list[Path]]:
+    """(the metastore jar, the classpath) of a newer generation, downloaded once per machine
+    into ~/.cache/hms-proxy (SHA-1 checked)."""
+    if NEWER[version] is None:
+        from hms_proxy.tools.hive31_local import ensure_hive31
+        lib = ensure_hive31() / "lib"
+        jar = lib / f"hive-standalone-metastore-{version}.jar"
+        return jar, [jar, *sorted(lib.glob("libthrift-*.jar")), *sorted(lib.glob("libfb303-*.jar"))]
+    from hms_proxy.tools import maven
+    from hms_proxy.tools.lakefs_local import cache_root
+    cache = cache_root() / "idl" / version
+    cache.mkdir(parents=True, exist_ok=True)
+    jars = [maven.fetch_verified(rel, cache / Path(rel).name) for rel in NEWER[version]]
+    return jars[0], jars
+
+
+def extract_newer(version: str) -> dict:
+    """The hive_metastore model of a newer generation (its fb303 is 2.3.10's, unchanged)."""
+    jar, classpath = newer_jars(version)
+    _, pkg, service, consts = PROGRAMS["hive_metastore"]
+    model = dump(os.pathsep.join(map(str, classpath)),
+                 [f"hive_metastore={jar}:{pkg}:{service}:{consts}"])["hive_metastore"]
+    model["jar"] = jar.name
+    _resolve_typedefs(model, pkg)
     return model
+
+
+def _resolve_typedefs(node, pkg: str) -> None:
+    """Thrift 0.9.3 records a struct used before its declaration as a typedef of its name
+    (3.1.3's Table.creationMetadata); such a type is that struct."""
+    if isinstance(node, list):
+        for item in node:
+            _resolve_typedefs(item, pkg)
+    elif isinstance(node, dict):
+        if node.get("kind") == "struct" and "name" not in node and "typedef" in node:
+            node["name"] = node.pop("typedef")
+            node["package"] = pkg
+        for value in node.values():
+            _resolve_typedefs(value, pkg)
+
+
+def extract_all(jars_dir: Path | None = None) -> tuple[dict, dict]:
+    """(the 2.3.10 model, {newer version: its hive_metastore model})."""
+    return extract(jars_dir), {v: extract_newer(v) for v in NEWER}
+
+
+# --------------------------------------------------------------------------- the superset
+
+def _field_key(f: dict, union: bool = False):
+    # a union's members are optional by nature; Thrift 0.9.3 records them as default
+    return (f["name"], f["type"], None if union else f["req"],
+            json.dumps(f.get("default"), sort_keys=True))
+
+
+def merge_fields(what: str, base: list[dict], newer: list[dict], version: str,
+                 conflicts: list[str], union: bool = False) -> list[dict]:
+    """``base``'s fields, then ``newer``'s whose id and name are both new; a newer field that
+    reuses an id or a name differently is left out and recorded."""
+    by_id = {f["id"]: f for f in base}
+    names = {f["name"] for f in base}
+    out = list(base)
+    for f in newer:
+        old = by_id.get(f["id"])
+        if old is not None:
+            if _field_key(old, union) != _field_key(f, union):
+                conflicts.append(f"{what} {f['id']}: {version} {_sig(f)}, kept {_sig(old)}")
+        elif f["name"] in names and f["id"] > 0 and any(
+                o["name"] == f["name"] and o["id"] < 0 for o in out):
+            # an id the older IDL left out (the compiler numbered it -1), given by the newer
+            out = [f if o["name"] == f["name"] else o for o in out]
+        elif f["name"] in names:
+            conflicts.append(f"{what} {f['id']}: {version} {_sig(f)}, the name is taken")
+        else:
+            out.append(f)
+            names.add(f["name"])
+    return out
+
+
+def _sig(f: dict) -> str:
+    req = "" if f["req"] == "default" else f["req"] + " "
+    return f"{req}{type_name(f['type'], 'hive_metastore')} {f['name']}"
+
+
+def superset(base: dict, newer: dict, version: str) -> tuple[dict, list[str]]:
+    """The hive_metastore model serving both ``base`` and ``newer`` clients, and the conflicts
+    that were settled for ``base`` (the older generation keeps what it has)."""
+    conflicts: list[str] = []
+    structs = {s["name"]: dict(s) for s in base["structs"]}
+    for s in newer["structs"]:
+        old = structs.get(s["name"])
+        if old is None:
+            structs[s["name"]] = s
+            continue
+        if old["kind"] != s["kind"]:
+            conflicts.append(f"struct {s['name']}: {version} {s['kind']}, kept {old['kind']}")
+        old["fields"] = merge_fields(f"struct {s['name']} field", old["fields"], s["fields"],
+                                     version, conflicts, union=old["kind"] == "union")
+    enums = {e["name"]: dict(e) for e in base["enums"]}
+    for e in newer["enums"]:
+        old = enums.get(e["name"])
+        if old is None:
+            enums[e["name"]] = e
+            continue
+        values = {v["name"]: v["value"] for v in old["values"]}
+        taken = set(values.values())
+        extra = []
+        for v in e["values"]:
+            if v["name"] in values:
+                if values[v["name"]] != v["value"]:
+                    conflicts.append(f"enum {e['name']} {v['name']}: {version} {v['value']}, "
+                                     f"kept {values[v['name']]}")
+            elif v["value"] in taken:
+                conflicts.append(f"enum {e['name']} {v['name']}: {version} {v['value']}, "
+                                 "the value is taken")
+            else:
+                extra.append(v)
+                taken.add(v["value"])
+        old["values"] = old["values"] + extra
+    constants = {c["name"]: c for c in base["constants"]}
+    for c in newer["constants"]:
+        if c["name"] not in constants:
+            constants[c["name"]] = c
+        elif constants[c["name"]] != c:
+            conflicts.append(f"const {c['name']}: {version} differs, kept")
+    methods = {m["name"]: dict(m) for m in base["service"]["methods"]}
+    for m in newer["service"]["methods"]:
+        old = methods.get(m["name"])
+        if old is None:
+            methods[m["name"]] = m
+            continue
+        if old["returns"] != m["returns"] or old["oneway"] != m["oneway"]:
+            conflicts.append(f"method {m['name']}: {version} returns "
+                             f"{m['returns'] and model_sig(m['returns'])}, kept")
+            continue
+        old["args"] = merge_fields(f"method {m['name']} arg", old["args"], m["args"], version,
+                                   conflicts)
+        old["throws"] = merge_fields(f"method {m['name']} throws", old["throws"], m["throws"],
+                                     version, conflicts)
+    merged = dict(base, structs=list(structs.values()), enums=list(enums.values()),
+                  constants=list(constants.values()),
+                  service=dict(base["service"], methods=list(methods.values())),
+                  jar=f"{base['jar']} and, laid over it, {newer['jar']}")
+    return merged, conflicts
+
+
+def superset_model(model23: dict, newer: dict) -> tuple[dict, list[str]]:
+    """The full model (fb303 and the hive_metastore superset) and every conflict settled."""
+    merged, conflicts = model23["hive_metastore"], []
+    for version, m in newer.items():
+        merged, found = superset(merged, m, version)
+        conflicts += found
+    return dict(model23, hive_metastore=merged), conflicts
 
 
 def fb303_from_hmsclient() -> dict:
@@ -225,6 +401,33 @@ def render_service(svc: dict, program: str) -> list[str]:
     return out + ["}", ""]
 
 
+GENERATIONS = HERE.parent / "hms_proxy" / "thrift" / "generations.py"
+
+
+def render_generations(model23: dict, newer: dict) -> str:
+    """hms_proxy/thrift/generations.py: which generation declares each method, and the field
+    ids of each struct in 2.3.10 (what a 2.3 client and a Java 2.3 toString know of)."""
+    base = model23["hive_metastore"]
+    versions = ["2.3.10", *newer]
+    declared: dict[str, list[str]] = {}
+    for version, m in [("2.3.10", base), *newer.items()]:
+        for meth in m["service"]["methods"]:
+            declared.setdefault(meth["name"], []).append(version)
+    out = ['"""Which Hive metastore generation declares each Thrift method, and the fields of',
+           "each struct in 2.3.10. Generated by thrift/extract_idl.py from the jars; do not edit.",
+           '"""', "",
+           f"VERSIONS = {tuple(versions)!r}", "",
+           "# method -> the versions whose IDL declares it",
+           "METHODS: dict[str, tuple[str, ...]] = {"]
+    out += [f"    {name!r}: {tuple(v)!r}," for name, v in sorted(declared.items())]
+    out += ["}", "", "# struct -> the field ids HMS 2.3.10 declares (absent: a struct newer than 2.3)",
+            "FIELDS_2_3: dict[str, frozenset[int]] = {"]
+    for s in sorted(base["structs"], key=lambda s: s["name"]):
+        ids = ", ".join(str(f["id"]) for f in s["fields"])
+        out.append(f"    {s['name']!r}: frozenset({{{ids}}}),")
+    return "\n".join(out + ["}", ""])
+
+
 def render_all(model: dict) -> dict[str, str]:
     return {f"{name}.thrift": render_program(name, model) for name in PROGRAMS}
 
@@ -343,18 +546,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only compare with the files on disk")
     parser.add_argument("--out", type=Path, default=HERE, help="directory for the .thrift files")
     args = parser.parse_args(argv)
-    model = extract()
+    model23, newer = extract_all()
+    model, conflicts = superset_model(model23, newer)
+    files = {args.out / name: text for name, text in render_all(model).items()}
+    files[GENERATIONS] = render_generations(model23, newer)
     stale = []
-    for fname, text in render_all(model).items():
-        path = args.out / fname
+    for path, text in files.items():
         if args.check:
             if not path.exists() or path.read_text() != text:
-                stale.append(fname)
+                stale.append(path.name)
         else:
             path.write_text(text)
-    print(summary(model))
-    diffs = hmsclient_differences(model)
-    print(f"hmsclient differences ({len(diffs)}):")
+    print("2.3.10 " + summary(model23))
+    print("superset " + summary(model))
+    print(f"conflicts settled for the older generation ({len(conflicts)}):")
+    print("\n".join(f"  {c}" for c in conflicts) or "  none")
+    diffs = hmsclient_differences(model23)
+    print(f"hmsclient differences from 2.3.10 ({len(diffs)}):")
     print("\n".join(f"  {d}" for d in diffs) or "  none")
     if stale:
         print(f"stale: {', '.join(stale)} (run python thrift/extract_idl.py)", file=sys.stderr)

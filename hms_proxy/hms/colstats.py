@@ -246,7 +246,7 @@ class ColumnStatsCalls(Family):
         return self.t.AggrStats(colStats=aggregated, partsFound=parts_found)
 
     # --- delete -------------------------------------------------------------------------
-    def delete_table_column_statistics(self, ctx, db_name, tbl_name, col_name):
+    def delete_table_column_statistics(self, ctx, db_name, tbl_name, col_name, engine=None):
         db, tbl = lower(db_name), lower(tbl_name)
         with self.writing(ctx) as cat:
             if cat.raw(keys.table_key(db, tbl)) is None:
@@ -262,7 +262,8 @@ class ColumnStatsCalls(Family):
             cat.delete(key)
         return True
 
-    def delete_partition_column_statistics(self, ctx, db_name, tbl_name, part_name, col_name):
+    def delete_partition_column_statistics(self, ctx, db_name, tbl_name, part_name, col_name,
+                                           engine=None):
         db, tbl = lower(db_name), lower(tbl_name)
         with self.writing(ctx) as cat:
             table = cat.table(db, tbl)

@@ -364,13 +364,32 @@ def _show(value) -> str:
     return "null" if value is None else str(value)
 
 
+def newer_constraints(unique, not_null, default, check) -> errors.MetaError | None:
+    """The error for the constraint kinds Hive 3.x added (None when none is given): they are
+    not kept, and a table is not created without them in silence."""
+    given = [name for name, items in (("unique", unique), ("not null", not_null),
+                                      ("default", default), ("check", check)) if items]
+    if not given:
+        return None
+    return errors.MetaError(f"{', '.join(given)} constraints are not supported by this "
+                            "metastore (primary and foreign keys are)")
+
+
 class ConstraintCalls(Family):
     CASCADES = {"table_renamed": on_rename_table, "table_dropping": on_drop_table}
     RENAME_REWRITES = {PK: _renamed_pks, FK: _renamed_fks, REF: _renamed_ref}
 
     # --- create --------------------------------------------------------------------------
-    def create_table_with_constraints(self, ctx, tbl, primaryKeys, foreignKeys):
-        """create_table, and its keys in the same transaction."""
+    def create_table_with_constraints(self, ctx, tbl, primaryKeys, foreignKeys,
+                                      uniqueConstraints=None, notNullConstraints=None,
+                                      defaultConstraints=None, checkConstraints=None):
+        """create_table, and its keys in the same transaction. The unique, not-null, default
+        and check constraints a 3.x/4.x client may add are not kept: refused, before anything
+        is written, rather than dropped in silence."""
+        refused = newer_constraints(uniqueConstraints, notNullConstraints, defaultConstraints,
+                                    checkConstraints)
+        if refused is not None:
+            raise refused
         creating = tables.TableCalls(self.env)
         if primaryKeys is None and foreignKeys is None:
             return creating.create_table_with_environment_context(ctx, tbl, None)

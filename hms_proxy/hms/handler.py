@@ -20,6 +20,7 @@ from hms_proxy.hms.partition_events import PartitionEventCalls
 from hms_proxy.hms.partitions import PartitionCalls
 from hms_proxy.hms.privileges import PrivilegeCalls
 from hms_proxy.hms.pspecs import PartitionSpecCalls
+from hms_proxy.hms.requests import RequestCalls
 from hms_proxy.hms.roles import RoleCalls
 from hms_proxy.hms.service import ServiceCalls
 from hms_proxy.hms.table_filters import TableFilterCalls
@@ -33,7 +34,7 @@ from hms_proxy.thrift import routing
 FAMILIES = (DatabaseCalls, TableCalls, PartitionCalls, ColumnStatsCalls, FunctionCalls,
             ServiceCalls, TxnCalls, RoleCalls, TableFilterCalls, NotificationCalls,
             PrivilegeCalls, ConstraintCalls, IndexCalls, PartitionSpecCalls, TypeCalls,
-            FileMetadataCalls, TokenCalls, CompactionCalls, PartitionEventCalls)
+            FileMetadataCalls, TokenCalls, CompactionCalls, PartitionEventCalls, RequestCalls)
 
 
 def connect(env: Env, families=FAMILIES) -> Env:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from thrift.Thrift import TType
 
+from hms_proxy.thrift.generations import FIELDS_2_3
+
 
 def string_length(text: str) -> int:
     """Java's ``String.length()``: UTF-16 code units (a character beyond U+FFFF counts two)."""
@@ -47,9 +49,7 @@ def _echo_plan(cls) -> tuple:
     plan = _ECHO_PLAN.get(cls)
     if plan is None:
         prims, structs, lists = [], [], []
-        for field in cls.thrift_spec:
-            if field is None:
-                continue
+        for field in _java_fields(cls):
             _, ftype, fname, fargs, _ = field
             if ftype in _JAVA_DEFAULTS and fname not in OPTIONAL_FIELDS:
                 prims.append((fname, _JAVA_DEFAULTS[ftype]))
@@ -99,11 +99,16 @@ def to_string(value, ttype=TType.STRUCT, targ=None) -> str:
     return str(value)
 
 
+def _java_fields(cls) -> list:
+    """The fields a Java HMS 2.3.10 knows of a struct (those 3.x/4.x added to a 2.3.10 struct
+    are neither printed nor written back by it); every field of a struct newer than 2.3."""
+    known = FIELDS_2_3.get(cls.__name__)
+    return [f for f in cls.thrift_spec if f is not None and (known is None or f[0] in known)]
+
+
 def _struct(obj) -> str:
     parts = []
-    for field in obj.thrift_spec:
-        if field is None:
-            continue
+    for field in _java_fields(type(obj)):
         _, ftype, fname, fargs, _ = field
         value = getattr(obj, fname, None)
         if value is None:

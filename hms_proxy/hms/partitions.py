@@ -170,6 +170,9 @@ class PartitionCalls(Family):
                                                   environment_context):
         with self.reading(ctx) as cat:
             table = self._table_for_add(cat, db_name, tbl_name)
+        if not is_view(table) and not (table.sd and table.sd.location):
+            # a table altered to have no location: HMS takes it for a view
+            raise errors.MetaError("Cannot append a partition to a view")
         part = self.t.Partition(dbName=table.dbName, tableName=table.tableName,
                                 values=list(part_vals or []), sd=codec.clone(table.sd))
         part.sd.location = None

@@ -44,6 +44,11 @@ WRITE_METHODS = frozenset({
     "rename_partition", "revoke_privileges", "revoke_role", "set_aggr_stats_for",
     "update_master_key", "update_partition_column_statistics",
     "update_table_column_statistics",
+    # Hive 3.x/4.x request forms (hms_proxy/hms/requests.py)
+    "alter_database_req", "alter_partitions_req", "alter_table_req", "append_partition_req",
+    "create_database_req", "create_table_req", "drop_database_req", "drop_partition_req",
+    "drop_table_req", "rename_partition_req",
+    "update_partition_column_statistics_req", "update_table_column_statistics_req",
 })
 
 

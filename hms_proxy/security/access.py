@@ -60,6 +60,10 @@ WRITES = frozenset("""
     rename_partition renew_delegation_token revoke_privileges revoke_role set_aggr_stats_for
     setOption update_master_key update_partition_column_statistics
     update_table_column_statistics
+    alter_catalog alter_database_req alter_partitions_req alter_table_req append_partition_req
+    create_catalog create_database_req create_table_req drop_catalog drop_database_req
+    drop_partition_req drop_table_req update_partition_column_statistics_req
+    update_table_column_statistics_req rename_partition_req
 """.split())
 
 #: Calls that only read (``lock`` is one too when it takes only shared-read locks; keeping
@@ -82,6 +86,11 @@ READS = frozenset("""
     get_table_statistics_req get_tables get_tables_by_type get_token get_type get_type_all
     heartbeat heartbeat_txn_range isPartitionMarkedForEvent list_privileges list_roles
     partition_name_to_spec partition_name_to_vals show_compact show_locks unlock
+    get_catalog get_catalogs get_database_req get_fields_req get_partition_names_ps_req
+    get_partition_req get_partitions_by_names_req get_partitions_req get_schema_req
+    get_all_table_constraints get_check_constraints get_default_constraints
+    get_not_null_constraints get_partitions_by_filter_req get_partitions_ps_with_auth_req
+    get_unique_constraints
 """.split())
 
 #: Calls about the connection or the server process, never the catalog: always allowed.

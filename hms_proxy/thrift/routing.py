@@ -47,9 +47,26 @@ DB_FIELDS.update({
 for _name in ("PartitionsStatsRequest", "AddPartitionsRequest", "DropPartitionsRequest",
               "PartitionValuesRequest", "GetTablesRequest", "GetTableRequest", "TableStatsRequest"):
     DB_FIELDS[getattr(ttypes, _name)] = ("dbName",)
+# the request structs of Hive 3.x/4.x (hms_proxy/hms/requests.py)
+for _name in ("DropTableRequest", "AlterTableRequest", "PartitionsRequest",
+              "GetPartitionNamesPsRequest", "GetFieldsRequest", "GetSchemaRequest",
+              "AlterPartitionsRequest", "GetPartitionRequest", "DropPartitionRequest",
+              "AppendPartitionsRequest", "GetPartitionsByFilterRequest",
+              "GetPartitionsPsWithAuthRequest", "RenamePartitionRequest",
+              "AllTableConstraintsRequest"):
+    DB_FIELDS[getattr(ttypes, _name)] = ("dbName",)
+DB_FIELDS.update({
+    ttypes.GetDatabaseRequest: ("name",), ttypes.DropDatabaseRequest: ("name",),
+    ttypes.CreateDatabaseRequest: ("databaseName",), ttypes.AlterDatabaseRequest: ("oldDbName",),
+    ttypes.GetPartitionsByNamesRequest: ("db_name",), ttypes.UniqueConstraintsRequest: ("db_name",),
+    ttypes.NotNullConstraintsRequest: ("db_name",), ttypes.DefaultConstraintsRequest: ("db_name",),
+    ttypes.CheckConstraintsRequest: ("db_name",)})
 
 
 CATALOG_MARK, CATALOG_SEPARATOR, EMPTY_DB_MARK = "@", "#", "!"
+# Request structs whose database name the stock HMS 4.x parses for a catalog (``@hive#shop``)
+# as it parses a plain string argument.
+CATALOG_DB_FIELDS = frozenset({ttypes.GetPartitionsByNamesRequest})
 DEFAULT_CATALOG = "hive"
 # Plain string arguments that may carry a catalog (besides DB_ARGS and DB_NAME_METHODS' name):
 # the database patterns of the listing calls.
@@ -224,6 +241,8 @@ def _strip_value(value, refs: _Refs) -> None:
     for field in DB_FIELDS.get(cls, ()):
         current = getattr(value, field, None)
         if isinstance(current, str):
+            if current.startswith(CATALOG_MARK) and cls in CATALOG_DB_FIELDS:
+                current = refs.take_catalog(current) or ""
             setattr(value, field, refs.take(current))
     for name in db_paths(cls):
         child = getattr(value, name, None)

@@ -26,3 +26,17 @@ def test_doc_lists_exactly_the_unimplemented_methods():
     documented = documented_unimplemented()
     assert documented - missing == set(), "documented as missing but served"
     assert missing - documented == set(), "not served and not documented"
+
+
+def test_readme_counts_the_methods_served():
+    """The README's figures (served of the whole interface, and of Hive 4.0.1's IDL) are the
+    handler's."""
+    from hms_proxy.thrift.generations import METHODS
+
+    methods = service_methods((ThriftHiveMetastore,))
+    served = set(handler.served_methods(methods))
+    of_4 = [m for m in methods if "4.0.1" in METHODS[m]]
+    readme = (DOC.parents[1] / "README.md").read_text()
+    text = " ".join(readme.split())
+    assert (f"{len(served)} of its {len(methods)} methods are served, "
+            f"{sum(1 for m in of_4 if m in served)} of the {len(of_4)} of Hive 4.0.1's IDL") in text

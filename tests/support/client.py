@@ -18,7 +18,26 @@ from thrift.transport import TSocket, TTransport
 
 from hms_proxy.thrift.gen.hive_metastore import ThriftHiveMetastore, ttypes  # noqa: F401
 
-Client = ThriftHiveMetastore.Client
+
+class Client(ThriftHiveMetastore.Client):
+    """The generated client, called as a 2.3 client is: the arguments Hive 3.x/4.x added to
+    methods 2.3 already had (create_table_with_constraints' unique, not-null, default and check
+    constraints; the stats deletes' engine) may be left out, and are then not sent."""
+
+    def create_table_with_constraints(self, tbl, primaryKeys, foreignKeys, uniqueConstraints=None,
+                                      notNullConstraints=None, defaultConstraints=None,
+                                      checkConstraints=None):
+        return super().create_table_with_constraints(
+            tbl, primaryKeys, foreignKeys, uniqueConstraints, notNullConstraints,
+            defaultConstraints, checkConstraints)
+
+    def delete_table_column_statistics(self, db_name, tbl_name, col_name, engine=None):
+        return super().delete_table_column_statistics(db_name, tbl_name, col_name, engine)
+
+    def delete_partition_column_statistics(self, db_name, tbl_name, part_name, col_name,
+                                           engine=None):
+        return super().delete_partition_column_statistics(db_name, tbl_name, part_name,
+                                                          col_name, engine)
 
 
 @contextmanager

@@ -160,8 +160,14 @@ public final class DumpThriftModel {
     for (Map.Entry<? extends TFieldIdEnum, FieldMetaData> e : meta.entrySet()) {
       TFieldIdEnum id = e.getKey();
       FieldMetaData fm = e.getValue();
+      Map<String, Object> t = type(fm.valueMetaData);
+      if ("struct".equals(t.get("kind")) && !t.containsKey("name") && !t.containsKey("typedef")) {
+        // Thrift 0.9.3 describes the exceptions of a _result struct by their TType alone
+        // (Hive 3.1.3's jar); the Java field declares the class.
+        t = named("struct", cls.getDeclaredField(fm.fieldName).getType());
+      }
       Map<String, Object> f = obj("name", fm.fieldName, "id", (int) id.getThriftFieldId(),
-          "req", requirement(fm.requirementType), "type", type(fm.valueMetaData));
+          "req", requirement(fm.requirementType), "type", t);
       if (instance.isSet(id) || assigned.contains(fm.fieldName)) {
         f.put("default", value(instance.getFieldValue(id)));
       }
