@@ -26,6 +26,20 @@ from kvmodel import codec
 CATALOG_DESCRIPTION = "Default catalog, for Hive"  # the stock HMS 3.1/4.x's words
 
 
+def translated_to_external(table):
+    """What the stock HMS 4.x makes of a managed table that is not transactional (Hive 4 keeps
+    no such table): an external one whose data goes with it, marked as translated. A 2.3
+    client's create_table keeps its managed table (as the stock 2.3 does)."""
+    params = table.parameters or {}
+    if table.tableType != "MANAGED_TABLE" or \
+            str(params.get("transactional", "")).lower() == "true":
+        return table
+    table.tableType = "EXTERNAL_TABLE"
+    table.parameters = {**params, "EXTERNAL": "TRUE", "TRANSLATED_TO_EXTERNAL": "TRUE",
+                        "external.table.purge": "TRUE"}
+    return table
+
+
 def _listed(value) -> list:
     """A family's answer as a list a response struct can hold."""
     return value.materialise() if isinstance(value, RawStream) else list(value or [])
@@ -130,6 +144,8 @@ class RequestCalls(Family):
         if newer is not None:
             raise newer
         table, also = request.table, None
+        if table is not None:
+            table = translated_to_external(table)
         if request.primaryKeys is not None or request.foreignKeys is not None:
             def also(cat):
                 # either list may be left out of a request (HMS 2.3's call needed both)
@@ -151,7 +167,7 @@ class RequestCalls(Family):
         delete = True if req.deleteData is None else req.deleteData
         try:
             return self.tables.drop_table_with_environment_context(
-                ctx, req.dbName, req.tableName, delete, req.envContext)
+                ctx, req.dbName, req.tableName, delete, req.envContext, purge_external=True)
         except errors.NoSuchObject as exc:  # "hive.shop.t table not found"
             if exc.message.endswith(" table not found"):
                 raise errors.NoSuchObject(f"{DEFAULT_CATALOG}.{exc.message}") from None
@@ -183,6 +199,16 @@ class RequestCalls(Family):
     def get_partition_req(self, ctx, req):
         return self.t.GetPartitionResponse(
             partition=self.partitions.get_partition(ctx, req.dbName, req.tblName, req.partVals))
+
+    def fetch_partition_names_req(self, ctx, partitionReq):
+        """The partition names of a table; none for a missing table or database, as the stock
+        4.x answers (2.3's get_partition_names fails on them)."""
+        req = partitionReq
+        with self.reading(ctx) as cat:
+            if cat.table(lower(req.dbName or ""), lower(req.tblName or "")) is None:
+                return []
+        return list(self.partitions.get_partition_names(
+            ctx, req.dbName, req.tblName, -1 if req.maxParts is None else req.maxParts))
 
     def get_partition_names_ps_req(self, ctx, req):
         names = self.partitions.get_partition_names_ps(
@@ -218,6 +244,13 @@ class RequestCalls(Family):
             -1 if req.maxParts is None else req.maxParts))
 
     def get_partitions_ps_with_auth_req(self, ctx, req):
+        if req.partNames is not None:  # Hive 4's way of asking for partitions by name
+            found = self.partitions.get_partitions_by_names(ctx, req.dbName, req.tblName,
+                                                            req.partNames)
+            if req.userName is not None and req.groupNames is not None:
+                found = self.partitions._with_auth(ctx, req.dbName, req.tblName, found,
+                                                   req.userName, req.groupNames)
+            return self.t.GetPartitionsPsWithAuthResponse(partitions=_listed(found))
         found = self.partitions.get_partitions_ps_with_auth(
             ctx, req.dbName, req.tblName, req.partVals,
             -1 if req.maxParts is None else req.maxParts, req.userName, req.groupNames)

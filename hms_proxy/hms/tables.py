@@ -110,10 +110,13 @@ def update_stats_fast(params: dict, location: str | None, made_dir: bool, env_co
         params.pop(COLUMN_STATS_ACCURATE, None)
 
 
-def managed_data_locations(cat, table) -> list[str]:
+def managed_data_locations(cat, table, purge_external: bool = False) -> list[str]:
     """What dropping ``table`` with deleteData removes: a managed table's directory, and those
-    of its partitions that live outside it."""
-    if is_external(table) or is_view(table) or not table.sd or not table.sd.location:
+    of its partitions that live outside it; with ``purge_external`` (the Hive 3+ calls), an
+    external table's too when its ``external.table.purge`` is true."""
+    if is_external(table) and not (purge_external and external_purge(table)):
+        return []
+    if is_view(table) or not table.sd or not table.sd.location:
         return []
     root = table.sd.location.rstrip("/") + "/"
     out = [table.sd.location]
@@ -123,6 +126,11 @@ def managed_data_locations(cat, table) -> list[str]:
         if loc and not loc.startswith(root):
             out.append(loc)
     return out
+
+
+def external_purge(table) -> bool:
+    """Hive 3+'s ``external.table.purge``: an external table whose data goes with it."""
+    return str((table.parameters or {}).get("external.table.purge", "")).lower() == "true"
 
 
 TABLE_TYPES = ("MANAGED_TABLE", "EXTERNAL_TABLE", "VIRTUAL_VIEW", "INDEX_TABLE",
@@ -235,7 +243,14 @@ class TableCalls(Family):
         return [Raw(d) for d in found if d is not None]
 
     def get_table_objects_by_name_req(self, ctx, req):
-        tables = self.get_table_objects_by_name(ctx, req.dbName, req.tblNames)
+        names = req.tblNames
+        if names is None and req.tablesPattern is not None:  # Hive 4: the tables matching it
+            db = lower(req.dbName or "")
+            with self.reading(ctx) as cat:
+                if cat.raw(keys.db_key(db)) is None:
+                    raise errors.UnknownDB(f"Could not find database hive.{db}: database hive.{db}")
+            names = match_names(req.tablesPattern, self._table_names(ctx, db))
+        tables = self.get_table_objects_by_name(ctx, req.dbName, names)
         return self.t.GetTablesResult(tables=tables)
 
     def _table_names(self, ctx, db):
@@ -442,13 +457,13 @@ class TableCalls(Family):
         return self.drop_table_with_environment_context(ctx, dbname, name, deleteData, None)
 
     def drop_table_with_environment_context(self, ctx, dbname, name, deleteData,
-                                            environment_context):
+                                            environment_context, purge_external=False):
         db, tbl = lower(dbname), lower(name)
         doomed: list[str] = []
         with self.writing(ctx) as cat:
             table = self.require_table(cat, db, tbl)
             if deleteData:
-                doomed = managed_data_locations(cat, table)
+                doomed = managed_data_locations(cat, table, purge_external)
             doomed.extend(self.env.cascades.run("table_dropping", cat, table, deleteData))
             cat.delete_table_subtree(db, tbl)
         self.env.cascades.run("table_dropped", self.env, table)

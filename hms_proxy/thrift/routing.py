@@ -66,7 +66,7 @@ DB_FIELDS.update({
 CATALOG_MARK, CATALOG_SEPARATOR, EMPTY_DB_MARK = "@", "#", "!"
 # Request structs whose database name the stock HMS 4.x parses for a catalog (``@hive#shop``)
 # as it parses a plain string argument.
-CATALOG_DB_FIELDS = frozenset({ttypes.GetPartitionsByNamesRequest})
+CATALOG_DB_FIELDS = frozenset({ttypes.GetPartitionsByNamesRequest, ttypes.AlterDatabaseRequest})
 DEFAULT_CATALOG = "hive"
 # Plain string arguments that may carry a catalog (besides DB_ARGS and DB_NAME_METHODS' name):
 # the database patterns of the listing calls.

@@ -157,6 +157,12 @@ READS = [
     ("get_partition_names_ps_req", "get_partition_names_ps_req",
      lambda c: c.get_partition_names_ps_req(T.GetPartitionNamesPsRequest(
          catName="hive", dbName="shop", tblName="orders", partValues=["2024-01-01"]))),
+    ("fetch_partition_names_req", "fetch_partition_names_req",
+     lambda c: c.fetch_partition_names_req(T.PartitionsRequest(
+         catName="hive", dbName="shop", tblName="orders", maxParts=5))),
+    ("fetch_partition_names_req missing table", "fetch_partition_names_req",
+     lambda c: c.fetch_partition_names_req(T.PartitionsRequest(
+         catName="hive", dbName="shop", tblName="missing"))),
     ("get_partitions_by_filter_req", "get_partitions_by_filter_req",
      lambda c: c.get_partitions_by_filter_req(T.GetPartitionsByFilterRequest(
          catName="hive", dbName="shop", tblName="orders", filter='ds > "2024-01-01"'))),
@@ -175,6 +181,19 @@ READS = [
      lambda c: c.get_partitions_by_names_req(T.GetPartitionsByNamesRequest(
          "@hive#shop", "orders", ["ds=2024-01-02", "ds=1999-01-01"]))),
 ]
+# reads with fields only 4.x has (3.1.3 would not see them): compared with 4.0.1
+READS_4 = [
+    ("get_partitions_ps_with_auth_req by names", "get_partitions_ps_with_auth_req",
+     lambda c: c.get_partitions_ps_with_auth_req(T.GetPartitionsPsWithAuthRequest(
+         catName="hive", dbName="shop", tblName="orders",
+         partNames=["ds=2024-01-02", "ds=1999-01-01"]))),
+    ("get_table_objects_by_name_req pattern", "get_table_objects_by_name_req",
+     lambda c: c.get_table_objects_by_name_req(T.GetTablesRequest(
+         dbName="shop", catName="hive", tablesPattern="ord*")).tables),
+    ("get_table_objects_by_name_req pattern, missing database", "get_table_objects_by_name_req",
+     lambda c: c.get_table_objects_by_name_req(T.GetTablesRequest(
+         dbName="nodb", catName="hive", tablesPattern="*"))),
+]
 # writes and what they changed: 3.1.3 has few of these calls, so they are compared with 4.0.1
 WRITES = [
     ("create_database_req", "create_database_req", lambda c: c.create_database_req(
@@ -185,7 +204,7 @@ WRITES = [
     ("create_database_req existing", "create_database_req", lambda c: c.create_database_req(
         T.CreateDatabaseRequest("shop", catalogName="hive"))),
     ("alter_database_req", "alter_database_req", lambda c: c.alter_database_req(
-        T.AlterDatabaseRequest("made", T.Database("made", "made by request", None, {"b": "2"},
+        T.AlterDatabaseRequest("@hive#made", T.Database("made", "made by request", None, {"b": "2"},
                                                   ownerName="bob")))),
     ("get_database_req altered", "get_database_req", lambda c: c.get_database_req(
         _db_req("made"))),
@@ -202,6 +221,12 @@ WRITES = [
             "shop", "keyed", "id", 1, "keyed_pk", False, False, True)]))),
     ("get_all_table_constraints keyed", "get_all_table_constraints",
      lambda c: c.get_all_table_constraints(T.AllTableConstraintsRequest("shop", "keyed", "hive"))),
+    ("create_table_req managed", "create_table_req", lambda c: c.create_table_req(
+        T.CreateTableRequest(_managed("kept")))),
+    ("a managed table as created", "get_table_req", lambda c: _kind(c.get_table_req(
+        T.GetTableRequest("shop", "kept", catName="hive")).table)),
+    ("drop_table_req of it", "drop_table_req", lambda c: c.drop_table_req(T.DropTableRequest(
+        catalogName="hive", dbName="shop", tableName="kept", deleteData=True))),
     ("create_table_req existing", "create_table_req", lambda c: c.create_table_req(
         T.CreateTableRequest(_table("made")))),
     ("create_table_req missing database", "create_table_req", lambda c: c.create_table_req(
@@ -244,6 +269,18 @@ WRITES = [
 ]
 
 
+def _managed(name):
+    table = _table(name)
+    table.tableType, table.parameters = "MANAGED_TABLE", {"k": "v"}
+    return table
+
+
+def _kind(table):
+    """A table's type and parameters (without its time)."""
+    return (table.tableType, sorted((k, v) for k, v in table.parameters.items()
+                                    if k != "transient_lastDdlTime"))
+
+
 def _renamed_partition(client):
     part = client.get_partition_req(T.GetPartitionRequest(
         catName="hive", dbName="shop", tblName="made", partVals=["2024-02-01"])).partition
@@ -262,10 +299,10 @@ def _altered_partition(client):
 def test_a_request_call_answers_as_the_stock_hms_of_each_generation(servers):
     """Every case in order on each server; for each stock version that has the method, our
     answer must be its answer."""
-    answers = {name: [_answer(proc, call) for _, _, call in READS + WRITES]
+    answers = {name: [_answer(proc, call) for _, _, call in READS + READS_4 + WRITES]
                for name, proc in servers.items()}
     differences = []
-    for version, cases in (("4.0.1", READS + WRITES), ("3.1.3", READS)):
+    for version, cases in (("4.0.1", READS + READS_4 + WRITES), ("3.1.3", READS)):
         for (label, method, _), theirs, ours in zip(cases, answers[version], answers["ours"]):
             if version in generations.METHODS[method] and theirs != ours:
                 differences.append(f"{label} vs {version}: stock {theirs} / ours {ours}")
