@@ -227,7 +227,14 @@ class TableCalls(Family):
         return Raw(data)
 
     def get_table_req(self, ctx, req):
-        return self.t.GetTableResult(table=self.get_table(ctx, req.dbName, req.tblName))
+        try:
+            return self.t.GetTableResult(table=self.get_table(ctx, req.dbName, req.tblName))
+        except errors.NoSuchObject as exc:
+            # a 3.x/4.x client names the catalog; the stock HMS then names it in the error
+            if req.catName and exc.message.endswith(" table not found") and \
+                    not exc.message.startswith(f"{lower(req.catName)}."):
+                raise errors.NoSuchObject(f"{lower(req.catName)}.{exc.message}") from None
+            raise
 
     def get_table_objects_by_name(self, ctx, dbname, tbl_names):
         if not dbname:

@@ -1,0 +1,248 @@
+/*
+ * Hive 4's own metastore client (HiveMetaStoreClient of hive-standalone-metastore-common 4.0.1,
+ * as Hive 4, Impala, Flink and Kyuubi embed it) driving one metastore through databases, tables,
+ * partitions, column statistics, constraints and transactions; run by
+ * tests/e2e/hive4/test_hive4_client.py against the stock HMS 4.0.1 and against hms-proxy, whose
+ * outputs must be equal.
+ *
+ * Usage: java -cp <the 4.0.1 jars>:. Hive4Client thrift://HOST:PORT
+ * Output: one line a step, "step: result" or "step: ERROR <exception class>: <message>";
+ * only what does not depend on the server's clock or directories is printed.
+ */
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.Callable;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hive.metastore.HiveMetaStoreClient;
+import org.apache.hadoop.hive.metastore.api.ColumnStatistics;
+import org.apache.hadoop.hive.metastore.api.ColumnStatisticsData;
+import org.apache.hadoop.hive.metastore.api.ColumnStatisticsDesc;
+import org.apache.hadoop.hive.metastore.api.ColumnStatisticsObj;
+import org.apache.hadoop.hive.metastore.api.Database;
+import org.apache.hadoop.hive.metastore.api.FieldSchema;
+import org.apache.hadoop.hive.metastore.api.LongColumnStatsData;
+import org.apache.hadoop.hive.metastore.api.Partition;
+import org.apache.hadoop.hive.metastore.api.PrimaryKeysRequest;
+import org.apache.hadoop.hive.metastore.api.SQLPrimaryKey;
+import org.apache.hadoop.hive.metastore.api.SerDeInfo;
+import org.apache.hadoop.hive.metastore.api.StorageDescriptor;
+import org.apache.hadoop.hive.metastore.api.Table;
+import org.apache.hadoop.hive.metastore.conf.MetastoreConf;
+
+public final class Hive4Client {
+    private Hive4Client() {}
+
+    static final String DB = "h4db";
+
+    static void step(String name, Callable<Object> body) {
+        String out;
+        try {
+            out = String.valueOf(body.call());
+        } catch (Exception e) {
+            out = "ERROR " + e.getClass().getSimpleName() + ": " + e.getMessage();
+        }
+        System.out.println(name + ": " + out);
+    }
+
+    static Table table(String name, boolean partitioned, String type) {
+        StorageDescriptor sd = new StorageDescriptor();
+        sd.setCols(new ArrayList<>(Arrays.asList(new FieldSchema("id", "bigint", null),
+                new FieldSchema("v", "string", null))));
+        sd.setInputFormat("org.apache.hadoop.mapred.TextInputFormat");
+        sd.setOutputFormat("org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat");
+        sd.setSerdeInfo(new SerDeInfo(null, "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
+                new HashMap<>()));
+        Table t = new Table();
+        t.setDbName(DB);
+        t.setTableName(name);
+        t.setOwner("ann");
+        t.setSd(sd);
+        t.setPartitionKeys(partitioned ? new ArrayList<>(Collections.singletonList(
+                new FieldSchema("ds", "string", null))) : new ArrayList<>());
+        Map<String, String> params = new HashMap<>();
+        if (type.equals("EXTERNAL_TABLE")) params.put("EXTERNAL", "TRUE");
+        t.setParameters(params);
+        t.setTableType(type);
+        return t;
+    }
+
+    static String describe(Table t) {
+        Map<String, String> params = new TreeMap<>(t.getParameters());
+        params.remove("transient_lastDdlTime");
+        return t.getDbName() + "." + t.getTableName() + " " + t.getTableType() + " cols="
+                + t.getSd().getCols() + " keys=" + t.getPartitionKeys() + " params=" + params;
+    }
+
+    static String values(List<Partition> parts) {
+        List<String> out = new ArrayList<>();
+        for (Partition p : parts) out.add(p.getDbName() + "." + p.getTableName() + p.getValues());
+        Collections.sort(out);
+        return out.toString();
+    }
+
+    public static void main(String[] args) throws Exception {
+        Configuration conf = MetastoreConf.newMetastoreConf();
+        MetastoreConf.setVar(conf, MetastoreConf.ConfVars.THRIFT_URIS, args[0]);
+        MetastoreConf.setLongVar(conf, MetastoreConf.ConfVars.THRIFT_CONNECTION_RETRIES, 1);
+        HiveMetaStoreClient c = new HiveMetaStoreClient(conf);
+        try {
+            run(c);
+        } finally {
+            c.close();
+        }
+    }
+
+    static void run(HiveMetaStoreClient c) {
+        // catalogs and databases
+        step("catalogs", () -> c.getCatalogs());
+        step("catalog hive", () -> c.getCatalog("hive").getName());
+        step("create database", () -> {
+            Database db = new Database(DB, "made by Hive 4", null, new HashMap<>());
+            db.setOwnerName("ann");
+            c.createDatabase(db);
+            return "ok";
+        });
+        step("create database again", () -> {
+            Database db = new Database(DB, "again", null, new HashMap<>());
+            db.setOwnerName("ann");
+            c.createDatabase(db);
+            return "ok";
+        });
+        step("get database", () -> {
+            Database db = c.getDatabase(DB);
+            return db.getName() + " " + db.getDescription() + " " + db.getOwnerName() + " "
+                    + db.getCatalogName() + " " + db.getParameters();
+        });
+        step("missing database", () -> c.getDatabase("h4_missing").getName());
+        step("all databases", () -> {
+            List<String> dbs = new ArrayList<>(c.getAllDatabases());
+            Collections.sort(dbs);
+            return dbs;
+        });
+        step("alter database", () -> {
+            Database db = c.getDatabase(DB);
+            db.putToParameters("team", "data");
+            c.alterDatabase(DB, db);
+            return c.getDatabase(DB).getParameters();
+        });
+        // tables
+        step("create external table", () -> { c.createTable(table("events", true, "EXTERNAL_TABLE")); return "ok"; });
+        step("create managed table", () -> { c.createTable(table("managed", false, "MANAGED_TABLE")); return "ok"; });
+        step("create table again", () -> { c.createTable(table("events", true, "EXTERNAL_TABLE")); return "ok"; });
+        step("get table", () -> describe(c.getTable(DB, "events")));
+        step("get managed table", () -> describe(c.getTable(DB, "managed")));
+        step("missing table", () -> describe(c.getTable(DB, "missing")));
+        step("all tables", () -> {
+            List<String> names = new ArrayList<>(c.getAllTables(DB));
+            Collections.sort(names);
+            return names;
+        });
+        step("tables by name", () -> {
+            List<String> out = new ArrayList<>();
+            for (Table t : c.getTableObjectsByName(DB, Arrays.asList("events", "missing", "managed"))) {
+                out.add(t.getTableName());
+            }
+            Collections.sort(out);
+            return out;
+        });
+        step("table exists", () -> c.tableExists(DB, "events") + " " + c.tableExists(DB, "nope"));
+        step("alter table", () -> {
+            Table t = c.getTable(DB, "events");
+            t.putToParameters("k", "v2");
+            c.alter_table(DB, "events", t);
+            return c.getTable(DB, "events").getParameters().get("k");
+        });
+        step("fields", () -> c.getFields(DB, "events"));
+        step("schema", () -> c.getSchema(DB, "events"));
+        // partitions
+        step("add partitions", () -> {
+            Table t = c.getTable(DB, "events");
+            List<Partition> parts = new ArrayList<>();
+            for (String ds : Arrays.asList("2024-01-01", "2024-01-02", "2024-01-03")) {
+                Partition p = new Partition();
+                p.setDbName(DB);
+                p.setTableName("events");
+                p.setValues(new ArrayList<>(Collections.singletonList(ds)));
+                StorageDescriptor sd = new StorageDescriptor(t.getSd());
+                sd.setLocation(null);
+                p.setSd(sd);
+                p.setParameters(new HashMap<>());
+                parts.add(p);
+            }
+            return c.add_partitions(parts);
+        });
+        step("partition names", () -> c.listPartitionNames(DB, "events", (short) -1));
+        step("partitions", () -> values(c.listPartitions(DB, "events", (short) -1)));
+        step("partitions by names", () -> values(c.getPartitionsByNames(DB, "events",
+                Arrays.asList("ds=2024-01-02", "ds=1999-01-01"))));
+        step("partitions by filter", () -> values(c.listPartitionsByFilter(DB, "events",
+                "ds > \"2024-01-01\"", (short) -1)));
+        step("partition", () -> values(Collections.singletonList(
+                c.getPartition(DB, "events", Collections.singletonList("2024-01-03")))));
+        step("missing partition", () -> values(Collections.singletonList(
+                c.getPartition(DB, "events", Collections.singletonList("1999-01-01")))));
+        step("append partition", () -> values(Collections.singletonList(
+                c.appendPartition(DB, "events", Collections.singletonList("2024-01-04")))));
+        step("drop partition", () -> c.dropPartition(DB, "events",
+                Collections.singletonList("2024-01-04"), true));
+        step("partition names after", () -> c.listPartitionNames(DB, "events", (short) -1));
+        // column statistics
+        step("update table statistics", () -> {
+            ColumnStatisticsDesc desc = new ColumnStatisticsDesc(true, DB, "events");
+            LongColumnStatsData data = new LongColumnStatsData(3, 42);
+            data.setLowValue(1);
+            data.setHighValue(42);
+            ColumnStatisticsObj obj = new ColumnStatisticsObj("id", "bigint",
+                    ColumnStatisticsData.longStats(data));
+            ColumnStatistics stats = new ColumnStatistics(desc, new ArrayList<>(
+                    Collections.singletonList(obj)));
+            stats.setEngine("hive");
+            return c.updateTableColumnStatistics(stats);
+        });
+        step("table statistics", () -> {
+            List<String> out = new ArrayList<>();
+            for (ColumnStatisticsObj o : c.getTableColumnStatistics(DB, "events",
+                    Collections.singletonList("id"), "hive")) {
+                LongColumnStatsData l = o.getStatsData().getLongStats();
+                out.add(o.getColName() + " " + l.getNumNulls() + " " + l.getNumDVs() + " "
+                        + l.getLowValue() + " " + l.getHighValue());
+            }
+            return out;
+        });
+        // constraints
+        step("create table with a primary key", () -> {
+            SQLPrimaryKey pk = new SQLPrimaryKey(DB, "keyed", "id", 1, "keyed_pk", false, false, true);
+            pk.setCatName("hive");
+            c.createTableWithConstraints(table("keyed", false, "EXTERNAL_TABLE"),
+                    Collections.singletonList(pk), null, null, null, null, null);
+            return "ok";
+        });
+        step("primary keys", () -> {
+            List<String> out = new ArrayList<>();
+            for (SQLPrimaryKey k : c.getPrimaryKeys(new PrimaryKeysRequest(DB, "keyed"))) {
+                out.add(k.getTable_db() + "." + k.getTable_name() + "." + k.getColumn_name() + " "
+                        + k.getKey_seq() + " " + k.getPk_name());
+            }
+            return out;
+        });
+        // transactions
+        step("open, commit and abort transactions", () -> {
+            long a = c.openTxn("ann");
+            long b = c.openTxn("ann");
+            c.commitTxn(a);
+            c.abortTxns(Collections.singletonList(b));
+            return (b - a);
+        });
+        // drops
+        step("drop table", () -> { c.dropTable(DB, "managed", true, false); return c.tableExists(DB, "managed"); });
+        step("drop database not empty", () -> { c.dropDatabase(DB, true, false, false); return "ok"; });
+        step("drop database cascade", () -> { c.dropDatabase(DB, true, false, true); return "ok"; });
+        step("databases after", () -> c.getAllDatabases().contains(DB));
+    }
+}
