@@ -64,6 +64,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     # An optional mode: `hms-proxy bench versioning ...` parses the rest with its own options
     # (and func); plain `hms-proxy bench --target ...` is unchanged.
     from hms_proxy.tools.bench import (  # light: heavy imports
+        hive4_bench,
         importing,
         per_test,
         plans,
@@ -74,7 +75,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     )
 
     modes = p.add_subparsers(dest="bench_mode",
-                             metavar="{versioning,import,stats,plans,throughput,visibility,per-test}",
+                             metavar="{versioning,import,stats,plans,throughput,visibility,per-test,hive4}",
                              title="modes (optional)")
     throughput.register(modes)
     visibility.register(modes)
@@ -83,6 +84,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     stats_bench.register(modes)
     plans.register(modes)
     per_test.register(modes)
+    hive4_bench.register(modes)
     return p
 
 
