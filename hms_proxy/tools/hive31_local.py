@@ -23,7 +23,7 @@ from pathlib import Path
 
 from hms_proxy.tools import maven
 from hms_proxy.tools.lakefs_local import cache_root as hms_cache_root
-from hms_proxy.tools.metastores import MetastoreProcess, pyspark_jars, spawn
+from hms_proxy.tools.metastores import MetastoreProcess, pyspark_jars, start_standalone
 
 VERSION = "3.1.3"
 TARBALL = (f"org/apache/hive/hive-standalone-metastore/{VERSION}/"
@@ -32,7 +32,6 @@ EXTRA_JARS = ("commons-collections/commons-collections/3.2.2/commons-collections
 # From PySpark's jars, by name prefix (their versions follow PySpark's).
 PYSPARK_JARS = ("hadoop-client-api-", "hadoop-client-runtime-", "slf4j-api-", "jcl-over-slf4j-",
                 "commons-cli-", "commons-io-", "commons-codec-")
-MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 
 
 def cache_root() -> Path:
@@ -85,30 +84,7 @@ def classpath(home: Path) -> str:
 
 def start_stock_hms31(workdir: Path | str, timeout: float = 180.0) -> MetastoreProcess:
     """Start a fresh stock HMS 3.1.3 on embedded Derby in ``workdir``; returns once it answers."""
-    home = ensure_hive31()
-    workdir = Path(workdir).resolve()
-    warehouse = workdir / "warehouse"
-    warehouse.mkdir(parents=True, exist_ok=True)
-    props = {
-        "javax.jdo.option.ConnectionURL":
-            f"jdbc:derby:;databaseName={workdir / 'metastore_db'};create=true",
-        "datanucleus.schema.autoCreateAll": "true",
-        "metastore.schema.verification": "false",
-        "metastore.warehouse.dir": str(warehouse),
-        "metastore.expression.proxy":
-            "org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy",
-        "metastore.task.threads.always":
-            "org.apache.hadoop.hive.metastore.events.EventCleanerTask",
-        "derby.system.home": str(workdir),
-        "derby.stream.error.file": str(workdir / "derby.log"),
-    }
-    cp = classpath(home)
-
-    def cmd(port: int) -> list[str]:
-        return ["java", "-Xmx768m", *(f"-D{k}={v}" for k, v in props.items()), "-cp", cp,
-                MAIN_CLASS, "-p", str(port)]
-    return spawn("stock-hms-3.1.3", cmd, workdir=workdir, port=None, warehouse=warehouse,
-                 cwd=workdir, timeout=timeout)
+    return start_standalone(f"stock-hms-{VERSION}", classpath(ensure_hive31()), workdir, timeout)
 
 
 def spark_client_conf() -> dict[str, str]:

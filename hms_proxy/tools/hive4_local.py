@@ -62,12 +62,11 @@ from pathlib import Path
 
 from hms_proxy.tools import maven
 from hms_proxy.tools.lakefs_local import cache_root as hms_cache_root
-from hms_proxy.tools.metastores import MetastoreProcess, spawn
+from hms_proxy.tools.metastores import MetastoreProcess, start_standalone
 
 VERSION = "4.0.1"
 HADOOP_VERSION = "3.3.6"  # the Hadoop of Hive 4.0.1's POM
 SERVER_JAR = f"hive-standalone-metastore-server-{VERSION}.jar"
-MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 # Pinned, so that every Maven resolves the same way (2.8 is what Maven 3.8 picks by itself).
 COPY_DEPENDENCIES = "org.apache.maven.plugins:maven-dependency-plugin:2.8:copy-dependencies"
 
@@ -191,39 +190,12 @@ def classpath(home: Path) -> str:
     return str(home / "lib" / "*")
 
 
-def stock_hms4_properties(workdir: Path, warehouse: Path) -> dict[str, str]:
-    """The ``-D`` settings of a stock HMS 4.0.1 on embedded Derby in ``workdir`` (see the
-    module's docstring for why each)."""
-    return {
-        "javax.jdo.option.ConnectionURL":
-            f"jdbc:derby:;databaseName={workdir / 'metastore_db'};create=true",
-        "datanucleus.schema.autoCreateAll": "true",
-        "metastore.schema.verification": "false",
-        "metastore.warehouse.dir": str(warehouse),
-        "metastore.expression.proxy":
-            "org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy",
-        "metastore.task.threads.always":
-            "org.apache.hadoop.hive.metastore.events.EventCleanerTask",
-        "metastore.thrift.bind.host": "127.0.0.1",
-        "derby.system.home": str(workdir),
-        "derby.stream.error.file": str(workdir / "derby.log"),
-    }
-
-
 def start_stock_hms4(workdir: Path | str, timeout: float = 180.0) -> MetastoreProcess:
-    """Start a fresh stock HMS 4.0.1 on embedded Derby in ``workdir``; returns once it answers."""
-    home = ensure_hive4()
-    workdir = Path(workdir).resolve()
-    warehouse = workdir / "warehouse"
-    warehouse.mkdir(parents=True, exist_ok=True)
-    props = stock_hms4_properties(workdir, warehouse)
-    cp = classpath(home)
-
-    def cmd(port: int) -> list[str]:
-        return ["java", "-Xmx768m", *(f"-D{k}={v}" for k, v in props.items()), "-cp", cp,
-                MAIN_CLASS, "-p", str(port)]
-    return spawn(f"stock-hms-{VERSION}", cmd, workdir=workdir, port=None, warehouse=warehouse,
-                 cwd=workdir, timeout=timeout)
+    """Start a fresh stock HMS 4.0.1 on embedded Derby in ``workdir``; returns once it answers.
+    Besides the settings of every standalone metastore, it listens on 127.0.0.1 only (4.x
+    binds all interfaces otherwise)."""
+    return start_standalone(f"stock-hms-{VERSION}", classpath(ensure_hive4()), workdir, timeout,
+                            {"metastore.thrift.bind.host": "127.0.0.1"})
 
 
 def spark_client_conf() -> dict[str, str]:

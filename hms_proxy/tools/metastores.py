@@ -56,11 +56,13 @@ def java_cache_root() -> Path:
     return Path(base) / "hms-proxy" / "java"
 
 
-def compile_java(source: Path, purpose: str) -> Path:
-    """Compile one Java file against PySpark's jars, once per source and jar set; returns the
-    classes directory (in ~/.cache/hms-proxy/java, else a temporary directory). The directory
-    appears by an atomic rename, so concurrent runs never see half-written classes."""
-    jars = sorted(p.name for p in pyspark_jars().glob("*.jar"))
+def compile_java(source: Path, purpose: str, jars_dir: Path | None = None) -> Path:
+    """Compile one Java file against the jars of ``jars_dir`` (default PySpark's), once per
+    source and jar set; returns the classes directory (in ~/.cache/hms-proxy/java, else a
+    temporary directory). The directory appears by an atomic rename, so concurrent runs never
+    see half-written classes."""
+    jars_dir = jars_dir or pyspark_jars()
+    jars = sorted(p.name for p in jars_dir.glob("*.jar"))
     digest = hashlib.sha256(source.read_bytes() + "\n".join(jars).encode()).hexdigest()[:16]
     name = f"{source.stem}-{digest}"
     for root in (java_cache_root(), Path(tempfile.gettempdir()) / f"hms-proxy-java-{os.getuid()}"):
@@ -77,7 +79,8 @@ def compile_java(source: Path, purpose: str) -> Path:
         tmp = root / f".tmp-{name}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
-        result = subprocess.run([javac, "-nowarn", "-cp", classpath(), "-d", str(tmp), str(source)],
+        result = subprocess.run([javac, "-nowarn", "-cp", f"{jars_dir}{os.sep}*", "-d", str(tmp),
+                                 str(source)],
                                 capture_output=True, text=True)
         if result.returncode != 0:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -176,6 +179,42 @@ def _signal_group(popen: subprocess.Popen, sig: int) -> None:
         os.killpg(popen.pid, sig)
     except ProcessLookupError:
         pass
+
+
+STANDALONE_MAIN = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+
+
+def start_standalone(name: str, classpath_: str, workdir: Path | str, timeout: float,
+                     extra: dict[str, str] | None = None) -> MetastoreProcess:
+    """A stock standalone metastore (Hive 3.1/4.x: hms_proxy.tools.hive31_local, hive4_local) on
+    a fresh embedded Derby in ``workdir``, returned once it answers. The settings both need to
+    run without a Hive installation: the schema made on first use (schematool is not run), the
+    metastore's own partition expression proxy (the default lives in hive-exec), and only the
+    event cleaner among the background tasks (the others are Hive's); ``extra`` adds a
+    version's own."""
+    workdir = Path(workdir).resolve()
+    warehouse = workdir / "warehouse"
+    warehouse.mkdir(parents=True, exist_ok=True)
+    props = {
+        "javax.jdo.option.ConnectionURL":
+            f"jdbc:derby:;databaseName={workdir / 'metastore_db'};create=true",
+        "datanucleus.schema.autoCreateAll": "true",
+        "metastore.schema.verification": "false",
+        "metastore.warehouse.dir": str(warehouse),
+        "metastore.expression.proxy":
+            "org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy",
+        "metastore.task.threads.always":
+            "org.apache.hadoop.hive.metastore.events.EventCleanerTask",
+        **(extra or {}),
+        "derby.system.home": str(workdir),
+        "derby.stream.error.file": str(workdir / "derby.log"),
+    }
+
+    def cmd(port: int) -> list[str]:
+        return ["java", "-Xmx768m", *(f"-D{k}={v}" for k, v in props.items()), "-cp",
+                classpath_, STANDALONE_MAIN, "-p", str(port)]
+    return spawn(name, cmd, workdir=workdir, port=None, warehouse=warehouse, cwd=workdir,
+                 timeout=timeout)
 
 
 def spawn(name: str, cmd: list[str] | Callable[[int], list[str]], *, workdir: Path,

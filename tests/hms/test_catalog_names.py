@@ -12,21 +12,14 @@ import pytest
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 from kvmodel.store import open_store
-from tests.support.client import connect
+from tests.support.client import connect, text_table
 from tests.support.proxy import start_proxy
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.oracle]
 
 
 def _table(name, db="shop"):
-    sd = T.StorageDescriptor(
-        cols=[T.FieldSchema("id", "bigint", None), T.FieldSchema("v", "string", None)],
-        inputFormat="org.apache.hadoop.mapred.TextInputFormat",
-        outputFormat="org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
-        serdeInfo=T.SerDeInfo(None, "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", {}),
-        bucketCols=[], sortCols=[], parameters={})
-    return T.Table(name, db, "ann", 0, 0, 0, sd, [T.FieldSchema("ds", "string", None)],
-                   {"EXTERNAL": "TRUE"}, None, None, "EXTERNAL_TABLE")
+    return text_table(name, db)
 
 
 def _setup(client):

@@ -9,21 +9,13 @@ import pytest
 from thrift.Thrift import TApplicationException
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T
-from tests.support.client import connect
+from tests.support.client import connect, text_table
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.oracle]
 
 
 def _table(name, db, table_type="EXTERNAL_TABLE"):
-    sd = T.StorageDescriptor(
-        cols=[T.FieldSchema("id", "bigint", None), T.FieldSchema("v", "string", None)],
-        inputFormat="org.apache.hadoop.mapred.TextInputFormat",
-        outputFormat="org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
-        serdeInfo=T.SerDeInfo(None, "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", {}),
-        bucketCols=[], sortCols=[], parameters={})
-    params = {"EXTERNAL": "TRUE"} if table_type == "EXTERNAL_TABLE" else {}
-    return T.Table(name, db, "ann", 0, 0, 0, sd, [T.FieldSchema("ds", "string", None)],
-                   params, None, None, table_type)
+    return text_table(name, db, table_type)
 
 
 @pytest.fixture(scope="module")

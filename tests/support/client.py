@@ -71,3 +71,19 @@ def wait_served(proc, ask, *, what: str = "", timeout: float | None = None):
             return ask(client)
     return wait_until(answered, timeout=timeout or DEADLINE, interval=0.05,
                       what=what or "the server's answer")
+
+
+def text_table(name: str, db: str, table_type: str = "EXTERNAL_TABLE",
+               params: dict | None = None):
+    """A small text table (id bigint, v string) partitioned by ``ds`` string, owned by ann:
+    what the tests comparing us with a stock metastore create on both. An external one carries
+    ``EXTERNAL=TRUE``; ``params`` are added."""
+    sd = ttypes.StorageDescriptor(
+        cols=[ttypes.FieldSchema("id", "bigint", None), ttypes.FieldSchema("v", "string", None)],
+        inputFormat="org.apache.hadoop.mapred.TextInputFormat",
+        outputFormat="org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+        serdeInfo=ttypes.SerDeInfo(None, "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", {}),
+        bucketCols=[], sortCols=[], parameters={})
+    external = {"EXTERNAL": "TRUE"} if table_type == "EXTERNAL_TABLE" else {}
+    return ttypes.Table(name, db, "ann", 0, 0, 0, sd, [ttypes.FieldSchema("ds", "string", None)],
+                        {**external, **(params or {})}, None, None, table_type)

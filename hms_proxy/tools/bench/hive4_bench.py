@@ -14,7 +14,6 @@ goals as the 2.3 bench (3x, add_partitions 10x).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -59,27 +58,6 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_hive4)
 
 
-def _compiled(lib: Path) -> Path:
-    """The client compiled against the 4.0.1 jars, once per source (cached)."""
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    out = metastores.java_cache_root() / f"Hive4Bench-{digest}"
-    if (out / "Hive4Bench.class").exists():
-        return out
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-Hive4Bench-", dir=out.parent if out.parent.exists()
-                                else None))
-    done = subprocess.run(["javac", "-nowarn", "-cp", f"{lib}/*", "-d", str(tmp), str(SOURCE)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise SystemExit(f"hms-proxy bench hive4: javac failed:\n{done.stderr}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.replace(tmp, out)
-    except OSError:  # another run put it there first
-        shutil.rmtree(tmp, ignore_errors=True)
-    return out
-
-
 def run(args) -> dict:
     from hms_proxy.tools.hive4_local import ensure_hive4, start_stock_hms4
 
@@ -87,7 +65,10 @@ def run(args) -> dict:
         raise SystemExit("--partitions and --chunk must be at least 1")
     load_start = load_average()
     lib = ensure_hive4() / "lib"
-    classes = _compiled(lib)
+    try:
+        classes = metastores.compile_java(SOURCE, "hms-proxy bench hive4's JVM client", lib)
+    except RuntimeError as exc:
+        raise SystemExit(f"hms-proxy bench hive4: {exc}") from None
     work = Path(tempfile.mkdtemp(prefix="hms-proxy-bench-hive4-"))
     servers = []
     started = time.monotonic()

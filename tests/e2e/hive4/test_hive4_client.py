@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -17,14 +18,13 @@ SOURCE = os.path.join(os.path.dirname(__file__), "Hive4Client.java")
 
 
 @pytest.fixture(scope="module")
-def client_classpath(tmp_path_factory):
-    """The program compiled against the 4.0.1 jars (downloaded once per machine)."""
+def client_classpath():
+    """The program compiled against the 4.0.1 jars (both cached once per machine)."""
     from hms_proxy.tools.hive4_local import ensure_hive4
+    from hms_proxy.tools.metastores import compile_java
 
     lib = ensure_hive4() / "lib"
-    classes = tmp_path_factory.mktemp("hive4-client")
-    subprocess.run(["javac", "-nowarn", "-cp", f"{lib}/*", "-d", str(classes), SOURCE],
-                   check=True, capture_output=True, text=True)
+    classes = compile_java(Path(SOURCE), "the Hive 4 client program", lib)
     return f"{classes}{os.pathsep}{lib}/*"
 
 
