@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import bisect
 import copy
+import json
 
 from hms_proxy.hms import filters, javafmt, listing, names, privileges, served_props, warehouse
 from hms_proxy.hms.family import DDL_TIME, Family, lower, now
 from hms_proxy.hms.names import part_name
-from hms_proxy.hms.tables import is_external, is_view, normalize_sd, update_stats_fast
-from hms_proxy.thrift import errors, limits
+from hms_proxy.hms.tables import (
+    fast_stats,
+    is_external,
+    is_translated,
+    is_view,
+    normalize_sd,
+    purges_external_data,
+    update_stats_fast,
+)
+from hms_proxy.thrift import dialect, errors, limits
 from hms_proxy.thrift.replies import Raw, RawStream
 from kvmodel import catalog as keys
 from kvmodel import codec
@@ -534,23 +543,42 @@ class PartitionCalls(Family):
             part.createTime = old.createTime
             part.lastAccessTime = old.lastAccessTime or 0
             part.privileges = None
-            if is_external(table):
+            hive4 = dialect.hive4()
+            # Hive 4 moves the data of a table it translated to external as a managed one's
+            moves_data = not is_external(table) or (hive4 and is_translated(table))
+            if not moves_data:
                 part.sd.location = old.sd.location
             elif table.sd and table.sd.location:
-                dest = warehouse.join(table.sd.location, new_name)
+                # under the table's directory (Hive 4) or, as HMS 2.3's Warehouse.getTablePath
+                # has it, under <database location>/<table name>
+                base = table.sd.location if hive4 else \
+                    self.env.warehouse.default_table_location(cat.database(db).locationUri, tbl)
+                dest = warehouse.join(base, new_name)
                 if old.sd.location != dest:
                     move = (old.sd.location, dest)
                 part.sd.location = dest
+            if _require_cal_stats(old.parameters, part.parameters) and (hive4 or moves_data):
+                # Hive 4 counts the files once they are in place, HMS 2.3 before moving them
+                # (a new directory reads as empty): each as its own metastore does
+                update_stats_fast(part.parameters, old.sd.location if hive4 else
+                                  part.sd.location, False, None, force=True)
             if not part.parameters.get(DDL_TIME):
                 part.parameters[DDL_TIME] = str(now())
-            cat.delete(keys.part_key(db, tbl, old_name))
-            cat.put(keys.part_key(db, tbl, new_name), part)
             old_stats = keys.part_colstats_prefix(db, tbl, old_name)
-            for col, value in list(cat.view.scan_prefix(old_stats)):
+            # Hive 4 carries the partition's column statistics over (and marks them accurate
+            # on the renamed partition, as writing them does); HMS 2.3 drops them as no longer
+            # valid
+            carried = []
+            for col, value in list(cat.view.scan_prefix(old_stats)) if hive4 else ():
                 stats = codec.decode(self.t.ColumnStatistics, value)
                 stats.statsDesc.partName = new_name
                 cat.put(keys.part_colstats_prefix(db, tbl, new_name) + col[len(old_stats):], stats)
+                carried.extend(obj.colName for obj in stats.statsObj or [])
             cat.delete_prefix(old_stats)
+            if carried:
+                _mark_columns_accurate(part.parameters, carried)
+            cat.delete(keys.part_key(db, tbl, old_name))
+            cat.put(keys.part_key(db, tbl, new_name), part)
             pointer = cat.raw(layout.pointer_key(db, tbl, old_name))
             if pointer is not None:  # computed statistics describe the same data: they follow
                 cat.delete(layout.pointer_key(db, tbl, old_name))
@@ -629,7 +657,8 @@ class PartitionCalls(Family):
         return dropped
 
     def _delete_data(self, table, dropped, delete_data):
-        if not delete_data or is_external(table) or is_view(table):
+        if not delete_data or is_view(table) or (is_external(table) and
+                                                  not purges_external_data(table)):
             return
         levels = len(table.partitionKeys or []) - 1
         for data in dropped:
@@ -681,10 +710,34 @@ def _weigh_items(items) -> int:
     return sum(200 + len(item[0]) + len(item[1]) for item in items)
 
 
+def _mark_columns_accurate(params: dict, columns) -> None:
+    """COLUMN_STATS_ACCURATE naming ``columns`` as having statistics, as HMS writes it."""
+    try:
+        state = json.loads(params.get("COLUMN_STATS_ACCURATE") or "{}")
+    except ValueError:
+        state = {}
+    if not isinstance(state, dict):
+        state = {}
+    marks = state.setdefault("COLUMN_STATS", {})
+    for col in columns:
+        marks[col] = "true"
+    params["COLUMN_STATS_ACCURATE"] = json.dumps(state, separators=(",", ":"), sort_keys=True)
+
+
+def _require_cal_stats(old_params, new_params) -> bool:
+    """HMS's ``requireCalStats`` for a partition renamed (no environment context): the new
+    partition lacks a quick statistic, or has other values than the old one."""
+    old_params, new_params = old_params or {}, new_params or {}
+    keys_ = fast_stats()
+    if not all(k in new_params for k in keys_):
+        return True
+    return any(old_params.get(k) != new_params.get(k) for k in keys_)
+
+
 def _needs_stats(params, env_props) -> bool:
     if env_props.get("STATS_GENERATED") in ("TASK", "USER"):
         return True
-    return not ("numFiles" in params and "totalSize" in params)
+    return not all(k in params for k in fast_stats())
 
 
 def _java_list(values) -> str:

@@ -167,7 +167,7 @@ class RequestCalls(Family):
         delete = True if req.deleteData is None else req.deleteData
         try:
             return self.tables.drop_table_with_environment_context(
-                ctx, req.dbName, req.tableName, delete, req.envContext, purge_external=True)
+                ctx, req.dbName, req.tableName, delete, req.envContext)
         except errors.NoSuchObject as exc:  # "hive.shop.t table not found"
             if exc.message.endswith(" table not found"):
                 raise errors.NoSuchObject(f"{DEFAULT_CATALOG}.{exc.message}") from None

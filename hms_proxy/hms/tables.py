@@ -7,14 +7,16 @@ import json
 from hms_proxy.hms import names, privileges, served_props, warehouse
 from hms_proxy.hms.family import DDL_TIME, Family, column_problem, lower, match_names, now
 from hms_proxy.hms.txn import acid as acid_validation
-from hms_proxy.thrift import errors
+from hms_proxy.thrift import dialect, errors
 from hms_proxy.thrift.gen.hive_metastore import ttypes
 from hms_proxy.thrift.replies import Raw
+from hms_proxy.thrift.routing import DEFAULT_CATALOG
 from kvmodel import catalog as keys
 from kvmodel import codec
 
 MANAGED, EXTERNAL, VIEW = "MANAGED_TABLE", "EXTERNAL_TABLE", "VIRTUAL_VIEW"
 FAST_STATS = ("numFiles", "totalSize")
+ERASURE_CODED = "numFilesErasureCoded"  # a quick statistic of the Hive 4 metastore
 DO_NOT_UPDATE_STATS = "DO_NOT_UPDATE_STATS"
 STATS_GENERATED = "STATS_GENERATED"
 COLUMN_STATS_ACCURATE = "COLUMN_STATS_ACCURATE"
@@ -84,20 +86,29 @@ def normalize_table(table, t):
     return tbl
 
 
+def fast_stats() -> tuple[str, ...]:
+    """The quick statistics the stock metastore of the calling client's generation keeps:
+    Hive 4's also counts the erasure-coded files."""
+    return FAST_STATS + (ERASURE_CODED,) if dialect.hive4() else FAST_STATS
+
+
 def update_stats_fast(params: dict, location: str | None, made_dir: bool, env_context,
                       force: bool = False) -> None:
-    """HMS's ``updateTableStatsFast`` / ``updatePartitionStatsFast``: numFiles and totalSize from
+    """HMS's ``updateTableStatsFast`` / ``updatePartitionStatsFast``: numFiles and totalSize (and
+    for a Hive 4 client numFilesErasureCoded, as its metastore adds) from
     a listing of the directory when it existed before (a directory just made is empty), and
     the basic-stats flag set only when the engine says it computed them (STATS_GENERATED=TASK)."""
     if DO_NOT_UPDATE_STATS in params:
         if params.pop(DO_NOT_UPDATE_STATS).lower() == "true":
             return
-    if (not force and all(k in params for k in FAST_STATS)) or made_dir:
+    if (not force and all(k in params for k in fast_stats())) or made_dir:
         return
     stats = warehouse.quick_stats(location)
     if stats is None:
         return
     params["numFiles"], params["totalSize"] = str(stats[0]), str(stats[1])
+    if dialect.hive4():  # no file of a local or object-store warehouse is erasure-coded
+        params[ERASURE_CODED] = "0"
     props = getattr(env_context, "properties", None) or {}
     if props.get(STATS_GENERATED) == "TASK":
         try:
@@ -106,15 +117,23 @@ def update_stats_fast(params: dict, location: str | None, made_dir: bool, env_co
             state = {}
         state["BASIC_STATS"] = "true"
         params[COLUMN_STATS_ACCURATE] = json.dumps(state, separators=(",", ":"))
+    elif dialect.hive4():  # Hive 4 keeps the columns' marks, only basic stats are no longer true
+        try:
+            state = json.loads(params.get(COLUMN_STATS_ACCURATE) or "")
+        except ValueError:
+            return
+        if isinstance(state, dict):
+            state.pop("BASIC_STATS", None)
+            params[COLUMN_STATS_ACCURATE] = json.dumps(state, separators=(",", ":"))
     else:
         params.pop(COLUMN_STATS_ACCURATE, None)
 
 
-def managed_data_locations(cat, table, purge_external: bool = False) -> list[str]:
+def managed_data_locations(cat, table) -> list[str]:
     """What dropping ``table`` with deleteData removes: a managed table's directory, and those
-    of its partitions that live outside it; with ``purge_external`` (the Hive 3+ calls), an
-    external table's too when its ``external.table.purge`` is true."""
-    if is_external(table) and not (purge_external and external_purge(table)):
+    of its partitions that live outside it; for a Hive 4 client (dialect.py), an external
+    table's too when its ``external.table.purge`` is true, as Hive 4's metastore does."""
+    if is_external(table) and not purges_external_data(table):
         return []
     if is_view(table) or not table.sd or not table.sd.location:
         return []
@@ -128,9 +147,27 @@ def managed_data_locations(cat, table, purge_external: bool = False) -> list[str
     return out
 
 
-def external_purge(table) -> bool:
-    """Hive 3+'s ``external.table.purge``: an external table whose data goes with it."""
-    return str((table.parameters or {}).get("external.table.purge", "")).lower() == "true"
+def _relative(base: str | None, location: str) -> str:
+    """``location`` relative to the directory ``base`` (Java's ``URI.relativize``): the rest
+    after it, or the whole location when it is not under it."""
+    if not base:
+        return location
+    prefix = warehouse.qualify(base).rstrip("/") + "/"
+    return location[len(prefix):] if location.startswith(prefix) else location
+
+
+def is_translated(table) -> bool:
+    """A managed table the Hive 4 metastore's create call stored as external
+    (``TRANSLATED_TO_EXTERNAL``): its renames move its data as a managed table's do."""
+    return str((table.parameters or {}).get("TRANSLATED_TO_EXTERNAL", "")).upper() == "TRUE"
+
+
+def purges_external_data(table) -> bool:
+    """Hive 4's ``external.table.purge``: an external table whose files go when it or a
+    partition of it is dropped with its data. Only for a Hive 4 client: HMS 2.3 never deletes
+    an external table's files."""
+    return dialect.hive4() and \
+        str((table.parameters or {}).get("external.table.purge", "")).lower() == "true"
 
 
 TABLE_TYPES = ("MANAGED_TABLE", "EXTERNAL_TABLE", "VIRTUAL_VIEW", "INDEX_TABLE",
@@ -430,12 +467,31 @@ class TableCalls(Family):
                 f"Check metastore logs for detailed stack.{new.dbName}")
         old_loc = old.sd.location if old.sd else None
         new_loc = new.sd.location if new.sd else None
-        if is_view(old) or is_external(old) or not old_loc or (new_loc and new_loc != old_loc):
+        if is_view(old) or not old_loc:
             return None
+        if not new_loc:  # HMS compares the two locations first (String.compareTo(null))
+            raise errors.MetaError('java.lang.NullPointerException: Cannot read field "value" '
+                                   'because "anotherString" is null')
+        hive4 = dialect.hive4()
+        if hive4 and is_translated(old) and is_translated(new):
+            # Hive 4 moves a table it translated to external under the new name in the
+            # database's directory, wherever it was
+            pass
+        elif is_external(old) or new_loc != old_loc:
+            return None
+        else:
+            # a managed table made at a location of its own stays there (HMS: "treated like an
+            # external table in the table rename")
+            old_db = cat.database(old.dbName)
+            base = (getattr(old_db, "managedLocationUri", None) if hive4 else None) \
+                or old_db.locationUri
+            if _relative(base, old_loc).rstrip("/").lower() != old.tableName.lower():
+                return None
         dest = self.env.warehouse.default_table_location(target_db.locationUri, new.tableName)
         if warehouse.exists(dest):
-            raise errors.InvalidOperation(
-                f"New location for this table {new.dbName}.{new.tableName} already exists : {dest}")
+            qualified = f"{DEFAULT_CATALOG}.{new.dbName}" if hive4 else new.dbName
+            raise errors.InvalidOperation(f"New location for this table {qualified}."
+                                          f"{new.tableName} already exists : {dest}")
         new.sd.location = dest
         return old_loc, dest
 
@@ -464,13 +520,13 @@ class TableCalls(Family):
         return self.drop_table_with_environment_context(ctx, dbname, name, deleteData, None)
 
     def drop_table_with_environment_context(self, ctx, dbname, name, deleteData,
-                                            environment_context, purge_external=False):
+                                            environment_context):
         db, tbl = lower(dbname), lower(name)
         doomed: list[str] = []
         with self.writing(ctx) as cat:
             table = self.require_table(cat, db, tbl)
             if deleteData:
-                doomed = managed_data_locations(cat, table, purge_external)
+                doomed = managed_data_locations(cat, table)
             doomed.extend(self.env.cascades.run("table_dropping", cat, table, deleteData))
             cat.delete_table_subtree(db, tbl)
         self.env.cascades.run("table_dropped", self.env, table)

@@ -19,7 +19,7 @@ from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TApplicationException, TException, TMessageType, TType
 from thrift.transport.TTransport import CReadableTransport
 
-from hms_proxy.thrift import errors, replies
+from hms_proxy.thrift import dialect, errors, replies
 from hms_proxy.thrift.limits import ResponseTooLarge
 from hms_proxy.thrift.replies import Raw, RawStream, message_header
 from kvmodel.store.errors import WriteConflict
@@ -49,6 +49,7 @@ class CallContext:
     read_only: bool = False          # a read-only listener: every write refused (access.py)
     identity: str | None = None      # who the caller is, as established (hms_proxy.security.access)
     auth: str = "none"               # how: cert (TLS client CN), secret, ugi, none
+    generation: str = dialect.OLDEST  # the Hive generation the client speaks (dialect.py)
 
     def served_ref(self) -> str | None:
         """The ref of the port the client is connected to, now (None: the server's ref)."""
@@ -117,6 +118,8 @@ class Processor:
         name, mtype, seqid = read_message_begin(iprot)
         method = self.methods.get(name)
         impl = getattr(self.handler, name, None) if method is not None else None
+        if method is not None:  # a method of a newer IDL tells the client's generation
+            ctx.generation = dialect.note_call(ctx.generation, name)
         if method is None or impl is None or mtype not in (TMessageType.CALL, TMessageType.ONEWAY):
             iprot.skip(TType.STRUCT)
             iprot.readMessageEnd()
@@ -137,6 +140,7 @@ class Processor:
             args.read(iprot)
         ctx.calls += 1
         started = time.perf_counter()
+        generation = dialect.CURRENT.set(ctx.generation)
         try:
             value = _run(impl, ctx, [getattr(args, a) for a in method.arg_names])
         except CloseConnection:
@@ -155,6 +159,8 @@ class Processor:
                 # message unread, so the connection's next call fails; it ends here instead.
                 raise CloseConnection() from exc
             return
+        finally:
+            dialect.CURRENT.reset(generation)
         if method.result_cls is None:
             self._observe(ctx, name, started, None)
             return

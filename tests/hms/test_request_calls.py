@@ -340,3 +340,97 @@ def test_refs_work_in_request_calls(servers):
             "shop@dev"
         assert "dev_only" in c.get_all_tables("@hive#shop@dev")
         assert "dev_only" not in c.get_all_tables("@hive#shop")
+
+
+def _tree(root) -> list[tuple[str, int]]:
+    """Every directory under ``root`` with its number of files."""
+    import os
+    return sorted((os.path.relpath(d, root), len(files)) for d, _, files in os.walk(root))
+
+
+def _moves_of_a_hive_4_client(proc) -> dict:
+    """A Hive 4 client's renames and drops of a managed table the 4.x metastore translated to
+    external (TRANSLATED_TO_EXTERNAL, external.table.purge): what they do to its directories,
+    locations, quick statistics and column statistics."""
+    from pathlib import Path
+
+    wh = str(proc.warehouse)
+    out: dict = {}
+
+    def rel(location):
+        return location.replace(wh, "<WH>")
+
+    def params(p):
+        return sorted((k, v) for k, v in p.parameters.items() if k != "transient_lastDdlTime")
+
+    with connect(proc) as c:
+        c.create_database_req(T.CreateDatabaseRequest("moves", ownerName="ann",
+                                                      ownerType=T.PrincipalType.USER))
+        c.create_table_req(T.CreateTableRequest(_managed_in("moves", "tr")))
+        table = c.get_table_req(T.GetTableRequest("moves", "tr", catName="hive")).table
+        out["table"] = (table.tableType, _kind(table)[1], rel(table.sd.location))
+        sd = table.sd
+        sd.location = None
+        for ds in ("a", "b", "c"):
+            part = c.add_partition(T.Partition([ds], "moves", "tr", 0, 0, sd, {}))
+            (Path(part.sd.location.removeprefix("file:")) / "f.txt").write_text("1\tx\n")
+        c.update_partition_column_statistics_req(T.SetPartitionsStatsRequest([T.ColumnStatistics(
+            T.ColumnStatisticsDesc(False, "moves", "tr", "ds=a"),
+            [T.ColumnStatisticsObj("id", "bigint", T.ColumnStatisticsData(
+                longStats=T.LongColumnStatsData(1, 5, 0, 3)))])]))
+
+        def get(name, vals):
+            return c.get_partition_req(T.GetPartitionRequest(
+                catName="hive", dbName="moves", tblName=name, partVals=vals)).partition
+        renamed = get("tr", ["a"])
+        renamed.values, renamed.parameters = ["z"], {}
+        c.rename_partition_req(T.RenamePartitionRequest(
+            catName="hive", dbName="moves", tableName="tr", partVals=["a"], newPart=renamed))
+        z = get("tr", ["z"])
+        out["renamed partition"] = (rel(z.sd.location), params(z))
+        out["its column statistics"] = str(c.get_partitions_statistics_req(
+            T.PartitionsStatsRequest("moves", "tr", ["id"], ["ds=a", "ds=z"])).partStats)
+        c.drop_partition_req(T.DropPartitionRequest(
+            catName="hive", dbName="moves", tblName="tr", partName="ds=b", deleteData=True))
+        c.drop_partition("moves", "tr", ["c"], True)
+        out["after dropping two partitions"] = _tree(f"{wh}/moves.db")
+        table = c.get_table_req(T.GetTableRequest("moves", "tr", catName="hive")).table
+        table.tableName = "tr2"
+        c.alter_table_req(T.AlterTableRequest(catName="hive", dbName="moves", tableName="tr",
+                                              table=table))
+        moved = c.get_table_req(T.GetTableRequest("moves", "tr2", catName="hive")).table
+        out["renamed table"] = (rel(moved.sd.location), [
+            (p.values, rel(p.sd.location)) for p in c.get_partitions_req(T.PartitionsRequest(
+                catName="hive", dbName="moves", tblName="tr2")).partitions])
+        out["after renaming it"] = _tree(f"{wh}/moves.db")
+        own = f"{wh}/elsewhere/placed"
+        c.create_table_req(T.CreateTableRequest(_managed_in("moves", "placed", "file:" + own)))
+        table = c.get_table_req(T.GetTableRequest("moves", "placed", catName="hive")).table
+        table.tableName = "placed2"
+        c.alter_table_req(T.AlterTableRequest(catName="hive", dbName="moves",
+                                              tableName="placed", table=table))
+        out["one made at its own location, renamed"] = rel(c.get_table_req(T.GetTableRequest(
+            "moves", "placed2", catName="hive")).table.sd.location)
+        out["warehouse"] = [d for d in _tree(wh) if d[0].startswith(("moves.db", "elsewhere"))]
+    return out
+
+
+def _managed_in(db, name, location=None):
+    table = _table(name, db=db)
+    table.tableType, table.parameters = "MANAGED_TABLE", {}
+    table.sd.location = location
+    return table
+
+
+def test_a_hive_4_clients_renames_and_drops_move_files_as_the_stock_4_does(servers):
+    """Hive 4 moves the directories of a table it translated to external when the table or a
+    partition is renamed, purges a dropped partition's files, counts numFilesErasureCoded and
+    carries a renamed partition's column statistics over; HMS 2.3 does none of that, and its
+    clients keep 2.3's behaviour (tests/hms/conformance: partitions_rename_statistics)."""
+    stock = _moves_of_a_hive_4_client(servers["4.0.1"])
+    ours = _moves_of_a_hive_4_client(servers["ours"])
+    assert stock["renamed partition"][1] == [("COLUMN_STATS_ACCURATE",
+                                              '{"COLUMN_STATS":{"id":"true"}}'),
+                                             ("numFiles", "1"), ("numFilesErasureCoded", "0"),
+                                             ("totalSize", "4")]
+    assert ours == stock

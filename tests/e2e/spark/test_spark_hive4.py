@@ -35,13 +35,9 @@ def runs4(tmp_path_factory):
         stock.stop()
 
 
-# The statements whose results still differ from the stock 4.0.1's, by cause (docs/spark.md,
-# "Spark with a Hive 4.0.1 client"): the quick statistic numFilesErasureCoded the stock 4.x adds
-# (the calls that set quick statistics are shared with 2.3 clients, which must not get it);
-# partition renames and drops, and table renames, of tables the stock 4.x translated from
-# managed to external (it moves, keeps or leaves their directories in its own way); partition
-# names with escaped characters asked by name. A change either way fails this test: a new
-# difference is a regression, a fixed one must leave the list.
+# The statements whose results still differ from the stock 4.0.1's (docs/spark.md, "Spark with a
+# Hive 4.0.1 client"): one read of a partition value with a '/' by LIKE. A change either way
+# fails this test: a new difference is a regression, a fixed one must leave the list.
 KNOWN = json.loads((Path(__file__).parent / "hive4_known_differences.json").read_text())
 
 

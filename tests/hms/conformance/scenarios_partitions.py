@@ -203,6 +203,62 @@ def partitions_alter_rename(c, rec):
 
 
 @scenario
+def partitions_rename_statistics(c, rec):
+    """What a rename does to a partition's statistics: HMS 2.3 drops its column statistics
+    (no longer valid) and recounts the quick statistics of a managed table's partition at its
+    new place before moving the files there (so they read as none); an external table's
+    partition keeps its place and its parameters."""
+    rec.call("create_database", database("cfs_db"))
+    for kind in ("MANAGED_TABLE", "EXTERNAL_TABLE"):
+        name = kind[:3].lower()
+        loc = rec.scratch(name) if kind == "EXTERNAL_TABLE" else None
+        t = table("cfs_db", name, cols("id bigint"), partition_keys=cols("ds string"),
+                  table_type=kind, location=loc)
+        rec.call("create_table", t)
+        part = rec.call("add_partition", partition(t, ["a"]))
+        with open(part.sd.location.removeprefix("file:") + "/f.txt", "w") as f:
+            f.write("1\n")
+        stats = T.ColumnStatistics(
+            T.ColumnStatisticsDesc(False, "cfs_db", name, "ds=a"),
+            [T.ColumnStatisticsObj("id", "bigint", T.ColumnStatisticsData(
+                longStats=T.LongColumnStatsData(1, 5, 0, 3)))])
+        rec.call("update_partition_column_statistics", stats)
+        renamed = rec.call("get_partition", "cfs_db", name, ["a"])
+        renamed.values, renamed.parameters = ["z"], {}
+        rec.call("rename_partition", "cfs_db", name, ["a"], renamed, label=f"{name}: rename")
+        rec.call("get_partition", "cfs_db", name, ["z"], label=f"{name}: renamed parameters",
+                 transform=lambda p: {k: v for k, v in p.parameters.items()
+                                      if k != "transient_lastDdlTime"})
+        rec.call("get_partitions_statistics_req",
+                 T.PartitionsStatsRequest("cfs_db", name, ["id"], ["ds=a", "ds=z"]),
+                 label=f"{name}: column statistics after the rename")
+
+
+@scenario
+def tables_rename_locations(c, rec):
+    """A managed table made at a location of its own stays there when renamed (HMS: "treated
+    like an external table"); one at its default place moves; a rename sending no location
+    fails as HMS's comparison of the two does."""
+    rec.call("create_database", database("cfn_db"))
+    own = rec.scratch("own_place")
+    rec.call("create_table", table("cfn_db", "placed", cols("a string"), location=own))
+    t = rec.call("get_table", "cfn_db", "placed")
+    t.tableName = "placed2"
+    rec.call("alter_table", "cfn_db", "placed", t)
+    rec.call("get_table", "cfn_db", "placed2", transform=lambda t: t.sd.location == "file:" + own,
+             label="still at its own location")
+    rec.note("its directory kept", os.path.isdir(own))
+    rec.call("create_table", table("cfn_db", "homed", cols("a string")))
+    t = rec.call("get_table", "cfn_db", "homed")
+    t.tableName = "homed2"
+    rec.call("alter_table", "cfn_db", "homed", t)
+    rec.note("moved to its new name", os.path.isdir(f"{rec.proc.warehouse}/cfn_db.db/homed2"))
+    t = rec.call("get_table", "cfn_db", "homed2")
+    t.tableName, t.sd.location = "homed3", None
+    rec.call("alter_table", "cfn_db", "homed2", t, label="rename without a location", msg=True)
+
+
+@scenario
 def partitions_drop(c, rec):
     rec.call("create_database", database("cfq_db"))
     t = table("cfq_db", "pt", cols("a string"), partition_keys=cols("ds string", "hr string"))

@@ -1,0 +1,44 @@
+"""Which Hive metastore generation the client of the call being served speaks.
+
+One server answers Hive 2.3, 3.1 and 4.x clients (docs/compatibility.md, "Hive 3.x and 4.x
+clients"). Where the stock metastores of those generations do different things for the same
+call (the quick statistics they keep, whether a partition rename moves the data of a table the
+4.x server translated to external, whether dropping a partition purges an external table's
+files), we do what the stock metastore of the client's own generation does. A connection is
+taken to speak the newest generation of any method it has called: a Hive 4 client calls
+``get_database_req`` or ``create_table_req`` (4.x only) before it writes anything, a 2.3 client
+never calls one. A connection that has only called methods 2.3 has is served as 2.3 serves it.
+
+The processor notes each call (:func:`note_call`) and sets :data:`CURRENT` for the call; the
+handlers read it through :func:`hive4`.
+"""
+from __future__ import annotations
+
+from contextvars import ContextVar
+
+from hms_proxy.thrift.generations import METHODS, VERSIONS
+
+OLDEST = VERSIONS[0]
+HIVE4 = "4.0.1"
+
+# the generation of the client of the call being served (the oldest outside a call)
+CURRENT: ContextVar[str] = ContextVar("hive_client_generation", default=OLDEST)
+
+
+def _rank(version: str) -> int:
+    return VERSIONS.index(version)
+
+
+def note_call(known: str, method: str) -> str:
+    """The generation of a connection that spoke ``known`` and now calls ``method``: the
+    newer of the two and of the oldest generation declaring ``method``."""
+    declared = METHODS.get(method)
+    if not declared:
+        return known
+    first = min(declared, key=_rank)
+    return first if _rank(first) > _rank(known) else known
+
+
+def hive4() -> bool:
+    """Whether the client of the current call speaks Hive 4's metastore API."""
+    return _rank(CURRENT.get()) >= _rank(HIVE4)
