@@ -1,5 +1,7 @@
 """The partition filter language of HMS 2.3 (`get_partitions_by_filter`,
-`get_num_partitions_by_filter`): parser and evaluator, without Thrift or storage.
+`get_num_partitions_by_filter`): parser and evaluator, without Thrift or storage. For a Hive 4
+client (hms_proxy/thrift/dialect.py) LIKE is SQL's LIKE, run by direct SQL, as the stock 4.x
+runs it.
 
 Why it looks the way it does: stock HMS parses filters with an ANTLR 3 grammar
 (`Filter.g`, k=3, case-insensitive input, *no* EOF check, single-token error
@@ -22,7 +24,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Callable, Mapping, Sequence
 
 from hms_proxy.hms.names import DEFAULT_PARTITION_NAME, escape_path_name, like_regex, regex_to_like
-from hms_proxy.thrift import errors
+from hms_proxy.thrift import dialect, errors
 
 __all__ = ["FilterError", "Expr", "parse_filter", "INTEGRAL_TYPES"]
 
@@ -73,7 +75,7 @@ class Expr:
         SQL cannot cast (e.g. "abc" in an int key): HMS then falls back to JDO,
         which rejects non-string keys, so the whole call fails.
         """
-        sig = tuple(key_types.items())
+        sig = (dialect.hive4(), tuple(key_types.items()))  # LIKE differs between generations
         pred = self._cache.get(sig)
         if pred is None:
             pred = self._cache[sig] = _compile(self.root, list(key_types.items()))
@@ -639,10 +641,14 @@ def _value_kind(value) -> str | None:
 
 
 def _sql_pushable(leaf: Leaf, keys) -> bool:
-    """Whether direct SQL takes this leaf (else HMS falls back to JDO for the whole filter)."""
+    """Whether direct SQL takes this leaf (else HMS falls back to JDO for the whole filter).
+    HMS 2.3's direct SQL has no LIKE; Hive 4's takes it on a string key, as SQL's LIKE."""
     idx = _key_index(keys, leaf.key)
-    if idx < 0 or leaf.op == "LIKE":
+    if idx < 0:
         return False
+    if leaf.op == "LIKE":
+        return dialect.hive4() and not leaf.reverse and _sql_kind(keys[idx][1]) == "string" \
+            and isinstance(leaf.value, str)
     col = _sql_kind(keys[idx][1])
     val = _value_kind(leaf.value)
     if col == "date" and val == "string":
@@ -722,6 +728,9 @@ def derby_date(value: str, key: str) -> _dt.date | None:
 
 def _sql_leaf(leaf: Leaf, keys) -> Predicate:
     key, col_type = keys[_key_index(keys, leaf.key)]
+    if leaf.op == "LIKE":  # Hive 4: SQL's LIKE (% and _, \ escaping), case-sensitive
+        regex = re.compile(like_regex(sql_like_tokens(leaf.value)), re.S)
+        return lambda v: regex.fullmatch(v[key]) is not None
     test = _CMP[leaf.op]
     kind = _sql_kind(col_type)
     if kind == "string":
@@ -739,6 +748,21 @@ def _sql_leaf(leaf: Leaf, keys) -> Predicate:
             return False  # NULL: no comparison is true, and filters have no NOT
         return test(sign * ((x > lit) - (x < lit)))
     return pred
+
+
+def sql_like_tokens(pattern: str) -> list[tuple[str, str]]:
+    """A SQL LIKE pattern with ``\\`` as its escape character, as LIKE tokens (names.like_regex)."""
+    out: list[tuple[str, str]] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            out.append(("lit", pattern[i + 1]))
+            i += 2
+            continue
+        out.append(("many", "%") if c == "%" else ("any", "_") if c == "_" else ("lit", c))
+        i += 1
+    return out
 
 
 # --- JDO fallback (ExpressionTree.LeafNode.generateJDOFilterOverPartitions) ---------
