@@ -90,7 +90,7 @@ READS = frozenset("""
     get_partition_req get_partitions_by_names_req get_partitions_req get_schema_req
     get_all_table_constraints get_check_constraints get_default_constraints
     get_not_null_constraints get_partitions_by_filter_req get_partitions_ps_with_auth_req
-    get_unique_constraints fetch_partition_names_req
+    get_unique_constraints fetch_partition_names_req get_open_txns_req
 """.split())
 
 #: Calls about the connection or the server process, never the catalog: always allowed.

@@ -5,7 +5,7 @@ clients"). Where the stock metastores of those generations do different things f
 call (the quick statistics they keep, whether a partition rename moves the data of a table the
 4.x server translated to external, whether dropping a partition purges an external table's
 files), we do what the stock metastore of the client's own generation does. A connection is
-taken to speak the newest generation of any method it has called: a Hive 4 client calls
+taken to speak the newest generation of any method we serve that it has called: a Hive 4 client calls
 ``get_database_req`` or ``create_table_req`` (4.x only) before it writes anything, a 2.3 client
 never calls one. A connection that has only called methods 2.3 has is served as 2.3 serves it.
 

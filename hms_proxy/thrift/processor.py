@@ -118,7 +118,7 @@ class Processor:
         name, mtype, seqid = read_message_begin(iprot)
         method = self.methods.get(name)
         impl = getattr(self.handler, name, None) if method is not None else None
-        if method is not None:  # a method of a newer IDL tells the client's generation
+        if impl is not None:  # a served method of a newer IDL tells the client's generation
             ctx.generation = dialect.note_call(ctx.generation, name)
         if method is None or impl is None or mtype not in (TMessageType.CALL, TMessageType.ONEWAY):
             iprot.skip(TType.STRUCT)

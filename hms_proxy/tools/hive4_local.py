@@ -28,7 +28,9 @@ parallel runs download it once; the directory appears by an atomic rename: 170 j
 Settings, passed as ``-D`` flags (MetastoreConf reads system properties):
 
 - the schema is created on first use (``datanucleus.schema.autoCreateAll``, with
-  ``metastore.schema.verification`` off, as schematool is not run);
+  ``metastore.schema.verification`` off, as schematool is not run); with
+  ``start_stock_hms4(with_transactions=True)`` Hive's schematool makes it first, from the Derby
+  scripts of the server's ``-bin`` tarball, transaction and lock tables included;
 - the partition expression proxy is the metastore's own: the default one lives in hive-exec;
 - the background tasks that always run are limited to the event cleaner: the default list
   names ``HiveProtoEventsCleanerTask``, which lives in hive-exec, and its ClassNotFound stops
@@ -56,6 +58,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -190,10 +193,71 @@ def classpath(home: Path) -> str:
     return str(home / "lib" / "*")
 
 
-def start_stock_hms4(workdir: Path | str, timeout: float = 180.0) -> MetastoreProcess:
+BIN_TARBALL = (f"org/apache/hive/hive-standalone-metastore-server/{VERSION}/"
+               f"hive-standalone-metastore-server-{VERSION}-bin.tar.gz")
+DERBY_SCRIPTS = "scripts/metastore/upgrade/derby"
+SCHEMA_TOOL = "org.apache.hadoop.hive.metastore.tools.schematool.MetastoreSchemaTool"
+
+
+def ensure_schema_scripts() -> Path:
+    """A ``METASTORE_HOME`` for Hive's schematool: the Derby schema scripts of the server's
+    ``-bin`` tarball (78 MB from Maven Central, SHA-1 checked, downloaded once per machine;
+    only the scripts are kept, in ``~/.cache/hms-proxy/hive/4.0.1-scripts``)."""
+    root = cache_root()
+    home = root / f"{VERSION}-scripts"
+    if (home / DERBY_SCRIPTS).is_dir():
+        return home
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f".{VERSION}-scripts.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (home / DERBY_SCRIPTS).is_dir():
+            return home
+        tarball = maven.fetch_verified(BIN_TARBALL, root / Path(BIN_TARBALL).name,
+                                       lambda url: _say(f"downloading {url} (78 MB, once)"))
+        tmp = Path(tempfile.mkdtemp(prefix=f".scripts-{VERSION}-", dir=root))
+        try:
+            with tarfile.open(tarball) as tar:
+                for member in tar.getmembers():
+                    inner = member.name.split("/", 1)[-1]
+                    if member.isfile() and inner.startswith(DERBY_SCRIPTS + "/"):
+                        member.name = inner
+                        tar.extract(member, tmp, filter="data")
+            shutil.rmtree(home, ignore_errors=True)
+            os.rename(tmp, home)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+            tarball.unlink(missing_ok=True)
+    return home
+
+
+def init_schema(workdir: Path) -> None:
+    """Hive's schematool (``-initSchema -dbType derby``) on ``workdir``'s Derby database: the
+    whole 4.0.0 schema, the transaction tables that DataNucleus does not make included."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    url = f"jdbc:derby:;databaseName={workdir / 'metastore_db'};create=true"
+    done = subprocess.run(
+        ["java", "-Xmx512m", f"-Dderby.system.home={workdir}",
+         f"-Dderby.stream.error.file={workdir / 'derby-schematool.log'}",
+         "-cp", classpath(ensure_hive4()), SCHEMA_TOOL, "-initSchema", "-dbType", "derby",
+         "-url", url, "-driver", "org.apache.derby.jdbc.EmbeddedDriver",
+         "-userName", "APP", "-passWord", "mine"],
+        env={**os.environ, "METASTORE_HOME": str(ensure_schema_scripts())}, cwd=workdir,
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300, check=False)
+    if done.returncode != 0 or "Initialization script completed" not in done.stdout + done.stderr:
+        tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
+        raise RuntimeError(f"Hive {VERSION}'s schematool failed: " + " | ".join(tail))
+
+
+def start_stock_hms4(workdir: Path | str, timeout: float = 180.0,
+                     with_transactions: bool = False) -> MetastoreProcess:
     """Start a fresh stock HMS 4.0.1 on embedded Derby in ``workdir``; returns once it answers.
     Besides the settings of every standalone metastore, it listens on 127.0.0.1 only (4.x
-    binds all interfaces otherwise)."""
+    binds all interfaces otherwise). ``with_transactions``: the schema is made by Hive's
+    schematool first (about 4 s), so that its transaction and lock calls work (DataNucleus
+    alone does not make their tables)."""
+    workdir = Path(workdir).resolve()
+    if with_transactions:
+        init_schema(workdir)
     return start_standalone(f"stock-hms-{VERSION}", classpath(ensure_hive4()), workdir, timeout,
                             {"metastore.thrift.bind.host": "127.0.0.1"})
 

@@ -51,10 +51,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from thrift.protocol import fastbinary
+from thrift.Thrift import TType
+
 from hms_proxy.hms.family import Family
 from hms_proxy.hms.txn.derby import fit, sql_string
-from hms_proxy.thrift import errors
+from hms_proxy.thrift import dialect, errors
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T
+from hms_proxy.thrift.replies import Raw
 
 DEFAULT_TIMEOUT = 300.0  # hive.txn.timeout
 DEFAULT_MAX_OPEN_BATCH = 1000  # hive.txn.max.open.batch
@@ -602,11 +606,16 @@ class TxnManager:
 
     def get_open_txns(self):
         """(high water mark, ids of open and aborted txns, lowest open id or None)."""
+        return self.get_open_txns_with_aborted()[:3]
+
+    def get_open_txns_with_aborted(self):
+        """:meth:`get_open_txns` and the ids of the aborted ones."""
         with self._session() as (s, now):
             opened = [t.id for t in s.txns.values() if t.state == OPEN]
             return (s.txn_high_water_mark(),
                     {t.id for t in s.txns.values() if t.state != COMMITTED},
-                    (min(opened) if opened else None))
+                    (min(opened) if opened else None),
+                    {t.id for t in s.txns.values() if t.state == ABORTED})
 
     def get_open_txns_info(self):
         with self._session() as (s, now):
@@ -845,6 +854,46 @@ def shared_manager(env) -> TxnManager:
     return manager
 
 
+# GetOpenTxnsResponse.open_txns is a set<i64> in HMS 2.3 and a list<i64> from 3.0 on (its id
+# is the same, 2; docs/compatibility.md, "Hive 3.x and 4.x clients"), and 3.0 added the required
+# abortedBits (4). A Thrift reader skips a field whose wire type is not the one it declares, so
+# an answer carrying field 2 twice, as a set and then as a list, is read by each generation as
+# its own; a 2.3 reader skips field 4 too.
+_OPEN_TXNS_AS_LIST = (None, None, (2, TType.LIST, "open_txns", (TType.I64, None, False), None))
+
+
+class _OpenTxnsList:
+    __slots__ = ("open_txns",)
+    thrift_spec = _OPEN_TXNS_AS_LIST
+
+    def __init__(self, open_txns):
+        self.open_txns = open_txns
+
+
+def aborted_bits(ids: list[int], aborted: set[int]) -> bytes:
+    """Java's ``BitSet.toByteArray`` of the positions of the aborted ids in ``ids``."""
+    bits = bytearray()
+    for i, txn in enumerate(ids):
+        if txn in aborted:
+            while len(bits) <= i // 8:
+                bits.append(0)
+            bits[i // 8] |= 1 << (i % 8)
+    return bytes(bits)
+
+
+def open_txns_in_both_forms(hwm: int, ids, low: int | None, aborted) -> Raw:
+    """The snapshot of the transactions as HMS 2.3 and HMS 3+/4 answer it, in one struct: the
+    ids ascending (open and aborted, as both do), the aborted ones marked in abortedBits."""
+    ordered = sorted(ids)
+    full = T.GetOpenTxnsResponse(txn_high_water_mark=hwm, open_txns=set(ordered),
+                                 min_open_txn=low, abortedBits=aborted_bits(ordered, aborted))
+    both = fastbinary.encode_binary(full, [T.GetOpenTxnsResponse,
+                                           T.GetOpenTxnsResponse.thrift_spec])
+    as_list = fastbinary.encode_binary(_OpenTxnsList(ordered),
+                                       [_OpenTxnsList, _OpenTxnsList.thrift_spec])
+    return Raw(both[:-1] + as_list)  # without the first stop byte: one struct, field 2 twice
+
+
 class TxnCalls(Family):
     """The Thrift calls of HMS 2.3's transaction and lock API."""
 
@@ -861,8 +910,18 @@ class TxnCalls(Family):
         return T.OpenTxnsResponse(txn_ids=ids)
 
     def get_open_txns(self, ctx):
-        hwm, ids, low = self._m().get_open_txns()
-        return T.GetOpenTxnsResponse(txn_high_water_mark=hwm, open_txns=ids, min_open_txn=low)
+        """HMS 2.3's answer to a 2.3 client; to a newer one also its own form of the answer
+        (:func:`open_txns_in_both_forms`)."""
+        hwm, ids, low, aborted = self._m().get_open_txns_with_aborted()
+        if dialect.CURRENT.get() == dialect.OLDEST:
+            return T.GetOpenTxnsResponse(txn_high_water_mark=hwm, open_txns=ids,
+                                         min_open_txn=low)
+        return open_txns_in_both_forms(hwm, ids, low, aborted)
+
+    def get_open_txns_req(self, ctx, getOpenTxnsRequest):
+        """Hive 3.1+/4's snapshot of the transactions. Every transaction here is of the default
+        type, so the types a client excludes (read-only, ...) exclude none."""
+        return open_txns_in_both_forms(*self._m().get_open_txns_with_aborted())
 
     def get_open_txns_info(self, ctx):
         hwm, infos = self._m().get_open_txns_info()

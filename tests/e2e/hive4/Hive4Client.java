@@ -19,13 +19,20 @@ import java.util.TreeMap;
 import java.util.concurrent.Callable;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hive.common.ValidTxnList;
 import org.apache.hadoop.hive.metastore.HiveMetaStoreClient;
 import org.apache.hadoop.hive.metastore.api.ColumnStatistics;
 import org.apache.hadoop.hive.metastore.api.ColumnStatisticsData;
 import org.apache.hadoop.hive.metastore.api.ColumnStatisticsDesc;
 import org.apache.hadoop.hive.metastore.api.ColumnStatisticsObj;
+import org.apache.hadoop.hive.metastore.api.DataOperationType;
 import org.apache.hadoop.hive.metastore.api.Database;
 import org.apache.hadoop.hive.metastore.api.FieldSchema;
+import org.apache.hadoop.hive.metastore.api.LockComponent;
+import org.apache.hadoop.hive.metastore.api.LockLevel;
+import org.apache.hadoop.hive.metastore.api.LockRequest;
+import org.apache.hadoop.hive.metastore.api.LockResponse;
+import org.apache.hadoop.hive.metastore.api.LockType;
 import org.apache.hadoop.hive.metastore.api.LongColumnStatsData;
 import org.apache.hadoop.hive.metastore.api.Partition;
 import org.apache.hadoop.hive.metastore.api.PrimaryKeysRequest;
@@ -33,6 +40,7 @@ import org.apache.hadoop.hive.metastore.api.SQLPrimaryKey;
 import org.apache.hadoop.hive.metastore.api.SerDeInfo;
 import org.apache.hadoop.hive.metastore.api.StorageDescriptor;
 import org.apache.hadoop.hive.metastore.api.Table;
+import org.apache.hadoop.hive.metastore.api.TxnInfo;
 import org.apache.hadoop.hive.metastore.conf.MetastoreConf;
 
 public final class Hive4Client {
@@ -238,6 +246,46 @@ public final class Hive4Client {
             c.commitTxn(a);
             c.abortTxns(Collections.singletonList(b));
             return (b - a);
+        });
+        step("a snapshot of the transactions", () -> {
+            long a = c.openTxn("ann");
+            long b = c.openTxn("ann");
+            c.abortTxns(Collections.singletonList(b));
+            long d = c.openTxn("ann");
+            c.commitTxn(d);
+            ValidTxnList v = c.getValidTxns();
+            String out = "open " + v.isTxnValid(a) + " aborted " + v.isTxnValid(b) + "/"
+                    + v.isTxnAborted(b) + " committed " + v.isTxnValid(d)
+                    + " newer " + v.isTxnValid(d + 1);
+            c.commitTxn(a);
+            return out;
+        });
+        step("transactions listed", () -> {
+            long a = c.openTxn("bob");
+            List<String> out = new ArrayList<>();
+            for (TxnInfo t : c.showTxns().getOpen_txns()) {
+                if (t.getId() == a) out.add(t.getState() + " " + t.getUser());
+            }
+            c.abortTxns(Collections.singletonList(a));
+            return out;
+        });
+        step("a lock in a transaction", () -> {
+            long a = c.openTxn("ann");
+            LockComponent comp = new LockComponent(LockType.SHARED_READ, LockLevel.TABLE, DB);
+            comp.setTablename("events");
+            comp.setOperationType(DataOperationType.SELECT);
+            LockRequest req = new LockRequest(Collections.singletonList(comp), "ann", "localhost");
+            req.setTxnid(a);
+            LockResponse r = c.lock(req);
+            String out = r.getState().toString();
+            c.commitTxn(a);
+            return out;
+        });
+        step("commit an aborted transaction", () -> {
+            long a = c.openTxn("ann");
+            c.abortTxns(Collections.singletonList(a));
+            c.commitTxn(a);
+            return "committed";
         });
         // drops
         step("drop table", () -> { c.dropTable(DB, "managed", true, false); return c.tableExists(DB, "managed"); });
