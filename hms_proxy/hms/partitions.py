@@ -511,7 +511,7 @@ class PartitionCalls(Family):
                     served_props.strip_served(self.env, cat, table, old, part)
                 if props.get("DO_NOT_UPDATE_STATS", "").lower() != "true" and not is_view(table):
                     update_stats_fast(part.parameters, part.sd.location, False, env_context,
-                                      force=_needs_stats(part.parameters, props))
+                                      force=_needs_stats(old.parameters, part.parameters, props))
                 if not part.parameters.get(DDL_TIME) or part.parameters.get(DDL_TIME) == "0":
                     part.parameters[DDL_TIME] = str(now())
                 cat.put(key, part)
@@ -734,10 +734,12 @@ def _require_cal_stats(old_params, new_params) -> bool:
     return any(old_params.get(k) != new_params.get(k) for k in keys_)
 
 
-def _needs_stats(params, env_props) -> bool:
+def _needs_stats(old_params, params, env_props) -> bool:
+    """HMS's ``requireCalStats`` for an altered partition: the engine says it computed them,
+    a quick statistic is missing, or they are not the old partition's."""
     if env_props.get("STATS_GENERATED") in ("TASK", "USER"):
         return True
-    return not all(k in params for k in fast_stats())
+    return _require_cal_stats(old_params, params)
 
 
 def _java_list(values) -> str:

@@ -117,14 +117,6 @@ def update_stats_fast(params: dict, location: str | None, made_dir: bool, env_co
             state = {}
         state["BASIC_STATS"] = "true"
         params[COLUMN_STATS_ACCURATE] = json.dumps(state, separators=(",", ":"))
-    elif dialect.hive4():  # Hive 4 keeps the columns' marks, only basic stats are no longer true
-        try:
-            state = json.loads(params.get(COLUMN_STATS_ACCURATE) or "")
-        except ValueError:
-            return
-        if isinstance(state, dict):
-            state.pop("BASIC_STATS", None)
-            params[COLUMN_STATS_ACCURATE] = json.dumps(state, separators=(",", ":"))
     else:
         params.pop(COLUMN_STATS_ACCURATE, None)
 

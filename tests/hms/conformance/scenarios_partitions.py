@@ -232,6 +232,13 @@ def partitions_rename_statistics(c, rec):
         rec.call("get_partitions_statistics_req",
                  T.PartitionsStatsRequest("cfs_db", name, ["id"], ["ds=a", "ds=z"]),
                  label=f"{name}: column statistics after the rename")
+        altered = rec.call("get_partition", "cfs_db", name, ["z"])
+        altered.parameters.update(numFiles="7", totalSize="0")  # not what the old one had
+        rec.call("alter_partitions", "cfs_db", name, [altered],
+                 label=f"{name}: altered with other quick statistics")
+        rec.call("get_partition", "cfs_db", name, ["z"], label=f"{name}: recounted",
+                 transform=lambda p: {k: v for k, v in p.parameters.items()
+                                      if k != "transient_lastDdlTime"})
 
 
 @scenario
