@@ -29,7 +29,7 @@ from hms_proxy.hms.tokens import TokenCalls
 from hms_proxy.hms.txn.compaction import CompactionCalls
 from hms_proxy.hms.txn.transactions import TxnCalls
 from hms_proxy.hms.types import TypeCalls
-from hms_proxy.thrift import routing
+from hms_proxy.thrift import dialect, routing
 
 FAMILIES = (DatabaseCalls, TableCalls, PartitionCalls, ColumnStatsCalls, FunctionCalls,
             ServiceCalls, TxnCalls, RoleCalls, TableFilterCalls, NotificationCalls,
@@ -129,13 +129,17 @@ def _routed(name: str, impl, method, federation=None, guard=None, served=None):
         if names.catalog is None:
             return guarded(ctx, args, ref)
         # a call naming a catalog (``@hive#shop``): a Hive 3.x/4.x client's
-        if not routing.in_catalog(names, args) and name in routing.CATALOG_PATTERN_ARGS:
-            return []  # the databases (or tables) of a catalog that has none
+        ctx.generation = dialect.at_least(ctx.generation, dialect.HIVE31)
+        generation = dialect.CURRENT.set(ctx.generation)
         try:
+            if not routing.in_catalog(names, args) and name in routing.CATALOG_PATTERN_ARGS:
+                return []  # the databases (or tables) of a catalog that has none
             return guarded(ctx, args, ref)
         except Exception as exc:
             routing.catalog_error(exc, names)
             raise
+        finally:
+            dialect.CURRENT.reset(generation)
 
     def guarded(ctx, args, ref):
         if guard is not None:

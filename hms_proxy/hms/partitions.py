@@ -543,7 +543,7 @@ class PartitionCalls(Family):
             part.createTime = old.createTime
             part.lastAccessTime = old.lastAccessTime or 0
             part.privileges = None
-            hive4 = dialect.hive4()
+            hive4, hive3 = dialect.hive4(), dialect.since(dialect.HIVE31)
             # Hive 4 moves the data of a table it translated to external as a managed one's
             moves_data = not is_external(table) or (hive4 and is_translated(table))
             if not moves_data:
@@ -557,19 +557,20 @@ class PartitionCalls(Family):
                 if old.sd.location != dest:
                     move = (old.sd.location, dest)
                 part.sd.location = dest
-            if _require_cal_stats(old.parameters, part.parameters) and (hive4 or moves_data):
-                # Hive 4 counts the files once they are in place, HMS 2.3 before moving them
-                # (a new directory reads as empty): each as its own metastore does
+            if _require_cal_stats(old.parameters, part.parameters) and (hive3 or moves_data):
+                # Hive 4 counts the files once they are in place, HMS 2.3 and 3.1 before moving
+                # them (a new directory reads as empty), 2.3 only those of a managed table:
+                # each as its own metastore does
                 update_stats_fast(part.parameters, old.sd.location if hive4 else
                                   part.sd.location, False, None, force=True)
             if not part.parameters.get(DDL_TIME):
                 part.parameters[DDL_TIME] = str(now())
             old_stats = keys.part_colstats_prefix(db, tbl, old_name)
-            # Hive 4 carries the partition's column statistics over (and marks them accurate
-            # on the renamed partition, as writing them does); HMS 2.3 drops them as no longer
-            # valid
+            # Hive 3.1 and 4 carry the partition's column statistics over (and mark them
+            # accurate on the renamed partition, as writing them does); HMS 2.3 drops them as
+            # no longer valid
             carried = []
-            for col, value in list(cat.view.scan_prefix(old_stats)) if hive4 else ():
+            for col, value in list(cat.view.scan_prefix(old_stats)) if hive3 else ():
                 stats = codec.decode(self.t.ColumnStatistics, value)
                 stats.statsDesc.partName = new_name
                 cat.put(keys.part_colstats_prefix(db, tbl, new_name) + col[len(old_stats):], stats)

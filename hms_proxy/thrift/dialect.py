@@ -7,7 +7,9 @@ call (the quick statistics they keep, whether a partition rename moves the data 
 files), we do what the stock metastore of the client's own generation does. A connection is
 taken to speak the newest generation of any method we serve that it has called: a Hive 4 client calls
 ``get_database_req`` or ``create_table_req`` (4.x only) before it writes anything, a 2.3 client
-never calls one. A connection that has only called methods 2.3 has is served as 2.3 serves it.
+never calls one. A database name qualified with a catalog (``@hive#shop``), which only Hive 3.1+
+clients send, makes a connection speak 3.1 at least. A connection that has done neither is
+served as 2.3 serves it.
 
 The processor notes each call (:func:`note_call`) and sets :data:`CURRENT` for the call; the
 handlers read it through :func:`hive4`.
@@ -19,7 +21,7 @@ from contextvars import ContextVar
 from hms_proxy.thrift.generations import METHODS, VERSIONS
 
 OLDEST = VERSIONS[0]
-HIVE4 = "4.0.1"
+HIVE31, HIVE4 = "3.1.3", "4.0.1"
 
 # the generation of the client of the call being served (the oldest outside a call)
 CURRENT: ContextVar[str] = ContextVar("hive_client_generation", default=OLDEST)
@@ -35,10 +37,19 @@ def note_call(known: str, method: str) -> str:
     declared = METHODS.get(method)
     if not declared:
         return known
-    first = min(declared, key=_rank)
-    return first if _rank(first) > _rank(known) else known
+    return at_least(known, min(declared, key=_rank))
+
+
+def at_least(known: str, version: str) -> str:
+    """The newer of two generations."""
+    return version if _rank(version) > _rank(known) else known
+
+
+def since(version: str) -> bool:
+    """Whether the client of the current call speaks ``version``'s API or a newer one."""
+    return _rank(CURRENT.get()) >= _rank(version)
 
 
 def hive4() -> bool:
     """Whether the client of the current call speaks Hive 4's metastore API."""
-    return _rank(CURRENT.get()) >= _rank(HIVE4)
+    return since(HIVE4)

@@ -465,3 +465,44 @@ def test_like_in_a_hive_4_clients_filter_is_sqls_like(servers):
     stock, ours = answers(servers["4.0.1"]), answers(servers["ours"])
     assert stock['p like "%/%"'] == ("ok", ["A/B", "a/b"])
     assert ours == stock
+
+
+def _rename_of_a_hive_31_client(proc) -> dict:
+    """A Hive 3.1 client (its database names carry the catalog: ``@hive#shop``) renaming a
+    partition with column statistics, of a managed and of an external table."""
+    out = {}
+    with connect(proc) as c:
+        assert "shop" in c.get_databases("@hive#")
+        for kind in ("MANAGED_TABLE", "EXTERNAL_TABLE"):
+            name = f"r31_{kind[:3].lower()}"
+            table = _table(name)
+            if kind == "MANAGED_TABLE":
+                table.tableType, table.parameters = kind, {}
+            c.create_table(table)
+            sd = c.get_table("@hive#shop", name).sd
+            sd.location = None
+            c.add_partition(T.Partition(["a"], "shop", name, 0, 0, sd, {}))
+            c.update_partition_column_statistics(T.ColumnStatistics(
+                T.ColumnStatisticsDesc(False, "shop", name, "ds=a"),
+                [T.ColumnStatisticsObj("id", "bigint", T.ColumnStatisticsData(
+                    longStats=T.LongColumnStatsData(1, 5, 0, 3)))]))
+            part = c.get_partition("@hive#shop", name, ["a"])
+            part.values = ["z"]
+            c.rename_partition("@hive#shop", name, ["a"], part)
+            renamed = c.get_partition("@hive#shop", name, ["z"])
+            out[kind] = (
+                sorted((k, v) for k, v in renamed.parameters.items()
+                       if k != "transient_lastDdlTime"),
+                str(c.get_partitions_statistics_req(T.PartitionsStatsRequest(
+                    "shop", name, ["id"], ["ds=a", "ds=z"], catName="hive")).partStats))
+    return out
+
+
+def test_a_hive_31_clients_partition_rename_keeps_its_statistics(servers):
+    """Hive 3.1 carries a renamed partition's column statistics over (HMS 2.3 drops them) and
+    recounts an external table's partition too: as the stock 3.1.3 does, for a client whose
+    catalog-qualified names say it is a 3.1 one."""
+    stock, ours = _rename_of_a_hive_31_client(servers["3.1.3"]), \
+        _rename_of_a_hive_31_client(servers["ours"])
+    assert "ds=z" in stock["EXTERNAL_TABLE"][1]
+    assert ours == stock
