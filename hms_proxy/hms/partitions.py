@@ -549,11 +549,7 @@ class PartitionCalls(Family):
             if not moves_data:
                 part.sd.location = old.sd.location
             elif table.sd and table.sd.location:
-                # under the table's directory (Hive 4) or, as HMS 2.3's Warehouse.getTablePath
-                # has it, under <database location>/<table name>
-                base = table.sd.location if hive4 else \
-                    self.env.warehouse.default_table_location(cat.database(db).locationUri, tbl)
-                dest = warehouse.join(base, new_name)
+                dest = warehouse.join(table.sd.location, new_name)
                 if old.sd.location != dest:
                     move = (old.sd.location, dest)
                 part.sd.location = dest

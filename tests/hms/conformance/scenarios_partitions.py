@@ -263,6 +263,16 @@ def tables_rename_locations(c, rec):
     t = rec.call("get_table", "cfn_db", "homed2")
     t.tableName, t.sd.location = "homed3", None
     rec.call("alter_table", "cfn_db", "homed2", t, label="rename without a location", msg=True)
+    parted = rec.scratch("own_parted")
+    t = table("cfn_db", "parted", cols("a string"), partition_keys=cols("ds string"),
+              location=parted)
+    rec.call("create_table", t)
+    rec.call("add_partition", partition(t, ["a"]))
+    renamed = rec.call("get_partition", "cfn_db", "parted", ["a"])
+    renamed.values = ["b"]
+    rec.call("rename_partition", "cfn_db", "parted", ["a"], renamed)
+    rec.call("get_partition", "cfn_db", "parted", ["b"], label="renamed under its table's place",
+             transform=lambda p: p.sd.location == f"file:{parted}/ds=b")
 
 
 @scenario
