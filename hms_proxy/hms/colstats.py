@@ -7,12 +7,10 @@ column type first recorded (see :mod:`hms_proxy.hms.aggregate`).
 """
 from __future__ import annotations
 
-import json
-
 from hms_proxy.hms import aggregate, names
 from hms_proxy.hms.family import Family, lower, now
 from hms_proxy.hms.names import part_name as make_name
-from hms_proxy.hms.tables import COLUMN_STATS_ACCURATE
+from hms_proxy.hms.tables import mark_columns_accurate
 from hms_proxy.thrift import errors
 from kvmodel import catalog as keys
 from kvmodel import codec
@@ -112,15 +110,8 @@ class ColumnStatsCalls(Family):
         else:
             key = keys.part_key(table.dbName, table.tableName, part_name)
             entity = codec.decode(self.t.Partition, cat.raw(key))
-        params = entity.parameters = dict(entity.parameters or {})
-        try:
-            state = json.loads(params.get(COLUMN_STATS_ACCURATE) or "{}")
-        except ValueError:
-            state = {}
-        cols = state.setdefault("COLUMN_STATS", {})
-        for c in colnames:
-            cols[c] = "true"
-        params[COLUMN_STATS_ACCURATE] = json.dumps(state, separators=(",", ":"), sort_keys=True)
+        entity.parameters = dict(entity.parameters or {})
+        mark_columns_accurate(entity.parameters, colnames)
         cat.put(key, entity)
 
     # --- reads --------------------------------------------------------------------------

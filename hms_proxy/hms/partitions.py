@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import bisect
 import copy
-import json
 
 from hms_proxy.hms import filters, javafmt, listing, names, privileges, served_props, warehouse
 from hms_proxy.hms.family import DDL_TIME, Family, lower, now
@@ -18,6 +17,7 @@ from hms_proxy.hms.tables import (
     is_external,
     is_translated,
     is_view,
+    mark_columns_accurate,
     normalize_sd,
     purges_external_data,
     update_stats_fast,
@@ -573,7 +573,7 @@ class PartitionCalls(Family):
                 carried.extend(obj.colName for obj in stats.statsObj or [])
             cat.delete_prefix(old_stats)
             if carried:
-                _mark_columns_accurate(part.parameters, carried)
+                mark_columns_accurate(part.parameters, carried)
             cat.delete(keys.part_key(db, tbl, old_name))
             cat.put(keys.part_key(db, tbl, new_name), part)
             pointer = cat.raw(layout.pointer_key(db, tbl, old_name))
@@ -705,20 +705,6 @@ def _narrow_to_leading_value(items, root, partition_keys):
 def _weigh_items(items) -> int:
     """Roughly the bytes a cached partition listing holds (names, values, Python objects)."""
     return sum(200 + len(item[0]) + len(item[1]) for item in items)
-
-
-def _mark_columns_accurate(params: dict, columns) -> None:
-    """COLUMN_STATS_ACCURATE naming ``columns`` as having statistics, as HMS writes it."""
-    try:
-        state = json.loads(params.get("COLUMN_STATS_ACCURATE") or "{}")
-    except ValueError:
-        state = {}
-    if not isinstance(state, dict):
-        state = {}
-    marks = state.setdefault("COLUMN_STATS", {})
-    for col in columns:
-        marks[col] = "true"
-    params["COLUMN_STATS_ACCURATE"] = json.dumps(state, separators=(",", ":"), sort_keys=True)
 
 
 def _require_cal_stats(old_params, new_params) -> bool:

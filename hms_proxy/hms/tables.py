@@ -121,6 +121,21 @@ def update_stats_fast(params: dict, location: str | None, made_dir: bool, env_co
         params.pop(COLUMN_STATS_ACCURATE, None)
 
 
+def mark_columns_accurate(params: dict, columns) -> None:
+    """COLUMN_STATS_ACCURATE naming ``columns`` as having statistics, as HMS writes it when
+    column statistics are written (or carried over to a renamed partition)."""
+    try:
+        state = json.loads(params.get(COLUMN_STATS_ACCURATE) or "{}")
+    except ValueError:
+        state = {}
+    if not isinstance(state, dict):
+        state = {}
+    marks = state.setdefault("COLUMN_STATS", {})
+    for col in columns:
+        marks[col] = "true"
+    params[COLUMN_STATS_ACCURATE] = json.dumps(state, separators=(",", ":"), sort_keys=True)
+
+
 def managed_data_locations(cat, table) -> list[str]:
     """What dropping ``table`` with deleteData removes: a managed table's directory, and those
     of its partitions that live outside it; for a Hive 4 client (dialect.py), an external

@@ -913,7 +913,7 @@ class TxnCalls(Family):
         """HMS 2.3's answer to a 2.3 client; to a newer one also its own form of the answer
         (:func:`open_txns_in_both_forms`)."""
         hwm, ids, low, aborted = self._m().get_open_txns_with_aborted()
-        if dialect.CURRENT.get() == dialect.OLDEST:
+        if not dialect.since(dialect.HIVE31):
             return T.GetOpenTxnsResponse(txn_high_water_mark=hwm, open_txns=ids,
                                          min_open_txn=low)
         return open_txns_in_both_forms(hwm, ids, low, aborted)
