@@ -12,6 +12,8 @@ The events, with what their hooks receive:
 ``table_renamed(cat, old, new)``
     in the renaming transaction, after the table's subtree was copied (things kept in other
     tables that name the renamed one);
+``table_moved(env, old, new)``
+    once a table's rename is committed;
 ``table_dropping(cat, table, delete_data) -> data locations or None``
     in the dropping transaction, before the table's subtree is deleted; the locations
     returned are deleted once the drop is committed;
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-EVENTS = ("table_renamed", "table_dropping", "table_dropped", "partitions_dropped",
+EVENTS = ("table_renamed", "table_moved", "table_dropping", "table_dropped", "partitions_dropped",
           "database_dropped")
 
 

@@ -28,13 +28,15 @@ from hms_proxy.hms.tables import TableCalls
 from hms_proxy.hms.tokens import TokenCalls
 from hms_proxy.hms.txn.compaction import CompactionCalls
 from hms_proxy.hms.txn.transactions import TxnCalls
+from hms_proxy.hms.txn.writeids import WriteIdCalls
 from hms_proxy.hms.types import TypeCalls
 from hms_proxy.thrift import dialect, routing
 
 FAMILIES = (DatabaseCalls, TableCalls, PartitionCalls, ColumnStatsCalls, FunctionCalls,
             ServiceCalls, TxnCalls, RoleCalls, TableFilterCalls, NotificationCalls,
             PrivilegeCalls, ConstraintCalls, IndexCalls, PartitionSpecCalls, TypeCalls,
-            FileMetadataCalls, TokenCalls, CompactionCalls, PartitionEventCalls, RequestCalls)
+            FileMetadataCalls, TokenCalls, CompactionCalls, PartitionEventCalls, RequestCalls,
+            WriteIdCalls)
 
 
 def connect(env: Env, families=FAMILIES) -> Env:

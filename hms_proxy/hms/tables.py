@@ -416,6 +416,8 @@ class TableCalls(Family):
             if rename:
                 cat.delete_table_subtree(db, name)
             cat.put(keys.table_key(new.dbName, new.tableName), new)
+        if rename:
+            self.env.cascades.run("table_moved", self.env, old, new)
         if moves:
             warehouse.rename(*moves)
 

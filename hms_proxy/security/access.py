@@ -58,6 +58,7 @@ WRITES = frozenset("""
     grant_privileges grant_revoke_privileges grant_revoke_role grant_role lock
     markPartitionForEvent open_txns put_file_metadata remove_master_key remove_token
     rename_partition renew_delegation_token revoke_privileges revoke_role set_aggr_stats_for
+    allocate_table_write_ids seed_write_id seed_txn_id
     setOption update_master_key update_partition_column_statistics
     update_table_column_statistics
     alter_catalog alter_database_req alter_partitions_req alter_table_req append_partition_req
@@ -90,7 +91,8 @@ READS = frozenset("""
     get_partition_req get_partitions_by_names_req get_partitions_req get_schema_req
     get_all_table_constraints get_check_constraints get_default_constraints
     get_not_null_constraints get_partitions_by_filter_req get_partitions_ps_with_auth_req
-    get_unique_constraints fetch_partition_names_req get_open_txns_req
+    get_unique_constraints fetch_partition_names_req get_open_txns_req get_valid_write_ids
+    get_max_allocated_table_write_id
 """.split())
 
 #: Calls about the connection or the server process, never the catalog: always allowed.

@@ -11,6 +11,12 @@ never calls one. A database name qualified with a catalog (``@hive#shop``), whic
 clients send, makes a connection speak 3.1 at least. A connection that has done neither is
 served as 2.3 serves it.
 
+The methods of ACID write ids (:data:`AFTER_31`) are the exception: they tell nothing and are
+served only to a connection that already speaks 3.1 or newer, any other gets HMS 2.3's answer
+(an unknown method). Hive 3/4's own clients ask for a table (``get_table_req``) on the same
+connection before they allocate a write id; Trino calls them on a connection of their own and,
+without a catalog name, is a 2.3 client, which the stock HMS 2.3 answers so.
+
 The processor notes each call (:func:`note_call`) and sets :data:`CURRENT` for the call; the
 handlers read it through :func:`hive4`.
 """
@@ -27,6 +33,15 @@ HIVE31, HIVE4 = "3.1.3", "4.0.1"
 CURRENT: ContextVar[str] = ContextVar("hive_client_generation", default=OLDEST)
 
 
+AFTER_31 = frozenset({"allocate_table_write_ids", "get_valid_write_ids",
+                      "get_max_allocated_table_write_id", "seed_write_id", "seed_txn_id"})
+
+
+def served_to(known: str, method: str) -> bool:
+    """Whether a connection that speaks ``known`` is served ``method`` (see :data:`AFTER_31`)."""
+    return method not in AFTER_31 or _rank(known) >= _rank(HIVE31)
+
+
 def _rank(version: str) -> int:
     return VERSIONS.index(version)
 
@@ -35,7 +50,7 @@ def note_call(known: str, method: str) -> str:
     """The generation of a connection that spoke ``known`` and now calls ``method``: the
     newer of the two and of the oldest generation declaring ``method``."""
     declared = METHODS.get(method)
-    if not declared:
+    if not declared or method in AFTER_31:
         return known
     return at_least(known, min(declared, key=_rank))
 

@@ -118,6 +118,8 @@ class Processor:
         name, mtype, seqid = read_message_begin(iprot)
         method = self.methods.get(name)
         impl = getattr(self.handler, name, None) if method is not None else None
+        if impl is not None and not dialect.served_to(ctx.generation, name):
+            impl = None  # a 2.3 client gets HMS 2.3's answer (dialect.AFTER_31)
         if impl is not None:  # a served method of a newer IDL tells the client's generation
             ctx.generation = dialect.note_call(ctx.generation, name)
         if method is None or impl is None or mtype not in (TMessageType.CALL, TMessageType.ONEWAY):

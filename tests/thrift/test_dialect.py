@@ -26,3 +26,14 @@ def test_hive4_is_set_per_call():
     finally:
         dialect.CURRENT.reset(token)
     assert not dialect.hive4()
+
+
+def test_write_ids_are_served_to_newer_connections_only():
+    """They tell no generation themselves: a 2.3 client (Trino without a catalog name) gets
+    HMS 2.3's unknown-method answer; a connection that spoke 3.1+ is served."""
+    gen = dialect.OLDEST
+    assert not dialect.served_to(gen, "allocate_table_write_ids")
+    assert dialect.note_call(gen, "allocate_table_write_ids") == dialect.OLDEST
+    assert dialect.served_to(gen, "open_txns")
+    gen = dialect.note_call(gen, "get_catalogs")
+    assert all(dialect.served_to(gen, m) for m in dialect.AFTER_31)

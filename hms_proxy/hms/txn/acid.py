@@ -30,7 +30,7 @@ is not bucketed / not ACID instead.
 from __future__ import annotations
 
 from hms_proxy.hms import javafmt
-from hms_proxy.thrift import errors
+from hms_proxy.thrift import dialect, errors
 
 TRANSACTIONAL = "transactional"
 TRANSACTIONAL_PROPERTIES = "transactional_properties"
@@ -39,6 +39,9 @@ EXTERNAL_TABLE = "EXTERNAL_TABLE"
 PROPERTY_VALUES = ("default", "legacy")
 
 NOT_ACID = "The table must be bucketed and stored using an ACID compliant format (such as ORC)"
+NOT_ACID_3 = "The table must be stored using an ACID compliant format (such as ORC): "
+INSERT_ONLY = "insert_only"
+PROPERTY_VALUES_3 = ("default", INSERT_ONLY)
 BAD_FORMAT = "Invalid input/output format for table"
 BAD_VALUE = "'transactional' property of TBLPROPERTIES may only have value 'true'"
 CANNOT_UNSET = "TBLPROPERTIES with 'transactional'='true' cannot be unset"
@@ -252,8 +255,32 @@ def _conforms_to_acid(tbl) -> bool:
     return sd.inputFormat in ACID_INPUT_FORMATS and sd.outputFormat in ACID_OUTPUT_FORMATS
 
 
+def _conforms_to_acid_3(tbl) -> bool:
+    """Hive 3+'s check: ACID formats, bucketed or not; an unknown class is not ACID (HMS
+    logs that it could not verify it)."""
+    sd = tbl.sd
+    if sd is None:
+        raise errors.MetaError(NPE_SD)
+    return sd.inputFormat in ACID_INPUT_FORMATS and sd.outputFormat in ACID_OUTPUT_FORMATS
+
+
+def _properties_of(params: dict) -> str | None:
+    for key, value in params.items():
+        if equals_ignore_case(TRANSACTIONAL_PROPERTIES, key):
+            return value
+    return None
+
+
 def _check_acid_table(tbl) -> None:
-    if not _conforms_to_acid(tbl):
+    if dialect.since(dialect.HIVE31):
+        # Hive 3+: an insert-only table may have any format; a full ACID one needs ACID
+        # formats but no bucketing. (The stock 3.1.3 and 4.0.1 standalone metastores know no
+        # ACID format, hive-exec not being on their class path, and so refuse every full ACID
+        # table; a Hive installation's metastore accepts ORC, as this does.)
+        props = _properties_of(tbl.parameters or {})
+        if not _conforms_to_acid_3(tbl) and not equals_ignore_case(INSERT_ONLY, props):
+            raise errors.MetaError(NOT_ACID_3 + f"{_jstr(tbl.dbName)}.{_jstr(tbl.tableName)}")
+    elif not _conforms_to_acid(tbl):
         raise errors.MetaError(NOT_ACID)
     if tbl.tableType is None:
         raise errors.MetaError(NPE_TYPE)
@@ -268,7 +295,8 @@ def _initialize_properties(params: dict, map_order: list) -> None:
     for key in map_order:
         if key in params and equals_ignore_case(TRANSACTIONAL_PROPERTIES, key):
             value = params.pop(key).lower()
-            if value not in PROPERTY_VALUES:
+            if value not in (PROPERTY_VALUES_3 if dialect.since(dialect.HIVE31)
+                             else PROPERTY_VALUES):
                 raise errors.MetaError("Invalid transactional properties specified for the table "
                                        f"with the error unknown value {value} for "
                                        "transactional_properties")

@@ -190,6 +190,16 @@ class Compaction:
 
 
 @dataclass
+class TableWriteIds:
+    """The write ids of one table name (HMS 3+): its NEXT_WRITE_ID row (``next``, None when
+    there is none: a table with TXN_TO_WRITE_ID rows only after a cleanup) and its
+    TXN_TO_WRITE_ID rows (transaction id -> write id)."""
+
+    next: int | None
+    txns: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
 class TxnState:
     """Everything the manager knows: the TXNS and HIVE_LOCKS tables and the id counters, in
     process.
@@ -198,7 +208,9 @@ class TxnState:
     one): ``session()`` gives the state to one caller at a time; in it, ``txns`` and ``locks``
     are plain dicts, ``new_txn_ids``/``new_lock_id`` hand out ids, ``txn_high_water_mark`` is
     the last transaction id handed out; ``compactions`` (the compaction queue) and
-    ``new_compaction_id`` serve hms_proxy/hms/txn/compaction.py."""
+    ``new_compaction_id`` serve hms_proxy/hms/txn/compaction.py; ``write_ids`` (HMS 3+'s
+    NEXT_WRITE_ID and TXN_TO_WRITE_ID, by ``(db, table)``) and ``seed_txn_ids`` serve
+    hms_proxy/hms/txn/writeids.py."""
 
     next_txn_id: int = 1
     next_lock_id: int = 1
@@ -206,6 +218,7 @@ class TxnState:
     locks: dict[int, list[LockRow]] = field(default_factory=dict)  # by lock id, increasing
     next_compaction_id: int = 1
     compactions: dict[int, Compaction] = field(default_factory=dict)  # the compaction queue
+    write_ids: dict[tuple[str, str], "TableWriteIds"] = field(default_factory=dict)
     _mutex: Any = field(default_factory=threading.RLock, repr=False, compare=False)
 
     @contextmanager
@@ -229,6 +242,10 @@ class TxnState:
         self.next_compaction_id += 1
         return self.next_compaction_id - 1
 
+    def seed_txn_ids(self, first: int) -> None:
+        """The next transaction opened gets id ``first``."""
+        self.next_txn_id = first
+
 
 # --- the state in Redis -----------------------------------------------------------------------
 DEFAULT_REDIS_PREFIX = "hms-proxy:txn:"
@@ -245,6 +262,8 @@ for i = 1, #ops[3], 2 do redis.call('hset', KEYS[3], ops[3][i], ops[3][i + 1]) e
 for _, id in ipairs(ops[4]) do redis.call('hdel', KEYS[3], id) end
 for i = 1, #ops[5], 2 do redis.call('hset', KEYS[4], ops[5][i], ops[5][i + 1]) end
 for _, id in ipairs(ops[6]) do redis.call('hdel', KEYS[4], id) end
+for i = 1, #ops[7], 2 do redis.call('hset', KEYS[5], ops[7][i], ops[7][i + 1]) end
+for _, id in ipairs(ops[8]) do redis.call('hdel', KEYS[5], id) end
 redis.call('del', KEYS[1])
 return 1
 """
@@ -270,6 +289,15 @@ def _dump_compaction(row: Compaction) -> str:
     return json.dumps(dataclasses.astuple(row), separators=(",", ":"))
 
 
+def _dump_write_ids(row: TableWriteIds) -> str:
+    return json.dumps([row.next, sorted(row.txns.items())], separators=(",", ":"))
+
+
+def _load_write_ids(raw: str) -> TableWriteIds:
+    nxt, pairs = json.loads(raw)
+    return TableWriteIds(nxt, {int(t): int(w) for t, w in pairs})
+
+
 def _load_rows(raw: str) -> list[LockRow]:
     rows = [LockRow(*values) for values in json.loads(raw)]
     for row in rows:
@@ -289,6 +317,8 @@ class _RedisView:
         self.locks = {k: _load_rows(self.raw_locks[k]) for k in sorted(self.raw_locks)}
         self._compactions: dict[int, Compaction] | None = None
         self.raw_compactions: dict[int, str] = {}
+        self._write_ids: dict[tuple[str, str], TableWriteIds] | None = None
+        self.raw_write_ids: dict[tuple[str, str], str] = {}
 
     def new_txn_ids(self, count: int) -> list[int]:
         if count <= 0:
@@ -316,21 +346,37 @@ class _RedisView:
     def new_compaction_id(self) -> int:
         return self._owner.redis.incr(self._owner.key_next_compaction)
 
+    def seed_txn_ids(self, first: int) -> None:
+        self._owner.redis.set(self._owner.key_next_txn, first - 1)
+
+    @property
+    def write_ids(self) -> dict[tuple[str, str], TableWriteIds]:
+        """The write ids by table name, loaded on first use in the session."""
+        if self._write_ids is None:
+            raw = self._owner.redis.hgetall(self._owner.key_write_ids)
+            self.raw_write_ids = {tuple(json.loads(k)): v for k, v in raw.items()}
+            self._write_ids = {k: _load_write_ids(v) for k, v in self.raw_write_ids.items()}
+        return self._write_ids
+
     def changes(self) -> list:
-        """[txn fields and values to set, txn ids to delete, the same for lock requests,
-        the same for the compaction queue (when loaded)]."""
+        """For each of the transactions, the lock requests, the compaction queue and the write
+        ids (the last two when loaded): [fields and values to set], [fields to delete]."""
         out = []
-        tables = [(self.txns, self.raw_txns, _dump_txn), (self.locks, self.raw_locks, _dump_rows)]
-        if self._compactions is not None:
-            tables.append((self._compactions, self.raw_compactions, _dump_compaction))
-        for table, raw, dump in tables:
-            sets = []
-            for key, value in table.items():
-                text = dump(value)
-                if raw.get(key) != text:
-                    sets += [str(key), text]
-            out += [sets, [str(key) for key in raw if key not in table]]
-        return out + [[], []] * (3 - len(tables))
+        tables = [(self.txns, self.raw_txns, _dump_txn, str),
+                  (self.locks, self.raw_locks, _dump_rows, str),
+                  (self._compactions, self.raw_compactions, _dump_compaction, str),
+                  (self._write_ids, self.raw_write_ids, _dump_write_ids,
+                   lambda key: json.dumps(list(key)))]
+        for table, raw, dump, field_of in tables:
+            sets, dels = [], []
+            if table is not None:
+                for key, value in table.items():
+                    text = dump(value)
+                    if raw.get(key) != text:
+                        sets += [field_of(key), text]
+                dels = [field_of(key) for key in raw if key not in table]
+            out += [sets, dels]
+        return out
 
 
 class RedisTxnState:
@@ -338,7 +384,9 @@ class RedisTxnState:
 
     Keys: ``<prefix>txns`` (hash: txn id -> JSON of a :class:`Txn`), ``<prefix>locks`` (hash:
     lock id -> JSON of its rows), ``<prefix>compactions`` (hash: compaction id -> JSON of a
-    :class:`Compaction`, loaded only by sessions that use the queue), ``<prefix>next_txn``,
+    :class:`Compaction`, loaded only by sessions that use the queue), ``<prefix>write_ids``
+    (hash: JSON ``[db, table]`` -> JSON of a :class:`TableWriteIds`, loaded likewise),
+    ``<prefix>next_txn``,
     ``<prefix>next_lock`` and ``<prefix>next_compaction`` (the last id handed out, by INCR),
     ``<prefix>mutex`` (the global lock). A session takes the global lock (SET NX PX with a
     random token), loads the transactions and locks, lets the manager work on plain objects
@@ -364,6 +412,7 @@ class RedisTxnState:
         self.key_next_lock = prefix + "next_lock"
         self.key_compactions = prefix + "compactions"
         self.key_next_compaction = prefix + "next_compaction"
+        self.key_write_ids = prefix + "write_ids"
         self._commit = client.register_script(_REDIS_COMMIT)
         self._release = client.register_script(_REDIS_RELEASE)
         self._local = threading.RLock()
@@ -406,7 +455,7 @@ class RedisTxnState:
                 # before failing (reaping, an id used) stays done
                 self._current.view = None
                 done = self._commit(keys=[self.key_mutex, self.key_txns, self.key_locks,
-                                          self.key_compactions],
+                                          self.key_compactions, self.key_write_ids],
                                     args=[token, json.dumps(view.changes())])
                 if not done:
                     raise errors.MetaError("Lost the lock table lock in Redis (held longer "
@@ -415,7 +464,8 @@ class RedisTxnState:
     def clear(self) -> None:
         """Forget every transaction and lock (tests)."""
         self.redis.delete(self.key_mutex, self.key_txns, self.key_locks, self.key_next_txn,
-                          self.key_next_lock, self.key_compactions, self.key_next_compaction)
+                          self.key_next_lock, self.key_compactions, self.key_next_compaction,
+                          self.key_write_ids)
 
 
 def _sort_key(row: LockRow, state: str):
@@ -499,6 +549,11 @@ class TxnManager:
             with self._released:
                 self._releases += 1
                 self._released.notify_all()
+
+    def session(self):
+        """:meth:`_session` for the other users of the state (hms_proxy/hms/txn/writeids.py):
+        (state, now in ms), the state to this caller alone."""
+        return self._session()
 
     # --- timeouts ---------------------------------------------------------------------------
     def reap(self) -> None:
@@ -653,7 +708,8 @@ class TxnManager:
     def cleanup_records(self, db: str, table: str | None = None, partitions=None) -> None:
         """TxnHandler.cleanupRecords, as HMS's AcidEventListener calls it for a dropped
         database, transactional table or partitions (names) of one: their COMPACTION_QUEUE
-        entries and the components (TXN_COMPONENTS, COMPLETED_TXN_COMPONENTS) naming them go,
+        entries, the components (TXN_COMPONENTS, COMPLETED_TXN_COMPONENTS) naming them and, for
+        a table or a database, HMS 3+'s write ids (NEXT_WRITE_ID, TXN_TO_WRITE_ID) go,
         matched as Derby compares (exact case, blanks at the end not counting). A transaction
         left without components wrote nothing: a committed one is forgotten (HMS finds no
         trace of it), an aborted one is reaped like one that never wrote."""
@@ -667,12 +723,15 @@ class TxnManager:
             for cid in [cid for cid, row in s.compactions.items()
                         if named(row.db, row.table, row.partition)]:
                 del s.compactions[cid]
+            if partitions is None:  # HMS 3+: the write ids of the table (or the database) go
+                for key in [k for k in s.write_ids if named(k[0], k[1], None)]:
+                    del s.write_ids[key]
             for txn in list(s.txns.values()):
                 kept = [c for c in txn.components if not named(c[0], c[1], c[2])]
                 if len(kept) == len(txn.components):
                     continue
                 txn.components = kept
-                if not kept:
+                if not kept and not any(txn.id in rows.txns for rows in s.write_ids.values()):
                     txn.wrote = False
                     if txn.state == COMMITTED:
                         del s.txns[txn.id]

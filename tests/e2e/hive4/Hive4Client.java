@@ -40,6 +40,7 @@ import org.apache.hadoop.hive.metastore.api.SQLPrimaryKey;
 import org.apache.hadoop.hive.metastore.api.SerDeInfo;
 import org.apache.hadoop.hive.metastore.api.StorageDescriptor;
 import org.apache.hadoop.hive.metastore.api.Table;
+import org.apache.hadoop.hive.metastore.api.TableValidWriteIds;
 import org.apache.hadoop.hive.metastore.api.TxnInfo;
 import org.apache.hadoop.hive.metastore.conf.MetastoreConf;
 
@@ -280,6 +281,21 @@ public final class Hive4Client {
             String out = r.getState().toString();
             c.commitTxn(a);
             return out;
+        });
+        step("write ids of a table", () -> {
+            long a = c.openTxn("ann");
+            long b = c.openTxn("ann");
+            long wa = c.allocateTableWriteId(a, DB, "events");
+            long wb = c.allocateTableWriteId(b, DB, "events");
+            long again = c.allocateTableWriteId(a, DB, "events");
+            c.commitTxn(a);
+            c.abortTxns(Collections.singletonList(b));
+            ValidTxnList v = c.getValidTxns();
+            TableValidWriteIds t = c.getValidWriteIds(
+                    Collections.singletonList(DB + ".events"), v.writeToString()).get(0);
+            return "first " + wa + " next " + (wb - wa) + " again " + (again - wa)
+                    + " hwm " + t.getWriteIdHighWaterMark() + " invalid " + t.getInvalidWriteIds()
+                    + " aborted " + Arrays.toString(t.getAbortedBits());
         });
         step("commit an aborted transaction", () -> {
             long a = c.openTxn("ann");

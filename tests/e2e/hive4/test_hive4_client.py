@@ -52,6 +52,9 @@ def test_hive4_client_sees_the_stock_hms_4_answers(client_classpath, tmp_path):
         ours.stop()
     assert len(expected) >= 40
     assert "open, commit and abort transactions: 1" in expected
+    # a committed and an aborted writer: the aborted one's write id is invalid, marked aborted
+    assert ("write ids of a table: first 1 next 1 again 0 hwm 2 invalid [2] aborted [1]"
+            in expected)
     assert len(actual) == len(expected), (expected, actual)
     differences = [f"stock 4.0.1: {e}\nhms-proxy:   {a}" for e, a in zip(expected, actual)
                    if e != a]
