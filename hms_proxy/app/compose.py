@@ -28,7 +28,7 @@ from hms_proxy.ops import logs
 from hms_proxy.ops.metrics import MetricsServer, ServerMetrics
 from hms_proxy.ops.shutdown import StopRequest
 from hms_proxy.security import access, audit, tls
-from hms_proxy.thrift import limits
+from hms_proxy.thrift import dialect, limits
 from hms_proxy.thrift import server as srv
 from hms_proxy.thrift.federation import Federation
 from hms_proxy.thrift.gen.fb303 import FacebookService
@@ -151,7 +151,8 @@ def build_server(config: ServeConfig) -> srv.MetastoreServer:
         max_connections=config.max_connections, reuse_port=config.reuse_port,
         tls=security.tls, read_only=config.security.read_only,
         idle_timeout=config.idle_timeout,
-        max_connections_per_client=config.max_connections_per_client)
+        max_connections_per_client=config.max_connections_per_client,
+        min_generation=dialect.named(config.min_client_generation))
     server = srv.MetastoreServer(processor, listener, on_connection_end=store.release_thread)
     _listen(f"--port {config.port}", server.bind)
     for bind in config.binds:

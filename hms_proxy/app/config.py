@@ -87,6 +87,7 @@ class ServeConfig:
     reuse_port: bool = False
     autocommit: bool = False
     lock_wait: float = 1.0
+    min_client_generation: str | None = None  # "2.3" (None), "3.1" or "4"
     stats_properties: bool = True
     upstream: str | None = None
     upstream_writes: bool = False

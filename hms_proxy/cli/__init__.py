@@ -66,6 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="how long lock and check_lock hold back a WAITING answer, granting "
                             "the lock the moment its holder releases it (default 1.0; 0 "
                             "answers WAITING at once, as the stock HMS does)")
+    serve.add_argument("--min-client-generation", choices=("2.3", "3.1", "4"), default=None,
+                       help="serve every connection as a client of at least this Hive "
+                            "generation (default 2.3: a connection speaks the newest generation "
+                            "of the calls it has made); 3.1 serves Hive 3's transactions and ACID "
+                            "tables to clients that open a connection per call, as Trino does "
+                            "(docs/compatibility.md)")
     serve.add_argument("--no-stats-properties", dest="stats_properties",
                        action="store_false",
                        help="do not add computed statistics (hms-proxy stats compute) to the "

@@ -37,6 +37,11 @@ AFTER_31 = frozenset({"allocate_table_write_ids", "get_valid_write_ids",
                       "get_max_allocated_table_write_id", "seed_write_id", "seed_txn_id"})
 
 
+def named(short: str | None) -> str:
+    """The generation ``serve --min-client-generation`` names: "2.3" (or None), "3.1", "4"."""
+    return {None: OLDEST, "2.3": OLDEST, "3.1": HIVE31, "4": HIVE4}[short]
+
+
 def served_to(known: str, method: str) -> bool:
     """Whether a connection that speaks ``known`` is served ``method`` (see :data:`AFTER_31`)."""
     return method not in AFTER_31 or _rank(known) >= _rank(HIVE31)

@@ -19,7 +19,7 @@ from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TApplicationException, TException, TMessageType, TType
 from thrift.transport.TTransport import CReadableTransport
 
-from hms_proxy.thrift import dialect, errors, replies
+from hms_proxy.thrift import dialect, errors, layouts, replies
 from hms_proxy.thrift.limits import ResponseTooLarge
 from hms_proxy.thrift.replies import Raw, RawStream, message_header
 from kvmodel.store.errors import WriteConflict
@@ -135,11 +135,18 @@ class Processor:
                 self.metrics.observe(ctx, name if method is not None else "unknown_method",
                                      0.0, "TApplicationException")
             return
-        args = method.args_cls()
-        if isinstance(iprot.trans, CReadableTransport):
-            fastbinary.decode_binary(args, iprot, [method.args_cls, method.args_cls.thrift_spec])
+        either = layouts.READERS.get(name)
+        if either is not None:  # a request whose layout changed between generations
+            args, generation = either(iprot, method.args_cls)
+            if generation is not None:
+                ctx.generation = dialect.at_least(ctx.generation, generation)
         else:
-            args.read(iprot)
+            args = method.args_cls()
+            if isinstance(iprot.trans, CReadableTransport):
+                fastbinary.decode_binary(args, iprot,
+                                         [method.args_cls, method.args_cls.thrift_spec])
+            else:
+                args.read(iprot)
         ctx.calls += 1
         started = time.perf_counter()
         generation = dialect.CURRENT.set(ctx.generation)

@@ -23,6 +23,7 @@ from thrift.transport.TSocket import TSocket
 from thrift.transport.TTransport import CReadableTransport, TTransportException
 
 from hms_proxy.ops.shutdown import StopRequest
+from hms_proxy.thrift import dialect
 from hms_proxy.thrift.limits import ClientConnections, wait_for_call
 from hms_proxy.thrift.processor import CallContext, CloseConnection, Processor
 
@@ -46,6 +47,7 @@ class ServerConfig:
     read_only: bool = False    # every write refused on this listener (hms_proxy.security.access)
     idle_timeout: float = 0.0  # close a connection with no call for that long (0: never)
     max_connections_per_client: int = 0  # connections from one address (0: no cap)
+    min_generation: str = dialect.OLDEST  # serve --min-client-generation (dialect.py)
 
 
 class MessageTooLarge(TTransportException):
@@ -359,6 +361,7 @@ class MetastoreServer:
         peer = f"{addr[0]}:{addr[1]}" if isinstance(addr, tuple) else str(addr)
         cfg = self.config
         ctx = CallContext(peer=peer, listener_ref=self.ref, read_only=cfg.read_only,
+                          generation=cfg.min_generation,
                           listener=f"{cfg.host}:{self.port}", listener_server=self)
         try:
             if cfg.tls is not None:  # the handshake: here, under a timeout, not in accept

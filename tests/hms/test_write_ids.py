@@ -8,6 +8,7 @@ import itertools
 from contextlib import ExitStack, contextmanager
 
 import pytest
+from thrift.Thrift import TType
 
 from hms_proxy.hms.txn.transactions import RedisTxnState, TxnManager
 from hms_proxy.hms.txn.writeids import WriteIds, highest_write_id_in, parse_valid_txns
@@ -308,3 +309,85 @@ def test_a_2_3_connection_is_answered_as_hms_2_3(proxy):
     with connect(proxy) as c:
         c.get_database_req(T.GetDatabaseRequest(name="default", catalogName="hive"))
         assert c.get_max_allocated_table_write_id(rqst).maxWriteId == 0
+
+
+# --- add_dynamic_partitions in Hive 3's layout (hms_proxy/thrift/layouts.py) ---------------------
+class _ADP3:
+    """AddDynamicPartitions as Hive 3+ lays it out: writeid inserted at 2."""
+    thrift_spec = (None, (1, TType.I64, "txnid", None, None),
+                   (2, TType.I64, "writeid", None, None),
+                   (3, TType.STRING, "dbname", "UTF8", None),
+                   (4, TType.STRING, "tablename", "UTF8", None),
+                   (5, TType.LIST, "partitionnames", (TType.STRING, "UTF8", False), None),
+                   (6, TType.I32, "operationType", None, None))
+
+    def __init__(self, **kw):
+        for _, _, name, _, _ in self.thrift_spec[1:]:
+            setattr(self, name, kw.get(name))
+
+
+class _ADP3Args:
+    thrift_spec = (None, (1, TType.STRUCT, "rqst", [_ADP3, _ADP3.thrift_spec], None))
+
+    def __init__(self, rqst):
+        self.rqst = rqst
+
+
+def _send_adp3(c, **fields):
+    from thrift.protocol import fastbinary
+    from thrift.Thrift import TMessageType
+
+    c._oprot.writeMessageBegin("add_dynamic_partitions", TMessageType.CALL, 0)
+    c._oprot.trans.write(fastbinary.encode_binary(_ADP3Args(_ADP3(**fields)),
+                                                  [_ADP3Args, _ADP3Args.thrift_spec]))
+    c._oprot.writeMessageEnd()
+    c._oprot.trans.flush()
+    return c.recv_add_dynamic_partitions()
+
+
+def _dynamic_partitions_of_a_3x_client(server) -> list:
+    out = []
+    with connect(server) as c:
+        c.get_catalogs()
+        a, b = c.open_txns(T.OpenTxnRequest(num_txns=2, user="me", hostname="h")).txn_ids
+        c.allocate_table_write_ids(T.AllocateTableWriteIdsRequest(
+            dbName="default", tableName="t", txnIds=[a, b]))
+        c.abort_txn(T.AbortTxnRequest(txnid=b))
+        for label, txnid in (("open", a), ("aborted", b), ("unknown", 999)):
+            out.append((label, _answer(lambda: _send_adp3(
+                c, txnid=txnid, writeid=1, dbname="default", tablename="t",
+                partitionnames=["p=1", "p=2"], operationType=T.DataOperationType.INSERT))))
+        out.append(("commit", _answer(lambda: c.commit_txn(T.CommitTxnRequest(txnid=a)))))
+        out.append(("commit again", _answer(lambda: c.commit_txn(T.CommitTxnRequest(txnid=a)))))
+    return out
+
+
+@pytest.mark.oracle
+@pytest.mark.timeout(600)
+def test_a_3x_clients_dynamic_partitions_are_read_as_the_stock_hms_4_reads_them(tmp_path, proxy):
+    """Before, its request read in 2.3's layout lost its names (a protocol error)."""
+    from hms_proxy.tools.hive4_local import start_stock_hms4
+
+    stock = start_stock_hms4(tmp_path / "stock-hms-4.0.1", with_transactions=True)
+    try:
+        theirs = _dynamic_partitions_of_a_3x_client(stock)
+    finally:
+        stock.stop()
+    assert theirs[0] == ("open", ("ok", None))
+    assert theirs[2] == ("unknown", ("error", "NoSuchTxnException", None,
+                                     "No such transaction txnid:999"))
+    assert _dynamic_partitions_of_a_3x_client(proxy) == theirs
+
+
+def test_min_client_generation_serves_every_connection_as_hive_3(tmp_path):
+    """``serve --min-client-generation 3.1``: a fresh connection is served write ids at once
+    (Trino's are all fresh), and gets both forms of get_open_txns."""
+    from tests.support.proxy import start_proxy
+
+    server = start_proxy(tmp_path / "s", "--min-client-generation", "3.1")
+    try:
+        with connect(server) as c:
+            assert c.get_max_allocated_table_write_id(
+                T.MaxAllocatedTableWriteIdRequest(dbName="default", tableName="t")).maxWriteId == 0
+    finally:
+        server.stop()

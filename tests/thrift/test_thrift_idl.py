@@ -73,8 +73,8 @@ ALLOWED_MISSING_IN_HMSCLIENT = {
 # older name (same type); docs/compatibility.md says what each costs a newer client.
 SAME_WIRE = "same wire type (string and binary are both Thrift strings): no client sees a difference"
 RENAMED = "renamed in 3.x, same id and type: only the name in our code differs"
-SHIFTED = ("3.x inserted writeid at 2 and moved every later field up one; a 3.x client's "
-           "add_dynamic_partitions is not served (docs/compatibility.md)")
+SHIFTED = ("3.x inserted writeid at 2 and moved every later field up one; add_dynamic_partitions "
+           "is read in either layout (hms_proxy/thrift/layouts.py)")
 INSERT_SHIFTED = ("3.x inserted `replace` at 1 and moved the file lists up one; fire_listener_event "
                   "from a 3.x client keeps its table and partition, not its file list")
 TABLE_16 = ("2.3.10 has catName at 16; 3.x put creationMetadata (materialized views, not served) "
