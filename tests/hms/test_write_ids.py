@@ -299,7 +299,7 @@ def test_a_2_3_connection_is_answered_as_hms_2_3(proxy):
     2.3 only; once it asked for a database the 4.x way, it is served."""
     from thrift.Thrift import TApplicationException
 
-    rqst = T.MaxAllocatedTableWriteIdRequest(dbName="default", tableName="t")
+    rqst = T.MaxAllocatedTableWriteIdRequest(dbName="default", tableName="never_written_23")
     with connect(proxy) as c:
         c.get_all_databases()
         with pytest.raises(TApplicationException) as e:
@@ -364,19 +364,26 @@ def _dynamic_partitions_of_a_3x_client(server) -> list:
 
 @pytest.mark.oracle
 @pytest.mark.timeout(600)
-def test_a_3x_clients_dynamic_partitions_are_read_as_the_stock_hms_4_reads_them(tmp_path, proxy):
-    """Before, its request read in 2.3's layout lost its names (a protocol error)."""
+def test_a_3x_clients_dynamic_partitions_are_read_as_the_stock_hms_4_reads_them(tmp_path):
+    """Before, its request read in 2.3's layout lost its names (a protocol error). Both servers
+    fresh: the transaction ids are in the answers."""
     from hms_proxy.tools.hive4_local import start_stock_hms4
+    from tests.support.proxy import start_proxy
 
     stock = start_stock_hms4(tmp_path / "stock-hms-4.0.1", with_transactions=True)
     try:
         theirs = _dynamic_partitions_of_a_3x_client(stock)
     finally:
         stock.stop()
+    ours_server = start_proxy(tmp_path / "ours")
+    try:
+        ours = _dynamic_partitions_of_a_3x_client(ours_server)
+    finally:
+        ours_server.stop()
     assert theirs[0] == ("open", ("ok", None))
     assert theirs[2] == ("unknown", ("error", "NoSuchTxnException", None,
                                      "No such transaction txnid:999"))
-    assert _dynamic_partitions_of_a_3x_client(proxy) == theirs
+    assert ours == theirs
 
 
 def test_min_client_generation_serves_every_connection_as_hive_3(tmp_path):
