@@ -22,6 +22,8 @@ MODULES: dict[str, tuple[str, str]] = {
     "deltalake": ("deltalake", "delta"),
     "hmsclient": ("hmsclient", "bench"),
     "psutil": ("psutil", "bench"),
+    "starlette": ("starlette", "rest"),
+    "uvicorn": ("uvicorn", "rest"),
 }
 # commands with an extra of their own: the modules it brings
 COMMAND_EXTRAS: dict[str, set[str]] = {

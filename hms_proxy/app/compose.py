@@ -21,6 +21,7 @@ from hms_proxy.api.server import ApiServer
 from hms_proxy.app import supervisor
 from hms_proxy.app.config import ApiConfig, ConfigError, SecurityConfig, ServeConfig, StoreConfig
 from hms_proxy.app.listeners import Listeners
+from hms_proxy.extras import require
 from hms_proxy.hms import warehouse
 from hms_proxy.hms.family import Env
 from hms_proxy.hms.handler import Handler
@@ -198,6 +199,33 @@ def start_http(config: ServeConfig, server: srv.MetastoreServer,
     return http
 
 
+def start_rest(config: ServeConfig, server: srv.MetastoreServer):
+    """The Iceberg REST catalog of ``serve --rest-port`` over the running server's handler
+    (the same locks, access rules, audit and cascades as its Thrift calls); ``stop()`` it."""
+    from hms_proxy.rest.app import RestApp
+    from hms_proxy.rest.catalog import RestCatalog
+    from hms_proxy.rest.metadata import MetadataFiles
+    from hms_proxy.rest.server import RestServer
+
+    handler = server.processor.handler
+    env = handler.env
+    host = config.rest_host or config.host
+    catalog = RestCatalog(handler, MetadataFiles())
+    try:
+        rest = RestServer(None, host, config.rest_port, reuse_port=config.reuse_port)
+    except OSError as exc:
+        print(f"hms-proxy: error: --rest-port {config.rest_port}: {exc.strerror or exc}",
+              file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+    app = RestApp(catalog, env.store, default_ref=config.ref, guard=env.access,
+                  read_only=config.security.read_only, listener=f"rest {host}:{rest.port}")
+    rest.server.config.app = app.asgi
+    rest.start()
+    log.info("Iceberg REST catalog on http://%s:%d/v1", _shown(host), rest.port)
+    print(f"hms-proxy Iceberg REST catalog on http://{_shown(host)}:{rest.port}", flush=True)
+    return rest
+
+
 def _shown(host: str) -> str:
     """A host to connect to: the loopback for a wildcard address, an IPv6 one bracketed."""
     return "127.0.0.1" if host in ("0.0.0.0", "") else (f"[{host}]" if ":" in host else host)
@@ -220,6 +248,8 @@ def run_serve(config: ServeConfig, argv: list[str]) -> int:
     if config.processes > 1:  # a supervisor of worker processes
         load_security(config.security)  # a bad file: exit 2 here, not in each worker
         return supervisor.run(config, argv)
+    if config.rest_port is not None:  # before anything starts: one line naming the extra
+        require("starlette", "uvicorn", "pyiceberg")
     server = build_server(config)
     extras = server.extra_listeners
     signals = server.install_signal_handlers()
@@ -253,12 +283,15 @@ def run_serve(config: ServeConfig, argv: list[str]) -> int:
     listeners = None if os.environ.get("HMS_WORKER") else \
         Listeners(server, server.processor.handler.env.store)
     http = start_http(config, server, listeners) if config.http_port is not None else None
+    rest = start_rest(config, server) if config.rest_port is not None else None
     if config.store.lakefs_hooks:
         install_lakefs_hooks(server.processor.handler.env.store, config.store.lakefs_hooks,
                              config.ref, http and (config.http_host or config.host, http.port))
     server.serve_forever()
     if http is not None:
         http.stop()
+    if rest is not None:
+        rest.stop()
     if listeners is not None:
         listeners.close_all()
     if metrics_http is not None:

@@ -110,6 +110,8 @@ class ServeConfig:
     metrics_host: str | None = None
     http_port: int | None = None
     http_host: str | None = None
+    rest_port: int | None = None
+    rest_host: str | None = None
 
     @property
     def any_read_only(self) -> bool:

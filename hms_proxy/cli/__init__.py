@@ -142,6 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default: off; 0 picks a free port)")
     serve.add_argument("--http-host", default=None, metavar="ADDR",
                        help="address of the HTTP API and console (default: --host)")
+    serve.add_argument("--rest-port", type=int, default=None, metavar="PORT",
+                       help="also serve the Iceberg REST catalog on http://HOST:PORT/v1 over "
+                            "the same catalog: its prefix (warehouse) names a branch, tag or "
+                            "commit; same locks, access rules and audit as Thrift calls "
+                            "(default: off; 0 picks a free port; needs hms-proxy[rest])")
+    serve.add_argument("--rest-host", default=None, metavar="ADDR",
+                       help="address of the Iceberg REST catalog (default: --host)")
     serve.set_defaults(func=cmd_serve)
 
     bench.register(sub)

@@ -126,12 +126,15 @@ class MetastoreProcess:
 
     def announced_port(self, what: str, timeout: float = 30.0) -> int:
         """The port of a listener the server announced on its output: ``what`` is ``"ref
-        REF"`` (``serve --bind 0=REF``), ``"http"`` (``--http-port 0``) or ``"metrics"``
-        (``--metrics-port 0``): 0 picks a free port, which the server prints."""
+        REF"`` (``serve --bind 0=REF``), ``"http"`` (``--http-port 0``), ``"rest"``
+        (``--rest-port 0``) or ``"metrics"`` (``--metrics-port 0``): 0 picks a free port,
+        which the server prints."""
         import re
 
         if what == "http":
             pattern = r"^hms-proxy HTTP API and console on http://\S+:(\d+)/$"
+        elif what == "rest":
+            pattern = r"^hms-proxy Iceberg REST catalog on http://\S+:(\d+)$"
         elif what == "metrics":
             pattern = r"^hms-proxy metrics on http://\S+:(\d+)/metrics$"
         elif what.startswith("ref "):

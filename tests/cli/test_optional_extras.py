@@ -64,6 +64,14 @@ def test_serve_over_lakefs_without_lakefs_sdk(tmp_path):
     one_line(r, "lakefs")
 
 
+@pytest.mark.parametrize("module", ["starlette", "uvicorn"])
+def test_serve_rest_port_without_its_extra(tmp_path, module):
+    r = run_without(module, "serve", "--store", str(tmp_path / "s"), "--port", "0",
+                    "--rest-port", "0")
+    one_line(r, "rest", module)
+    assert not (tmp_path / "s").exists()  # nothing was started
+
+
 @pytest.mark.parametrize("command", ["serve", "api"])
 def test_lakefs_store_not_configured_is_one_line(tmp_path, command):
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEFS_")}

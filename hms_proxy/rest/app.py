@@ -1,0 +1,287 @@
+"""The Iceberg REST catalog's routes (Starlette), each a thin call into
+:class:`~hms_proxy.rest.catalog.RestCatalog` on the ref its ``{prefix}`` names.
+
+Who calls: ``Authorization: Bearer USER:SECRET`` or ``Basic`` (a user listed in
+``--auth-secrets`` is believed with its secret only, else 401), ``X-HMS-User: NAME`` or a bearer
+token without a secret (a claimed user, as ``set_ugi`` without a secret), or nobody
+(anonymous). The access rules, the audit log and ``--read-only`` then apply exactly as to a
+Thrift call on that ref.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+from urllib.parse import unquote
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from hms_proxy.rest import errors
+from hms_proxy.rest.catalog import RestCatalog
+from hms_proxy.rest.errors import RestError
+from hms_proxy.thrift.processor import CallContext
+
+log = logging.getLogger("hms_proxy.rest")
+JSON = "application/json"
+MAX_BODY = 16 << 20  # a commit with many snapshots' updates is large, not unbounded
+SEPARATOR = "\x1f"   # the spec's namespace level separator (%1F in a path)
+NS = "/v1/{prefix}/namespaces/{namespace}"
+
+# what ``GET /v1/config`` lists as served (clients of Iceberg 1.7+ call nothing else)
+ENDPOINTS = [
+    "GET /v1/{prefix}/namespaces", "POST /v1/{prefix}/namespaces",
+    "GET /v1/{prefix}/namespaces/{namespace}", "HEAD /v1/{prefix}/namespaces/{namespace}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}",
+    "POST /v1/{prefix}/namespaces/{namespace}/properties",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces/{namespace}/register",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+    "POST /v1/{prefix}/tables/rename",
+    "POST /v1/{prefix}/transactions/commit",
+]
+
+
+class RestApp:
+    def __init__(self, catalog: RestCatalog, store, default_ref: str, guard=None,
+                 read_only: bool = False, listener: str = "", defaults: dict | None = None):
+        self.catalog = catalog
+        self.store = store
+        self.default_ref = default_ref
+        self.guard = guard
+        self.read_only = read_only
+        self.listener = listener
+        self.defaults = dict(defaults or {})
+        self.asgi = Starlette(routes=[
+            Route("/v1/config", self._wrap(self.config, prefix=False), methods=["GET"]),
+            Route("/v1/{prefix}/namespaces", self._wrap(self.namespaces),
+                  methods=["GET", "POST"]),
+            Route(NS, self._wrap(self.namespace), methods=["GET", "HEAD", "DELETE"]),
+            Route(NS + "/properties", self._wrap(self.properties), methods=["POST"]),
+            Route(NS + "/tables", self._wrap(self.tables), methods=["GET", "POST"]),
+            Route(NS + "/tables/{table}", self._wrap(self.table),
+                  methods=["GET", "HEAD", "POST", "DELETE"]),
+            Route(NS + "/tables/{table}/metrics", self._wrap(self.metrics), methods=["POST"]),
+            Route(NS + "/register", self._wrap(self.register), methods=["POST"]),
+            Route("/v1/{prefix}/tables/rename", self._wrap(self.rename), methods=["POST"]),
+            Route("/v1/{prefix}/transactions/commit", self._wrap(self.transaction),
+                  methods=["POST"]),
+        ])
+
+    # --- plumbing ----------------------------------------------------------------------
+    def _wrap(self, operation, prefix: bool = True):
+        def endpoint(request: Request):
+            try:
+                ctx = self._context(request, request.path_params.get("prefix") if prefix
+                                    else None)
+                body = None
+                if request.method in ("POST", "PUT"):
+                    body = _body(request)
+                result = operation(request, ctx, body)
+            except Exception as exc:  # noqa: BLE001 - every error is an Iceberg error body
+                return self._error(request, exc)
+            if result is None:
+                return Response(status_code=204)
+            if isinstance(result, Response):
+                return result
+            if isinstance(result, bytes):
+                return Response(result, media_type=JSON)
+            return Response(json.dumps(result, separators=(",", ":")), media_type=JSON)
+        return _sync(endpoint)
+
+    def _error(self, request: Request, exc: BaseException) -> Response:
+        error = errors.from_exception(exc)
+        if error is None:
+            log.exception("REST %s %s", request.method, request.url.path)
+            error = RestError(500, "ServerErrorException",
+                              f"{type(exc).__name__}: {errors._text(exc)}")
+        headers = {"WWW-Authenticate": 'Basic realm="hms-proxy"'} if error.status == 401 \
+            else None
+        if request.method == "HEAD":
+            return Response(status_code=error.status, headers=headers)
+        return Response(json.dumps(error.body()), status_code=error.status, media_type=JSON,
+                        headers=headers)
+
+    def _context(self, request: Request, prefix: str | None) -> CallContext:
+        client = request.client
+        ctx = CallContext(peer=f"{client.host}:{client.port}" if client else "",
+                          listener_ref=unquote(prefix) if prefix else self.default_ref,
+                          listener=self.listener, read_only=self.read_only)
+        self._identify(request, ctx)
+        return ctx
+
+    def _identify(self, request: Request, ctx: CallContext) -> None:
+        user, secret = None, None
+        header = request.headers.get("authorization", "")
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() == "bearer" and value:
+            user, _, secret = value.strip().partition(":")
+            secret = secret or None
+        elif scheme.lower() == "basic" and value:
+            try:
+                user, _, secret = base64.b64decode(value.strip()).decode().partition(":")
+            except (binascii.Error, UnicodeDecodeError):
+                raise RestError(401, "NotAuthorizedException",
+                                "Malformed Basic credentials") from None
+        else:
+            user = request.headers.get("x-hms-user") or None
+        if not user:
+            return
+        ctx.user = user
+        secrets = getattr(self.guard, "secrets", None)
+        rules = getattr(self.guard, "rules", None)
+        if secrets is not None and user in secrets:
+            if not secrets.check(user, [secret] if secret else []):
+                raise RestError(401, "NotAuthorizedException",
+                                f"user '{user}' presented {'a wrong' if secret else 'no'} "
+                                "secret (serve --auth-secrets)")
+            ctx.identity, ctx.auth = user, "secret"
+        elif rules is not None and not rules.trust_set_ugi:
+            ctx.identity, ctx.auth = None, "none"
+        else:
+            ctx.identity, ctx.auth = user, "ugi"
+
+    # --- operations --------------------------------------------------------------------
+    def config(self, request, ctx, body):
+        ref = request.query_params.get("warehouse") or self.default_ref
+        try:
+            self.store.resolve(ref)
+        except Exception:  # noqa: BLE001 - unknown or malformed: the client's mistake
+            raise errors.bad_request(
+                f"Unknown warehouse '{ref}': name a branch, tag or commit of this "
+                "catalog") from None
+        return {"defaults": dict(self.defaults), "overrides": {"prefix": ref},
+                "endpoints": ENDPOINTS}
+
+    def namespaces(self, request, ctx, body):
+        if request.method == "POST":
+            namespace = (body or {}).get("namespace")
+            if not isinstance(namespace, list):
+                raise errors.bad_request("CreateNamespaceRequest needs a namespace (a list)")
+            return self.catalog.create_namespace(ctx, namespace, body.get("properties"))
+        parent = request.query_params.get("parent")
+        names = self.catalog.list_namespaces(ctx, parent.split(SEPARATOR) if parent else None)
+        return _page(request, "namespaces", names)
+
+    def namespace(self, request, ctx, body):
+        namespace = _namespace(request)
+        if request.method == "DELETE":
+            return self.catalog.drop_namespace(ctx, namespace)
+        properties = self.catalog.load_namespace(ctx, namespace)
+        if request.method == "HEAD":
+            return None
+        return {"namespace": namespace, "properties": properties}
+
+    def properties(self, request, ctx, body):
+        body = body or {}
+        return _without_none(self.catalog.update_namespace(
+            ctx, _namespace(request), body.get("removals"), body.get("updates")))
+
+    def tables(self, request, ctx, body):
+        namespace = _namespace(request)
+        if request.method == "POST":
+            return self.catalog.create_table(ctx, namespace, body or {})
+        return _page(request, "identifiers", self.catalog.list_tables(ctx, namespace))
+
+    def table(self, request, ctx, body):
+        namespace, name = _namespace(request), request.path_params["table"]
+        if request.method == "POST":
+            return self.catalog.commit_table(ctx, namespace, name, body or {})
+        if request.method == "DELETE":
+            purge = request.query_params.get("purgeRequested", "false").lower() == "true"
+            return self.catalog.drop_table(ctx, namespace, name, purge)
+        result = self.catalog.load_table(ctx, namespace, name)
+        return None if request.method == "HEAD" else result
+
+    def metrics(self, request, ctx, body):
+        namespace, name = _namespace(request), request.path_params["table"]
+        self.catalog.load_table(ctx, namespace, name)  # 404 for a table that is not there
+        log.debug("metrics report for %s.%s: %s", namespace, name, (body or {}).get("report-type"))
+        return None
+
+    def register(self, request, ctx, body):
+        return self.catalog.register_table(ctx, _namespace(request), body or {})
+
+    def rename(self, request, ctx, body):
+        return self.catalog.rename_table(ctx, body or {})
+
+    def transaction(self, request, ctx, body):
+        return self.catalog.commit_transaction(ctx, body or {})
+
+
+def _sync(endpoint):
+    """Starlette runs a plain function in its thread pool: the catalog's calls block. The
+    body is read here, at most :data:`MAX_BODY` bytes of it."""
+    async def run(request: Request):
+        from starlette.concurrency import run_in_threadpool
+
+        if request.method in ("POST", "PUT"):
+            try:
+                request.state.raw = await _read(request)
+            except RestError as error:
+                return Response(json.dumps(error.body()), status_code=error.status,
+                                media_type=JSON)
+        return await run_in_threadpool(endpoint, request)
+    return run
+
+
+async def _read(request: Request) -> bytes:
+    too_large = RestError(413, "BadRequestException", f"Request body over {MAX_BODY} bytes")
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > MAX_BODY:
+        raise too_large
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _body(request: Request):
+    raw = request.state.raw
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise errors.bad_request(f"Malformed JSON body: {exc}") from None
+    if not isinstance(value, dict):
+        raise errors.bad_request("The request body must be a JSON object")
+    return value
+
+
+def _namespace(request: Request) -> list[str]:
+    return unquote(request.path_params["namespace"]).split(SEPARATOR)
+
+
+def _page(request: Request, key: str, items: list):
+    """``pageSize`` / ``pageToken``: the token is the offset of the next page."""
+    size, token = request.query_params.get("pageSize"), request.query_params.get("pageToken")
+    if size is None and not token:
+        return {key: items}
+    try:
+        start = int(token) if token else 0
+        count = int(size) if size is not None else len(items)
+        if start < 0 or count < 1:
+            raise ValueError
+    except ValueError:
+        raise errors.bad_request("pageSize must be a positive integer and pageToken one "
+                                 "this server gave") from None
+    answer = {key: items[start:start + count]}
+    if start + count < len(items):
+        answer["next-page-token"] = str(start + count)
+    return answer
+
+
+def _without_none(value: dict) -> dict:
+    return {k: v for k, v in value.items() if v is not None}

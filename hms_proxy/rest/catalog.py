@@ -1,0 +1,557 @@
+"""The Iceberg REST catalog's operations, as the Thrift calls a Hive-catalog client makes.
+
+Every operation runs through the server's handler with a call context whose ref is the
+request's prefix: what a REST client does is what pyiceberg's ``HiveCatalog`` would have done
+over Thrift, checked by the same access rules, audited, counted and committed alike. A commit
+takes the table's HMS lock (the one Hive-catalog writers take: in process, or in Redis with
+``serve --redis``), reads ``metadata_location``, checks the requirements, writes the next
+metadata file and alters the table, then unlocks: a Thrift writer and a REST writer racing on
+one table are serialised by that lock and the loser is told so (CommitFailedException).
+
+Namespaces are Hive databases: one level.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import time
+from contextlib import ExitStack, contextmanager
+
+from hms_proxy.rest import errors, hive_form
+from hms_proxy.rest.errors import RestError
+from hms_proxy.rest.metadata import MetadataFiles, load_table_result
+from hms_proxy.thrift import errors as thrift_errors
+from hms_proxy.thrift.gen.hive_metastore import ttypes
+from kvmodel import codec
+
+log = logging.getLogger("hms_proxy.rest")
+_NAME = re.compile(r"[A-Za-z0-9_]+")
+LOCK_TIMEOUT = 60.0  # seconds a commit waits for the table's lock before it fails
+_HOST = socket.gethostname()
+
+
+def check_name(name: str, what: str = "name") -> str:
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise errors.bad_request(
+            f"Invalid {what} {name!r}: a Hive metastore name is letters, digits and '_'")
+    return name
+
+
+def database_of(namespace: list[str]) -> str:
+    """The database a namespace is; BadRequest for a nested one (Hive's are one level)."""
+    if not namespace:
+        raise errors.bad_request("Namespace is empty")
+    if len(namespace) != 1:
+        raise RestError(404, "NoSuchNamespaceException",
+                        f"Namespace does not exist: {'.'.join(namespace)} (this catalog's "
+                        "namespaces are Hive databases: one level)")
+    return check_name(namespace[0], "namespace")
+
+
+def _pyiceberg():
+    from pyiceberg import exceptions
+    from pyiceberg.partitioning import PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.table import CommitTableRequest
+    from pyiceberg.table.metadata import TableMetadataV1, new_table_metadata
+    from pyiceberg.table.sorting import SortOrder
+    from pyiceberg.table.update import update_table_metadata
+    return (exceptions, PartitionSpec, Schema, CommitTableRequest, TableMetadataV1,
+            new_table_metadata, SortOrder, update_table_metadata)
+
+
+class RestCatalog:
+    """The operations over one server's handler; ``ctx`` is a
+    :class:`~hms_proxy.thrift.processor.CallContext` on the request's ref."""
+
+    def __init__(self, handler, files: MetadataFiles, lock_timeout: float = LOCK_TIMEOUT):
+        self.h = _Structs(handler)
+        self.files = files
+        self.lock_timeout = lock_timeout
+
+    # --- namespaces --------------------------------------------------------------------
+    def list_namespaces(self, ctx, parent: list[str] | None) -> list[list[str]]:
+        if parent:
+            self.load_namespace(ctx, parent)  # 404 when it is not there
+            return []  # no database has children
+        return [[name] for name in sorted(self.h.get_all_databases(ctx))]
+
+    def load_namespace(self, ctx, namespace: list[str]) -> dict[str, str]:
+        db = database_of(namespace)
+        try:
+            database = self.h.get_database(ctx, db)
+        except ttypes.NoSuchObjectException:
+            raise errors.no_such_namespace(db) from None
+        props = dict(database.parameters or {})
+        if database.locationUri:
+            props["location"] = database.locationUri
+        if database.description:
+            props["comment"] = database.description
+        if database.ownerName:
+            props["owner"] = database.ownerName
+        return props
+
+    def create_namespace(self, ctx, namespace: list[str], properties: dict) -> dict:
+        db = database_of(namespace)
+        props = {str(k): str(v) for k, v in (properties or {}).items() if v is not None}
+        database = ttypes.Database(
+            name=db, description=props.pop("comment", None),
+            locationUri=props.pop("location", None), parameters=props,
+            ownerName=props.pop("owner", None) or ctx.user, ownerType=ttypes.PrincipalType.USER)
+        try:
+            self.h.create_database(ctx, database)
+        except ttypes.AlreadyExistsException:
+            raise RestError(409, "AlreadyExistsException",
+                            f"Namespace already exists: {db}") from None
+        return {"namespace": [db], "properties": self.load_namespace(ctx, [db])}
+
+    def drop_namespace(self, ctx, namespace: list[str]) -> None:
+        db = database_of(namespace)
+        self._database(ctx, db)  # HMS 2.3 answers a missing one with a MetaException
+        try:
+            self.h.drop_database(ctx, db, False, False)
+        except ttypes.NoSuchObjectException:
+            raise errors.no_such_namespace(db) from None
+        except ttypes.InvalidOperationException as exc:
+            raise RestError(409, "NamespaceNotEmptyException",
+                            f"Namespace {db} is not empty: {errors._text(exc)}") from None
+        except ttypes.MetaException as exc:
+            raise errors.bad_request(errors._text(exc)) from None
+
+    def update_namespace(self, ctx, namespace: list[str], removals: list, updates: dict) -> dict:
+        db = database_of(namespace)
+        removals = [str(k) for k in (removals or [])]
+        updates = {str(k): str(v) for k, v in (updates or {}).items()}
+        both = sorted(set(removals) & set(updates))
+        if both:
+            raise RestError(422, "UnprocessableEntityException",
+                            f"Properties both removed and updated: {', '.join(both)}")
+        fixed = sorted({"comment", "location"} & (set(removals) | set(updates)))
+        if fixed:  # alter_database keeps them, as HMS 2.3 does
+            raise errors.bad_request(
+                f"A Hive database's {' and '.join(fixed)} cannot be changed after it is "
+                "created")
+        try:
+            database = self.h.get_database(ctx, db)
+        except ttypes.NoSuchObjectException:
+            raise errors.no_such_namespace(db) from None
+        params = dict(database.parameters or {})
+        removed, missing = [], []
+        for key in removals:
+            if key == "owner" and database.ownerName:
+                database.ownerName = None
+                removed.append(key)
+            elif key in params:
+                del params[key]
+                removed.append(key)
+            else:
+                missing.append(key)
+        for key, value in updates.items():
+            if key == "owner":
+                database.ownerName = value
+            else:
+                params[key] = value
+        database.parameters = params
+        self.h.alter_database(ctx, db, database)
+        return {"updated": sorted(updates), "removed": removed, "missing": missing or None}
+
+    # --- tables ------------------------------------------------------------------------
+    def _hms_table(self, ctx, db: str, name: str) -> ttypes.Table:
+        try:
+            table = self.h.get_table(ctx, db, name)
+        except ttypes.NoSuchObjectException:
+            raise errors.no_such_table(f"{db}.{name}") from None
+        if not hive_form.is_iceberg(table) or \
+                not (table.parameters or {}).get(hive_form.METADATA_LOCATION):
+            raise RestError(404, "NoSuchIcebergTableException",
+                            f"Not an Iceberg table: {db}.{name}")
+        return table
+
+    def list_tables(self, ctx, namespace: list[str]) -> list[dict]:
+        db = database_of(namespace)
+        try:
+            names = self.h.get_tables(ctx, db, "*")
+        except ttypes.NoSuchObjectException:
+            raise errors.no_such_namespace(db) from None
+        if not names:
+            self.load_namespace(ctx, namespace)  # an empty database, or none at all
+            return []
+        tables = self.h.get_table_objects_by_name(ctx, db, names)
+        return [{"namespace": [db], "name": t.tableName}
+                for t in sorted(tables, key=lambda t: t.tableName) if hive_form.is_iceberg(t)]
+
+    def load_table(self, ctx, namespace: list[str], name: str) -> bytes:
+        db, name = database_of(namespace), check_name(name, "table name")
+        table = self._hms_table(ctx, db, name)
+        location = table.parameters[hive_form.METADATA_LOCATION]
+        return load_table_result(location, self._raw(location, db, name))
+
+    def _raw(self, location: str, db: str, name: str) -> bytes:
+        try:
+            return self.files.raw(location)
+        except (OSError, ValueError) as exc:
+            raise RestError(500, "ServerErrorException",
+                            f"Cannot read the metadata of {db}.{name} at {location}: "
+                            f"{errors._text(exc)}") from None
+
+    def _metadata(self, location: str, db: str, name: str):
+        self._raw(location, db, name)
+        return self.files.load(location)
+
+    def create_table(self, ctx, namespace: list[str], body: dict) -> bytes:
+        (_, PartitionSpec, Schema, _, _, new_table_metadata, SortOrder, _) = _pyiceberg()
+        db = database_of(namespace)
+        name = check_name(body.get("name"), "table name")
+        location = body.get("location")
+        try:
+            schema = Schema.model_validate(body["schema"])
+            spec = PartitionSpec.model_validate(body["partition-spec"]) \
+                if body.get("partition-spec") else PartitionSpec()
+            order = SortOrder.model_validate(body["write-order"]) \
+                if body.get("write-order") else SortOrder()
+        except KeyError:
+            raise errors.bad_request("CreateTableRequest needs a schema") from None
+        except ValueError as exc:
+            raise errors.bad_request(f"Invalid CreateTableRequest: {_first(exc)}") from None
+        properties = {str(k): str(v) for k, v in (body.get("properties") or {}).items()}
+        database = self._database(ctx, db)
+        if self._exists(ctx, db, name):
+            raise RestError(409, "AlreadyExistsException", f"Table already exists: {db}.{name}")
+        if not location:
+            location = (database.locationUri or "").rstrip("/") + "/" + name
+        try:
+            metadata = new_table_metadata(schema, spec, order, location.rstrip("/"), properties)
+        except ValueError as exc:
+            raise errors.bad_request(f"Invalid CreateTableRequest: {_first(exc)}") from None
+        if body.get("stage-create"):
+            return b'{"metadata":' + metadata.model_dump_json().encode() + b',"config":{}}'
+        metadata_location = self.files.next_location(metadata, None)
+        raw = self.files.write(metadata, metadata_location)
+        try:
+            self.h.create_table(ctx, hive_form.new_table(db, name, metadata, metadata_location,
+                                                         ctx.user))
+        except ttypes.AlreadyExistsException:
+            self._delete_quietly(metadata_location)
+            raise RestError(409, "AlreadyExistsException",
+                            f"Table already exists: {db}.{name}") from None
+        except Exception:
+            self._delete_quietly(metadata_location)
+            raise
+        return load_table_result(metadata_location, raw)
+
+    def register_table(self, ctx, namespace: list[str], body: dict) -> bytes:
+        db = database_of(namespace)
+        name = check_name(body.get("name"), "table name")
+        location = body.get("metadata-location")
+        if not isinstance(location, str) or not location:
+            raise errors.bad_request("RegisterTableRequest needs a metadata-location")
+        self._database(ctx, db)
+        try:
+            raw = self.files.raw(location)
+            metadata = self.files.load(location)
+        except (OSError, ValueError) as exc:
+            raise errors.bad_request(f"Cannot read table metadata at {location}: "
+                                     f"{errors._text(exc)}") from None
+        existing = self._exists(ctx, db, name)
+        if existing and not body.get("overwrite"):
+            raise RestError(409, "AlreadyExistsException", f"Table already exists: {db}.{name}")
+        if existing:
+            with self._locked(ctx, db, name):
+                table = self._hms_table(ctx, db, name)
+                base = self._metadata(table.parameters[hive_form.METADATA_LOCATION], db, name)
+                self._alter(ctx, db, name,
+                            hive_form.committed(table, base, metadata, location), None)
+        else:
+            try:
+                self.h.create_table(ctx, hive_form.new_table(db, name, metadata, location,
+                                                             ctx.user))
+            except ttypes.AlreadyExistsException:
+                raise RestError(409, "AlreadyExistsException",
+                                f"Table already exists: {db}.{name}") from None
+        return load_table_result(location, raw)
+
+    def drop_table(self, ctx, namespace: list[str], name: str, purge: bool) -> None:
+        db, name = database_of(namespace), check_name(name, "table name")
+        table = self._hms_table(ctx, db, name)
+        location = table.parameters[hive_form.METADATA_LOCATION]
+        metadata = self._metadata(location, db, name) if purge else None
+        try:
+            self.h.drop_table(ctx, db, name, False)
+        except ttypes.NoSuchObjectException:
+            raise errors.no_such_table(f"{db}.{name}") from None
+        if purge:
+            self._purge(metadata, location)
+
+    def rename_table(self, ctx, body: dict) -> None:
+        try:
+            source, dest = body["source"], body["destination"]
+            src_db, src = database_of(list(source["namespace"])), source["name"]
+            dst_db, dst = database_of(list(dest["namespace"])), dest["name"]
+        except (KeyError, TypeError):
+            raise errors.bad_request("RenameTableRequest needs source and destination "
+                                     "identifiers") from None
+        check_name(src, "table name")
+        check_name(dst, "table name")
+        table = self._hms_table(ctx, src_db, src)
+        self._database(ctx, dst_db)
+        if self._exists(ctx, dst_db, dst):
+            raise RestError(409, "AlreadyExistsException", f"Table already exists: {dst_db}.{dst}")
+        table.dbName, table.tableName = dst_db, dst
+        try:
+            self.h.alter_table(ctx, src_db, src, table)
+        except ttypes.InvalidOperationException as exc:
+            raise errors.bad_request(errors._text(exc)) from None
+
+    # --- commits -----------------------------------------------------------------------
+    def commit_table(self, ctx, namespace: list[str] | None, name: str | None,
+                     body: dict) -> bytes:
+        CommitTableRequest = _pyiceberg()[3]
+        body = dict(body or {})
+        if namespace is not None:  # the path names the table (the body's identifier is
+            # optional there, and clients fill it in their own ways: the path wins, as in
+            # Iceberg's own server)
+            body["identifier"] = {"namespace": namespace, "name": name}
+        try:
+            request = CommitTableRequest.model_validate(body)
+        except ValueError as exc:
+            raise errors.bad_request(f"Invalid CommitTableRequest: {_first(exc)}") from None
+        db, table = _identifier(request)
+        with self._locked(ctx, db, table):
+            staged = self._stage(ctx, db, table, request)
+            return self._apply(ctx, staged)
+
+    def commit_transaction(self, ctx, body: dict) -> None:
+        """Several tables at once: every table locked (in name order), every requirement
+        checked and every metadata file written before the first table is altered; a failure
+        after that puts the tables already altered back."""
+        CommitTableRequest = _pyiceberg()[3]
+        changes = (body or {}).get("table-changes")
+        if not isinstance(changes, list) or not changes:
+            raise errors.bad_request("CommitTransactionRequest needs table-changes")
+        requests = []
+        for change in changes:
+            try:
+                request = CommitTableRequest.model_validate(change)
+            except ValueError as exc:
+                raise errors.bad_request(f"Invalid table change: {_first(exc)}") from None
+            if request.identifier is None:
+                raise errors.bad_request("Every table change of a transaction names its table")
+            requests.append((_identifier(request), request))
+        keys = [key for key, _ in requests]
+        if len(set(keys)) != len(keys):
+            raise errors.bad_request("A transaction names a table twice")
+        with ExitStack() as stack:
+            for key in sorted(keys):
+                stack.enter_context(self._locked(ctx, *key))
+            staged = [self._stage(ctx, db, table, request) for (db, table), request in requests]
+            done = []
+            try:
+                for item in staged:
+                    self._apply(ctx, item)
+                    done.append(item)
+            except Exception:
+                for item in reversed(done):
+                    self._undo(ctx, item)
+                for item in staged[len(done):]:
+                    if item.metadata_location:
+                        self._delete_quietly(item.metadata_location)
+                raise
+
+    def _stage(self, ctx, db: str, name: str, request) -> "_Staged":
+        (exceptions, _, _, _, TableMetadataV1, _, _, update_table_metadata) = _pyiceberg()
+        from pyiceberg.schema import Schema
+
+        try:
+            table = self.h.get_table(ctx, db, name)
+        except ttypes.NoSuchObjectException:
+            table = None
+        if table is not None and not hive_form.is_iceberg(table):
+            raise RestError(404, "NoSuchIcebergTableException", f"Not an Iceberg table: {db}.{name}")
+        creating = any(r.type == "assert-create" for r in request.requirements)
+        if table is None and not creating:
+            raise errors.no_such_table(f"{db}.{name}")
+        if table is None:
+            self._database(ctx, db)
+        current = table.parameters.get(hive_form.METADATA_LOCATION) if table else None
+        base = self._metadata(current, db, name) if current else None
+        try:
+            for requirement in request.requirements:
+                requirement.validate(base)
+        except exceptions.CommitFailedException as exc:
+            raise errors.commit_failed(f"Requirement failed: {_first(exc)}") from None
+        try:
+            metadata = update_table_metadata(
+                # a creation builds on nothing: no schema, spec or order yet (unvalidated,
+                # since a validated one would hold an empty schema 0 already)
+                base_metadata=base or TableMetadataV1.model_construct(last_column_id=-1,
+                                                                      schema=Schema()),
+                updates=request.updates, enforce_validation=base is None,
+                metadata_location=current)
+        except (ValueError, KeyError) as exc:
+            raise errors.bad_request(f"Invalid update: {_first(exc)}") from None
+        if base is not None and metadata == base:
+            return _Staged(db, name, table, base, metadata, current, None)
+        location = self.files.next_location(metadata, current)
+        self.files.write(metadata, location)
+        return _Staged(db, name, table, base, metadata, current, location)
+
+    def _apply(self, ctx, staged: "_Staged") -> bytes:
+        if staged.metadata_location is None:  # nothing changed
+            return load_table_result(staged.previous, self.files.raw(staged.previous))
+        try:
+            if staged.table is None:
+                self.h.create_table(ctx, hive_form.new_table(
+                    staged.db, staged.name, staged.metadata, staged.metadata_location, ctx.user))
+            else:
+                new = hive_form.committed(codec.clone(staged.table), staged.base, staged.metadata,
+                                          staged.metadata_location)
+                self._alter(ctx, staged.db, staged.name, new, staged.previous)
+        except ttypes.AlreadyExistsException:
+            self._delete_quietly(staged.metadata_location)
+            raise errors.commit_failed(
+                f"Table already exists: {staged.db}.{staged.name}") from None
+        except Exception:
+            self._delete_quietly(staged.metadata_location)
+            raise
+        return load_table_result(staged.metadata_location,
+                                 self.files.raw(staged.metadata_location))
+
+    def _undo(self, ctx, staged: "_Staged") -> None:
+        try:
+            if staged.table is None:
+                self.h.drop_table(ctx, staged.db, staged.name, False)
+            elif staged.metadata_location is not None:
+                self._alter(ctx, staged.db, staged.name, staged.table, None)
+        except Exception:  # noqa: BLE001 - said in the log; the caller's error is what it gets
+            log.exception("could not put %s.%s back after a failed transaction",
+                          staged.db, staged.name)
+
+    def _alter(self, ctx, db: str, name: str, table: ttypes.Table, expected: str | None):
+        props = {"DO_NOT_UPDATE_STATS": "true"}
+        if expected is not None:
+            props.update({"expected_parameter_key": hive_form.METADATA_LOCATION,
+                          "expected_parameter_value": expected})
+        self.h.alter_table_with_environment_context(
+            ctx, db, name, table, ttypes.EnvironmentContext(properties=props))
+
+    @contextmanager
+    def _locked(self, ctx, db: str, name: str):
+        """The table's exclusive HMS lock, as Hive-catalog writers take it."""
+        request = ttypes.LockRequest(
+            component=[ttypes.LockComponent(
+                type=ttypes.LockType.EXCLUSIVE, level=ttypes.LockLevel.TABLE, dbname=db,
+                tablename=name)],
+            user=ctx.user or "iceberg-rest", hostname=_HOST)
+        response = self.h.lock(ctx, request)
+        deadline = time.monotonic() + self.lock_timeout
+        pause = 0.02
+        try:
+            while response.state == ttypes.LockState.WAITING:
+                if time.monotonic() > deadline:
+                    raise errors.commit_failed(
+                        f"Timed out after {self.lock_timeout:g} s waiting for the lock of "
+                        f"{db}.{name}")
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
+                response = self.h.check_lock(ctx, ttypes.CheckLockRequest(lockid=response.lockid))
+            if response.state != ttypes.LockState.ACQUIRED:
+                raise errors.commit_failed(f"Could not lock {db}.{name}: state {response.state}")
+            yield
+        finally:
+            try:
+                self.h.unlock(ctx, ttypes.UnlockRequest(lockid=response.lockid))
+            except Exception:  # noqa: BLE001 - already released (timed out, aborted)
+                log.debug("unlock of %s.%s", db, name, exc_info=True)
+
+    # --- helpers -----------------------------------------------------------------------
+    def _database(self, ctx, db: str) -> ttypes.Database:
+        try:
+            return self.h.get_database(ctx, db)
+        except ttypes.NoSuchObjectException:
+            raise errors.no_such_namespace(db) from None
+
+    def _exists(self, ctx, db: str, name: str) -> bool:
+        try:
+            self.h.get_table(ctx, db, name)
+            return True
+        except ttypes.NoSuchObjectException:
+            return False
+
+    def _delete_quietly(self, location: str) -> None:
+        try:
+            self.files.io(location).delete(location)
+        except Exception:  # noqa: BLE001 - an orphan file is harmless
+            log.debug("could not delete %s", location, exc_info=True)
+
+    def _purge(self, metadata, location: str) -> None:
+        """Drop with purge: the files the table's metadata names (data, manifests, manifest
+        lists, statistics, previous metadata files), as Iceberg's CatalogUtil.dropTableData."""
+        io = self.files.io(location)
+        files: set[str] = {location}
+        files.update(entry.metadata_file for entry in metadata.metadata_log)
+        files.update(s.statistics_path for s in metadata.statistics)
+        files.update(s.statistics_path for s in getattr(metadata, "partition_statistics", []))
+        for snapshot in metadata.snapshots:
+            files.add(snapshot.manifest_list)
+            try:
+                for manifest in snapshot.manifests(io):
+                    files.add(manifest.manifest_path)
+                    for entry in manifest.fetch_manifest_entry(io, discard_deleted=False):
+                        files.add(entry.data_file.file_path)
+            except Exception:  # noqa: BLE001 - a file already gone: purge what is there
+                log.debug("purge: reading %s", snapshot.manifest_list, exc_info=True)
+        for path in sorted(files):
+            self._delete_quietly(path)
+
+
+class _Structs:
+    """The handler's calls with their answers as structs: a read the handler answers with the
+    stored bytes (:class:`~hms_proxy.thrift.replies.Raw`, written to a Thrift client as is) is
+    decoded here."""
+
+    _ANSWERS = {"get_database": ttypes.Database, "get_table": ttypes.Table,
+                "get_table_objects_by_name": ttypes.Table}
+
+    def __init__(self, handler):
+        self._handler = handler
+
+    def __getattr__(self, name):
+        call = getattr(self._handler, name)
+        cls = self._ANSWERS.get(name)
+
+        def thrift_call(*args):
+            try:
+                value = call(*args)
+            except thrift_errors.HMSError as exc:  # as a Thrift client would get it
+                raise thrift_errors.to_thrift(exc, ttypes) from None
+            return value if cls is None else _decode(cls, value)
+        return thrift_call
+
+
+def _decode(cls, value):
+    if isinstance(value, list):
+        return [_decode(cls, item) for item in value]
+    data = getattr(value, "data", None)
+    if isinstance(data, (bytes, bytearray, memoryview)) and not isinstance(value, cls):
+        return codec.decode(cls, bytes(data))
+    return value
+
+
+class _Staged:
+    __slots__ = ("db", "name", "table", "base", "metadata", "previous", "metadata_location")
+
+    def __init__(self, db, name, table, base, metadata, previous, metadata_location):
+        self.db, self.name, self.table, self.base = db, name, table, base
+        self.metadata, self.previous, self.metadata_location = metadata, previous, \
+            metadata_location
+
+
+def _identifier(request) -> tuple[str, str]:
+    namespace = request.identifier.namespace
+    levels = list(getattr(namespace, "root", namespace))
+    return database_of(levels), check_name(request.identifier.name, "table name")
+
+
+def _first(exc: BaseException) -> str:
+    return (str(exc) or type(exc).__name__).splitlines()[0]

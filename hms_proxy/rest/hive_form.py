@@ -1,0 +1,94 @@
+"""An Iceberg table as the HMS table a Hive-catalog client makes of it (pyiceberg's
+``HiveCatalog``, Iceberg's ``HiveTableOperations``): an external table whose ``metadata_location``
+parameter points at the current metadata file, with the columns in Hive's type names.
+
+Column types are Hive 2's (``timestamptz`` is ``timestamp``): the served API is HMS 2.3's, whose
+clients parse them."""
+from __future__ import annotations
+
+import time
+
+from hms_proxy.thrift.gen.hive_metastore import ttypes
+
+TABLE_TYPE = "table_type"
+ICEBERG = "ICEBERG"
+METADATA_LOCATION = "metadata_location"
+PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
+# what the HMS parameters hold besides the metadata's own properties
+_OWN = ("EXTERNAL", TABLE_TYPE, METADATA_LOCATION, PREVIOUS_METADATA_LOCATION)
+
+_PRIMITIVES = {
+    "boolean": "boolean", "int": "int", "long": "bigint", "float": "float",
+    "double": "double", "date": "date", "time": "string", "timestamp": "timestamp",
+    "timestamptz": "timestamp", "timestamp_ns": "timestamp", "timestamptz_ns": "timestamp",
+    "string": "string", "uuid": "string", "binary": "binary", "unknown": "void",
+}
+
+
+def hive_type(iceberg_type) -> str:
+    """The Hive type name of a pyiceberg type."""
+    from pyiceberg import types as t
+
+    if isinstance(iceberg_type, t.StructType):
+        return "struct<" + ",".join(f"{f.name}:{hive_type(f.field_type)}"
+                                    for f in iceberg_type.fields) + ">"
+    if isinstance(iceberg_type, t.ListType):
+        return f"array<{hive_type(iceberg_type.element_type)}>"
+    if isinstance(iceberg_type, t.MapType):
+        return f"map<{hive_type(iceberg_type.key_type)},{hive_type(iceberg_type.value_type)}>"
+    if isinstance(iceberg_type, t.DecimalType):
+        return f"decimal({iceberg_type.precision},{iceberg_type.scale})"
+    if isinstance(iceberg_type, t.FixedType):
+        return "binary"
+    text = str(iceberg_type)
+    return _PRIMITIVES.get(text, "string")
+
+
+def storage(metadata) -> ttypes.StorageDescriptor:
+    schema = metadata.schema()
+    return ttypes.StorageDescriptor(
+        cols=[ttypes.FieldSchema(f.name, hive_type(f.field_type), f.doc) for f in schema.fields],
+        location=metadata.location,
+        inputFormat="org.apache.hadoop.mapred.FileInputFormat",
+        outputFormat="org.apache.hadoop.mapred.FileOutputFormat",
+        compressed=False, numBuckets=0,
+        serdeInfo=ttypes.SerDeInfo(
+            serializationLib="org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", parameters={}),
+        bucketCols=[], sortCols=[], parameters={}, storedAsSubDirectories=False)
+
+
+def parameters(metadata_location: str, metadata_properties: dict,
+               previous: str | None = None) -> dict[str, str]:
+    params = {"EXTERNAL": "TRUE", TABLE_TYPE: ICEBERG, METADATA_LOCATION: metadata_location}
+    if previous:
+        params[PREVIOUS_METADATA_LOCATION] = previous
+    for key, value in (metadata_properties or {}).items():
+        params.setdefault(key, str(value))
+    return params
+
+
+def new_table(db: str, name: str, metadata, metadata_location: str,
+              owner: str | None) -> ttypes.Table:
+    now = int(time.time())
+    return ttypes.Table(
+        dbName=db, tableName=name, owner=metadata.properties.get("owner") or owner or "",
+        createTime=now, lastAccessTime=now, retention=0, sd=storage(metadata),
+        partitionKeys=[], tableType="EXTERNAL_TABLE",
+        parameters=parameters(metadata_location, metadata.properties))
+
+
+def committed(table: ttypes.Table, base, metadata, metadata_location: str) -> ttypes.Table:
+    """``table`` (the HMS table now) after a commit from ``base`` to ``metadata``: the HMS
+    parameters no Iceberg property names are kept, the properties the commit removed go."""
+    params = dict(table.parameters or {})
+    for key in set(base.properties) - set(metadata.properties):
+        params.pop(key, None)
+    params.update(parameters(metadata_location, metadata.properties,
+                             previous=params.get(METADATA_LOCATION)))
+    table.parameters = params
+    table.sd = storage(metadata)
+    return table
+
+
+def is_iceberg(table: ttypes.Table) -> bool:
+    return str((table.parameters or {}).get(TABLE_TYPE, "")).upper() == ICEBERG
