@@ -60,7 +60,7 @@ class RestApp:
         self.read_only = read_only
         self.listener = listener
         self.defaults = dict(defaults or {})
-        self.asgi = Starlette(routes=[
+        self.asgi = Starlette(exception_handlers={404: _not_found, 405: _not_allowed}, routes=[
             Route("/v1/config", self._wrap(self.config, prefix=False), methods=["GET"]),
             Route("/v1/{prefix}/namespaces", self._wrap(self.namespaces),
                   methods=["GET", "POST"]),
@@ -215,6 +215,18 @@ class RestApp:
 
     def transaction(self, request, ctx, body):
         return self.catalog.commit_transaction(ctx, body or {})
+
+
+async def _not_found(request: Request, exc) -> Response:
+    error = RestError(404, "NotFoundException",
+                      f"No such endpoint: {request.method} {request.url.path}")
+    return Response(json.dumps(error.body()), status_code=404, media_type=JSON)
+
+
+async def _not_allowed(request: Request, exc) -> Response:
+    error = RestError(405, "MethodNotAllowedException",
+                      f"{request.method} is not served on {request.url.path}")
+    return Response(json.dumps(error.body()), status_code=405, media_type=JSON)
 
 
 def _sync(endpoint):

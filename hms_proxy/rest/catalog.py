@@ -93,6 +93,10 @@ class RestCatalog:
         return props
 
     def create_namespace(self, ctx, namespace: list[str], properties: dict) -> dict:
+        if len(namespace) > 1:
+            raise errors.bad_request(
+                f"Cannot create namespace {'.'.join(map(str, namespace))}: this catalog's "
+                "namespaces are Hive databases, one level")
         db = database_of(namespace)
         props = {str(k): str(v) for k, v in (properties or {}).items() if v is not None}
         database = ttypes.Database(
