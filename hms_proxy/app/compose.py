@@ -204,13 +204,24 @@ def start_rest(config: ServeConfig, server: srv.MetastoreServer):
     (the same locks, access rules, audit and cascades as its Thrift calls); ``stop()`` it."""
     from hms_proxy.rest.app import RestApp
     from hms_proxy.rest.catalog import RestCatalog
-    from hms_proxy.rest.metadata import MetadataFiles
+    from hms_proxy.rest.metadata import MetadataFiles, RefPaths
     from hms_proxy.rest.server import RestServer
 
     handler = server.processor.handler
     env = handler.env
     host = config.rest_host or config.host
-    catalog = RestCatalog(handler, MetadataFiles())
+    io_properties, defaults, paths = {}, {}, None
+    if _is_lakefs(env.store):  # metadata files through lakeFS's S3 gateway, as the data goes
+        lakefs = env.store.config
+        gateway = lakefs.endpoint.removesuffix("/api/v1")
+        io_properties = {"s3.endpoint": gateway, "s3.region": "us-east-1",
+                         "s3.access-key-id": lakefs.access_key_id,
+                         "s3.secret-access-key": lakefs.secret_access_key}
+        # clients are told where the gateway is (path-style), never the server's keys
+        defaults = {"s3.endpoint": gateway, "s3.path-style-access": "true",
+                    "s3.region": "us-east-1"}
+        paths = RefPaths(env.store.repository)  # a table's new files under the ref written
+    catalog = RestCatalog(handler, MetadataFiles(io_properties, paths=paths))
     try:
         rest = RestServer(None, host, config.rest_port, reuse_port=config.reuse_port)
     except OSError as exc:
@@ -218,7 +229,8 @@ def start_rest(config: ServeConfig, server: srv.MetastoreServer):
               file=sys.stderr, flush=True)
         raise SystemExit(2) from None
     app = RestApp(catalog, env.store, default_ref=config.ref, guard=env.access,
-                  read_only=config.security.read_only, listener=f"rest {host}:{rest.port}")
+                  read_only=config.security.read_only, listener=f"rest {host}:{rest.port}",
+                  defaults=defaults)
     rest.server.config.app = app.asgi
     rest.start()
     log.info("Iceberg REST catalog on http://%s:%d/v1", _shown(host), rest.port)

@@ -189,11 +189,11 @@ class RestCatalog:
         db, name = database_of(namespace), check_name(name, "table name")
         table = self._hms_table(ctx, db, name)
         location = table.parameters[hive_form.METADATA_LOCATION]
-        return load_table_result(location, self._raw(location, db, name))
+        return load_table_result(location, self._raw(location, db, name, _ref(ctx)))
 
-    def _raw(self, location: str, db: str, name: str) -> bytes:
+    def _raw(self, location: str, db: str, name: str, ref: str | None = None) -> bytes:
         try:
-            return self.files.raw(location)
+            return self.files.raw_for(location, ref) if ref else self.files.raw(location)
         except (OSError, ValueError) as exc:
             raise RestError(500, "ServerErrorException",
                             f"Cannot read the metadata of {db}.{name} at {location}: "
@@ -378,7 +378,9 @@ class RestCatalog:
         if table is None:
             self._database(ctx, db)
         current = table.parameters.get(hive_form.METADATA_LOCATION) if table else None
-        base = self._metadata(current, db, name) if current else None
+        stored = self._metadata(current, db, name) if current else None
+        # the base as this ref sees it: its new files go under the ref's paths (RefPaths)
+        base = self.files.load_for(current, _ref(ctx)) if stored is not None else None
         try:
             for requirement in request.requirements:
                 requirement.validate(base)
@@ -395,14 +397,15 @@ class RestCatalog:
         except (ValueError, KeyError) as exc:
             raise errors.bad_request(f"Invalid update: {_first(exc)}") from None
         if base is not None and metadata == base:
-            return _Staged(db, name, table, base, metadata, current, None)
+            return _Staged(db, name, table, stored, metadata, current, None)
         location = self.files.next_location(metadata, current)
         self.files.write(metadata, location)
-        return _Staged(db, name, table, base, metadata, current, location)
+        return _Staged(db, name, table, stored, metadata, current, location)
 
     def _apply(self, ctx, staged: "_Staged") -> bytes:
         if staged.metadata_location is None:  # nothing changed
-            return load_table_result(staged.previous, self.files.raw(staged.previous))
+            return load_table_result(staged.previous,
+                                     self.files.raw_for(staged.previous, _ref(ctx)))
         try:
             if staged.table is None:
                 self.h.create_table(ctx, hive_form.new_table(
@@ -549,6 +552,10 @@ class _Staged:
         self.db, self.name, self.table, self.base = db, name, table, base
         self.metadata, self.previous, self.metadata_location = metadata, previous, \
             metadata_location
+
+
+def _ref(ctx) -> str | None:
+    return ctx.listener_ref
 
 
 def _identifier(request) -> tuple[str, str]:

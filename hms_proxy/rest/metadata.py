@@ -18,8 +18,10 @@ _VERSION = re.compile(r"(\d+)-[^/]*\.metadata\.json$")
 
 
 class MetadataFiles:
-    def __init__(self, io_properties: dict | None = None, cache_bytes: int = 128 << 20):
+    def __init__(self, io_properties: dict | None = None, cache_bytes: int = 128 << 20,
+                 paths: "RefPaths | None" = None):
         self.io_properties = dict(io_properties or {})
+        self.paths = paths
         self._cache = LRUCache(cache_bytes)
         self._ios: dict[str, object] = {}
         self._lock = threading.Lock()
@@ -45,6 +47,23 @@ class MetadataFiles:
             data = gzip.decompress(data)
         self._cache.put(("raw", location), data, len(data) + 200)
         return data
+
+    def raw_for(self, location: str, ref: str) -> bytes:
+        """:meth:`raw`, with the paths moved to ``ref`` on a lakeFS store (:class:`RefPaths`)."""
+        raw = self.raw(location)
+        if self.paths is None:
+            return raw
+        hit = self._cache.get(("moved", location, ref))
+        if hit is not None:
+            return hit
+        moved = self.paths.metadata_dict(json.loads(raw), ref)
+        data = raw if moved is None else json.dumps(moved, separators=(",", ":")).encode()
+        self._cache.put(("moved", location, ref), data, len(data) + 200)
+        return data
+
+    def load_for(self, location: str, ref: str):
+        metadata = self.load(location)
+        return metadata if self.paths is None else self.paths.metadata(metadata, ref)
 
     def load(self, location: str):
         """The pyiceberg TableMetadata at ``location``."""
@@ -78,6 +97,56 @@ class MetadataFiles:
         directory = (metadata.properties.get("write.metadata.path")
                      or metadata.location.rstrip("/") + "/metadata").rstrip("/")
         return f"{directory}/{version:05d}-{uuid.uuid4()}.metadata.json"
+
+
+# table properties that name where files go, moved with the table's location
+PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
+                   "write.folder-storage.path")
+
+
+class RefPaths:
+    """Iceberg paths in a lakeFS repository, for the ref a request names.
+
+    An Iceberg table's metadata names absolute paths (its ``location`` first), and in a lakeFS
+    repository the ref is part of them: ``s3a://REPO/main/wh/t``. A table branched to ``dev``
+    must write its new files under ``s3a://REPO/dev/...``, or a write on dev would land on main.
+    So the REST catalog answers (and commits from) the metadata with its location and the
+    path properties moved to the ref of the request; files a snapshot already names keep their
+    paths (they are read through the ref they were written on)."""
+
+    SCHEMES = ("s3a", "s3", "lakefs")
+
+    def __init__(self, repository: str):
+        self.heads = tuple(f"{scheme}://{repository}/" for scheme in self.SCHEMES)
+
+    def move(self, location: str | None, ref: str) -> str | None:
+        if not location or not ref or any(c in ref for c in "~^/"):
+            return location
+        for head in self.heads:
+            if location.startswith(head):
+                current, sep, tail = location[len(head):].partition("/")
+                return location if current == ref else head + ref + sep + tail
+        return location
+
+    def metadata_dict(self, metadata: dict, ref: str) -> dict | None:
+        """The metadata JSON object moved to ``ref``, or None when nothing moves."""
+        location = metadata.get("location")
+        moved = self.move(location, ref)
+        props = metadata.get("properties") or {}
+        moved_props = {k: self.move(v, ref) if k in PATH_PROPERTIES else v
+                       for k, v in props.items()}
+        if moved == location and moved_props == props:
+            return None
+        return {**metadata, "location": moved, "properties": moved_props}
+
+    def metadata(self, metadata, ref: str):
+        """A pyiceberg TableMetadata moved to ``ref`` (the same object when nothing moves)."""
+        moved = self.move(metadata.location, ref)
+        props = {k: self.move(v, ref) if k in PATH_PROPERTIES else v
+                 for k, v in metadata.properties.items()}
+        if moved == metadata.location and props == metadata.properties:
+            return metadata
+        return metadata.model_copy(update={"location": moved, "properties": props})
 
 
 def load_table_result(location: str, raw: bytes, config: dict | None = None) -> bytes:

@@ -1,0 +1,90 @@
+"""The REST catalog over a real lakeFS: metadata files and data through lakeFS's S3 gateway,
+a branch made and merged with lakeFS's own API (as lakectl and the UI do), the new snapshot
+seen on main through REST and Thrift at once and never before."""
+from __future__ import annotations
+
+import os
+import time
+
+import pyarrow as pa
+import pytest
+
+from hms_proxy.tools.metastores import start_proxy
+from tests.support.lakefs import LakeFSApi, new_repository, real_lakefs
+from tests.support.process import REPO_ROOT
+
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
+
+
+def batch(*ids):
+    return pa.table({"id": pa.array(ids, pa.int64())})
+
+
+def ids(table) -> list[int]:
+    return sorted(table.scan().to_arrow().column("id").to_pylist())
+
+
+def wait_for(what, check, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_rest_on_lakefs_branch_merged_by_lakefs(tmp_path):
+    from pyiceberg.catalog.hive import HiveCatalog
+    from pyiceberg.catalog.rest import RestCatalog
+
+    lakefs = real_lakefs()
+    repo = new_repository("rest")
+    env = {**os.environ, **lakefs.env(), "PYTHONPATH": str(REPO_ROOT)}
+    server = start_proxy(tmp_path / "hms", "--rest-port", "0", "--autocommit",
+                         store=f"lakefs://{repo}", warehouse=False, env=env, cwd=REPO_ROOT)
+    keys = {"s3.access-key-id": lakefs.access_key_id,
+            "s3.secret-access-key": lakefs.secret_access_key}
+    try:
+        uri = f"http://127.0.0.1:{server.announced_port('rest')}"
+        main = RestCatalog("rest", uri=uri, warehouse="main", **keys)
+        # the config call told pyiceberg where the gateway is: only the keys were given
+        main.create_namespace("lake")
+        table = main.create_table("lake.events", schema=batch(0).schema)
+        assert table.location().startswith(f"s3a://{repo}/main/")
+        table.append(batch(1, 2))
+        with lakefs.sdk() as client:
+            api = LakeFSApi(client, repo)
+            assert any(p.startswith("warehouse/lake.db/events/metadata/")
+                       for p in api.paths("main", "warehouse/lake.db/events/"))
+            api.branch("dev", "main")
+            dev = RestCatalog("rest", uri=uri, warehouse="dev", **keys)
+            wait_for("dev on the server", lambda: _exists(dev, "lake.events"))
+            on_dev = dev.load_table("lake.events")
+            assert on_dev.location().startswith(f"s3a://{repo}/dev/")  # its writes stay on dev
+            on_dev.append(batch(3))
+            assert ids(dev.load_table("lake.events")) == [1, 2, 3]
+            # the new data file is on dev only (--autocommit committed it there)
+            assert len(api.data_files("main", "warehouse/lake.db/events/data")) == 1
+            assert len(api.data_files("dev", "warehouse/lake.db/events/data")) == 2
+            assert ids(main.load_table("lake.events")) == [1, 2]  # main never saw it
+            hive = HiveCatalog("hive", uri=server.uri, **keys,
+                               **{"s3.endpoint": lakefs.endpoint, "s3.region": "us-east-1"})
+            assert ids(hive.load_table("lake.events")) == [1, 2]
+            api.merge("dev", "main")  # lakeFS's merge, no hms-proxy in between
+        after = wait_for("main after the lakeFS merge", lambda: _ids_if(main, 3))
+        assert after == [1, 2, 3]
+        assert ids(hive.load_table("lake.events")) == [1, 2, 3]
+        assert hive.load_table("lake.events").metadata_location == \
+            main.load_table("lake.events").metadata_location
+    finally:
+        server.stop()
+
+
+def _exists(catalog, name) -> bool:
+    return catalog.table_exists(name)
+
+
+def _ids_if(catalog, count):
+    got = ids(catalog.load_table("lake.events"))
+    return got if len(got) == count else None
