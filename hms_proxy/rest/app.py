@@ -13,6 +13,7 @@ import base64
 import binascii
 import json
 import logging
+import time
 from urllib.parse import unquote
 
 from starlette.applications import Starlette
@@ -79,6 +80,14 @@ class RestApp:
     # --- plumbing ----------------------------------------------------------------------
     def _wrap(self, operation, prefix: bool = True):
         def endpoint(request: Request):
+            started = time.perf_counter()
+            response = answer(request)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("REST %s %s -> %d in %.2f ms", request.method, request.url.path,
+                          response.status_code, (time.perf_counter() - started) * 1000)
+            return response
+
+        def answer(request: Request):
             try:
                 ctx = self._context(request, request.path_params.get("prefix") if prefix
                                     else None)

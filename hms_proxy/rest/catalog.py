@@ -228,6 +228,7 @@ class RestCatalog:
             metadata = new_table_metadata(schema, spec, order, location.rstrip("/"), properties)
         except ValueError as exc:
             raise errors.bad_request(f"Invalid CreateTableRequest: {_first(exc)}") from None
+        self.files.make_directories(metadata.location)
         if body.get("stage-create"):
             return b'{"metadata":' + metadata.model_dump_json().encode() + b',"config":{}}'
         metadata_location = self.files.next_location(metadata, None)
@@ -385,7 +386,7 @@ class RestCatalog:
             for requirement in request.requirements:
                 requirement.validate(base)
         except exceptions.CommitFailedException as exc:
-            raise errors.commit_failed(f"Requirement failed: {_first(exc)}") from None
+            raise errors.commit_failed(_first(exc)) from None
         try:
             metadata = update_table_metadata(
                 # a creation builds on nothing: no schema, spec or order yet (unvalidated,

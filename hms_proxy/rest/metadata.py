@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import threading
 import uuid
@@ -35,6 +36,18 @@ class MetadataFiles:
             if io is None:
                 io = self._ios[scheme] = load_file_io(dict(self.io_properties), location)
         return io
+
+    @staticmethod
+    def make_directories(location: str) -> None:
+        """A new table's ``metadata`` and ``data`` directories when it lives on the local file
+        system: clients that write files before the first metadata file (DuckDB's staged
+        creates) do not make them. Object stores need none."""
+        if "://" in location and not location.startswith("file:"):
+            return
+        path = location.removeprefix("file://") if location.startswith("file://") \
+            else location.removeprefix("file:")
+        for sub in ("metadata", "data"):
+            os.makedirs(os.path.join(path, sub), exist_ok=True)
 
     def raw(self, location: str) -> bytes:
         """The metadata JSON at ``location`` (uncompressed)."""
