@@ -48,6 +48,13 @@ ENDPOINTS = [
     "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
     "POST /v1/{prefix}/tables/rename",
     "POST /v1/{prefix}/transactions/commit",
+    "GET /v1/{prefix}/namespaces/{namespace}/views",
+    "POST /v1/{prefix}/namespaces/{namespace}/views",
+    "GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "POST /v1/{prefix}/views/rename",
 ]
 
 
@@ -75,6 +82,10 @@ class RestApp:
             Route("/v1/{prefix}/tables/rename", self._wrap(self.rename), methods=["POST"]),
             Route("/v1/{prefix}/transactions/commit", self._wrap(self.transaction),
                   methods=["POST"]),
+            Route(NS + "/views", self._wrap(self.views), methods=["GET", "POST"]),
+            Route(NS + "/views/{view}", self._wrap(self.view),
+                  methods=["GET", "HEAD", "POST", "DELETE"]),
+            Route("/v1/{prefix}/views/rename", self._wrap(self.rename_view), methods=["POST"]),
         ])
 
     # --- plumbing ----------------------------------------------------------------------
@@ -224,6 +235,24 @@ class RestApp:
 
     def transaction(self, request, ctx, body):
         return self.catalog.commit_transaction(ctx, body or {})
+
+    def views(self, request, ctx, body):
+        namespace = _namespace(request)
+        if request.method == "POST":
+            return self.catalog.create_view(ctx, namespace, body or {})
+        return _page(request, "identifiers", self.catalog.list_views(ctx, namespace))
+
+    def view(self, request, ctx, body):
+        namespace, name = _namespace(request), request.path_params["view"]
+        if request.method == "POST":
+            return self.catalog.replace_view(ctx, namespace, name, body or {})
+        if request.method == "DELETE":
+            return self.catalog.drop_view(ctx, namespace, name)
+        result = self.catalog.load_view(ctx, namespace, name)
+        return None if request.method == "HEAD" else result
+
+    def rename_view(self, request, ctx, body):
+        return self.catalog.rename_view(ctx, body or {})
 
 
 async def _not_found(request: Request, exc) -> Response:

@@ -13,40 +13,22 @@ Namespaces are Hive databases: one level.
 from __future__ import annotations
 
 import logging
-import re
 import socket
 import time
 from contextlib import ExitStack, contextmanager
 
-from hms_proxy.rest import errors, hive_form
+from hms_proxy.rest import errors, hive_form, requirements
 from hms_proxy.rest.errors import RestError
 from hms_proxy.rest.metadata import MetadataFiles, load_table_result
+from hms_proxy.rest.names import check_name, database_of
+from hms_proxy.rest.view_calls import ViewCalls
 from hms_proxy.thrift import errors as thrift_errors
 from hms_proxy.thrift.gen.hive_metastore import ttypes
 from kvmodel import codec
 
 log = logging.getLogger("hms_proxy.rest")
-_NAME = re.compile(r"[A-Za-z0-9_]+")
 LOCK_TIMEOUT = 60.0  # seconds a commit waits for the table's lock before it fails
 _HOST = socket.gethostname()
-
-
-def check_name(name: str, what: str = "name") -> str:
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise errors.bad_request(
-            f"Invalid {what} {name!r}: a Hive metastore name is letters, digits and '_'")
-    return name
-
-
-def database_of(namespace: list[str]) -> str:
-    """The database a namespace is; BadRequest for a nested one (Hive's are one level)."""
-    if not namespace:
-        raise errors.bad_request("Namespace is empty")
-    if len(namespace) != 1:
-        raise RestError(404, "NoSuchNamespaceException",
-                        f"Namespace does not exist: {'.'.join(namespace)} (this catalog's "
-                        "namespaces are Hive databases: one level)")
-    return check_name(namespace[0], "namespace")
 
 
 def _pyiceberg():
@@ -61,7 +43,7 @@ def _pyiceberg():
             new_table_metadata, SortOrder, update_table_metadata)
 
 
-class RestCatalog:
+class RestCatalog(ViewCalls):
     """The operations over one server's handler; ``ctx`` is a
     :class:`~hms_proxy.thrift.processor.CallContext` on the request's ref."""
 
@@ -97,7 +79,7 @@ class RestCatalog:
             raise errors.bad_request(
                 f"Cannot create namespace {'.'.join(map(str, namespace))}: this catalog's "
                 "namespaces are Hive databases, one level")
-        db = database_of(namespace)
+        db = database_of(namespace, creating=True)
         props = {str(k): str(v) for k, v in (properties or {}).items() if v is not None}
         database = ttypes.Database(
             name=db, description=props.pop("comment", None),
@@ -166,6 +148,8 @@ class RestCatalog:
             table = self.h.get_table(ctx, db, name)
         except ttypes.NoSuchObjectException:
             raise errors.no_such_table(f"{db}.{name}") from None
+        if hive_form.is_view(table):
+            raise errors.no_such_table(f"{db}.{name}")
         if not hive_form.is_iceberg(table) or \
                 not (table.parameters or {}).get(hive_form.METADATA_LOCATION):
             raise RestError(404, "NoSuchIcebergTableException",
@@ -186,7 +170,8 @@ class RestCatalog:
                 for t in sorted(tables, key=lambda t: t.tableName) if hive_form.is_iceberg(t)]
 
     def load_table(self, ctx, namespace: list[str], name: str) -> bytes:
-        db, name = database_of(namespace), check_name(name, "table name")
+        db = database_of(namespace, table=name)
+        name = check_name(name, "table name", errors.no_such_table(f"{db}.{name}"))
         table = self._hms_table(ctx, db, name)
         location = table.parameters[hive_form.METADATA_LOCATION]
         return load_table_result(location, self._raw(location, db, name, _ref(ctx)))
@@ -219,9 +204,12 @@ class RestCatalog:
         except ValueError as exc:
             raise errors.bad_request(f"Invalid CreateTableRequest: {_first(exc)}") from None
         properties = {str(k): str(v) for k, v in (body.get("properties") or {}).items()}
+        if properties.get("format-version", "2").strip() not in ("1", "2"):
+            raise RestError(406, "UnsupportedOperationException",
+                            f"Iceberg format version {properties['format-version']} is not "
+                            "supported by this catalog yet (versions 1 and 2 are)")
         database = self._database(ctx, db)
-        if self._exists(ctx, db, name):
-            raise RestError(409, "AlreadyExistsException", f"Table already exists: {db}.{name}")
+        self._taken(ctx, db, name)
         if not location:
             location = (database.locationUri or "").rstrip("/") + "/" + name
         try:
@@ -277,7 +265,8 @@ class RestCatalog:
         return load_table_result(location, raw)
 
     def drop_table(self, ctx, namespace: list[str], name: str, purge: bool) -> None:
-        db, name = database_of(namespace), check_name(name, "table name")
+        db = database_of(namespace, table=name)
+        name = check_name(name, "table name", errors.no_such_table(f"{db}.{name}"))
         table = self._hms_table(ctx, db, name)
         location = table.parameters[hive_form.METADATA_LOCATION]
         metadata = self._metadata(location, db, name) if purge else None
@@ -291,17 +280,25 @@ class RestCatalog:
     def rename_table(self, ctx, body: dict) -> None:
         try:
             source, dest = body["source"], body["destination"]
-            src_db, src = database_of(list(source["namespace"])), source["name"]
+            src = source["name"]
+            src_db = database_of(list(source["namespace"]), table=src)
             dst_db, dst = database_of(list(dest["namespace"])), dest["name"]
         except (KeyError, TypeError):
             raise errors.bad_request("RenameTableRequest needs source and destination "
                                      "identifiers") from None
-        check_name(src, "table name")
+        check_name(src, "table name", errors.no_such_table(f"{src_db}.{src}"))
         check_name(dst, "table name")
         table = self._hms_table(ctx, src_db, src)
         self._database(ctx, dst_db)
-        if self._exists(ctx, dst_db, dst):
-            raise RestError(409, "AlreadyExistsException", f"Table already exists: {dst_db}.{dst}")
+        try:
+            other = self.h.get_table(ctx, dst_db, dst)
+        except ttypes.NoSuchObjectException:
+            other = None
+        if other is not None:
+            what = "View" if hive_form.is_view(other) else "Table"
+            raise RestError(409, "AlreadyExistsException",
+                            f"Cannot rename {src_db}.{src} to {dst_db}.{dst}. "
+                            f"{what} already exists")
         table.dbName, table.tableName = dst_db, dst
         try:
             self.h.alter_table(ctx, src_db, src, table)
@@ -371,9 +368,13 @@ class RestCatalog:
             table = self.h.get_table(ctx, db, name)
         except ttypes.NoSuchObjectException:
             table = None
+        creating = any(r.type == "assert-create" for r in request.requirements)
+        if table is not None and hive_form.is_view(table):
+            if creating:
+                self._taken(ctx, db, name)
+            raise errors.no_such_table(f"{db}.{name}")
         if table is not None and not hive_form.is_iceberg(table):
             raise RestError(404, "NoSuchIcebergTableException", f"Not an Iceberg table: {db}.{name}")
-        creating = any(r.type == "assert-create" for r in request.requirements)
         if table is None and not creating:
             raise errors.no_such_table(f"{db}.{name}")
         if table is None:
@@ -384,19 +385,22 @@ class RestCatalog:
         base = self.files.load_for(current, _ref(ctx)) if stored is not None else None
         try:
             for requirement in request.requirements:
-                requirement.validate(base)
-        except exceptions.CommitFailedException as exc:
-            raise errors.commit_failed(_first(exc)) from None
+                requirements.check(requirement, base)
+        except requirements.RequirementFailed as exc:
+            raise errors.commit_failed(str(exc)) from None
+        updates = requirements.renumber(request.updates, base)
+        _refuse_v3(updates, base)
         try:
             metadata = update_table_metadata(
                 # a creation builds on nothing: no schema, spec or order yet (unvalidated,
                 # since a validated one would hold an empty schema 0 already)
                 base_metadata=base or TableMetadataV1.model_construct(last_column_id=-1,
                                                                       schema=Schema()),
-                updates=request.updates, enforce_validation=base is None,
+                updates=updates, enforce_validation=base is None,
                 metadata_location=current)
-        except (ValueError, KeyError) as exc:
-            raise errors.bad_request(f"Invalid update: {_first(exc)}") from None
+        except (ValueError, KeyError) as exc:  # as Iceberg's server words a builder's refusal
+            raise RestError(400, "IllegalArgumentException",
+                            f"Invalid update: {_first(exc)}") from None
         if base is not None and metadata == base:
             return _Staged(db, name, table, stored, metadata, current, None)
         location = self.files.next_location(metadata, current)
@@ -417,8 +421,7 @@ class RestCatalog:
                 self._alter(ctx, staged.db, staged.name, new, staged.previous)
         except ttypes.AlreadyExistsException:
             self._delete_quietly(staged.metadata_location)
-            raise errors.commit_failed(
-                f"Table already exists: {staged.db}.{staged.name}") from None
+            raise errors.commit_failed("Requirement failed: table already exists") from None
         except Exception:
             self._delete_quietly(staged.metadata_location)
             raise
@@ -559,10 +562,21 @@ def _ref(ctx) -> str | None:
     return ctx.listener_ref
 
 
+def _refuse_v3(updates, base) -> None:
+    version = base.format_version if base is not None else 1
+    for update in updates:
+        if update.action == "upgrade-format-version":
+            version = update.format_version
+    if version >= 3:
+        raise RestError(406, "UnsupportedOperationException",
+                        "Iceberg format version 3 is not supported by this catalog yet "
+                        "(versions 1 and 2 are)")
+
+
 def _identifier(request) -> tuple[str, str]:
     namespace = request.identifier.namespace
     levels = list(getattr(namespace, "root", namespace))
-    return database_of(levels), check_name(request.identifier.name, "table name")
+    return database_of(levels, table=request.identifier.name), check_name(request.identifier.name, "table name")
 
 
 def _first(exc: BaseException) -> str:

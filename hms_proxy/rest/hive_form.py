@@ -12,6 +12,7 @@ from hms_proxy.thrift.gen.hive_metastore import ttypes
 
 TABLE_TYPE = "table_type"
 ICEBERG = "ICEBERG"
+ICEBERG_VIEW = "ICEBERG-VIEW"  # Iceberg's HiveViewOperations: a VIRTUAL_VIEW of this table_type
 METADATA_LOCATION = "metadata_location"
 PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
 # what the HMS parameters hold besides the metadata's own properties
@@ -92,3 +93,49 @@ def committed(table: ttypes.Table, base, metadata, metadata_location: str) -> tt
 
 def is_iceberg(table: ttypes.Table) -> bool:
     return str((table.parameters or {}).get(TABLE_TYPE, "")).upper() == ICEBERG
+
+
+def is_view(table: ttypes.Table) -> bool:
+    return str((table.parameters or {}).get(TABLE_TYPE, "")).upper() == ICEBERG_VIEW
+
+
+def view_columns(metadata: dict) -> list[ttypes.FieldSchema]:
+    from pyiceberg.schema import Schema
+
+    current = next(v for v in metadata["versions"]
+                   if v["version-id"] == metadata["current-version-id"])
+    schema = next(s for s in metadata["schemas"] if s["schema-id"] == current["schema-id"])
+    parsed = Schema.model_validate(schema)
+    return [ttypes.FieldSchema(f.name, hive_type(f.field_type), f.doc) for f in parsed.fields]
+
+
+def new_view(db: str, name: str, metadata: dict, metadata_location: str,
+             owner: str | None) -> ttypes.Table:
+    now = int(time.time())
+    params = {TABLE_TYPE: ICEBERG_VIEW, METADATA_LOCATION: metadata_location}
+    for key, value in (metadata.get("properties") or {}).items():
+        params.setdefault(key, str(value))
+    return ttypes.Table(
+        dbName=db, tableName=name, owner=owner or "", createTime=now, lastAccessTime=now,
+        retention=0, partitionKeys=[], tableType="VIRTUAL_VIEW", parameters=params,
+        sd=ttypes.StorageDescriptor(
+            cols=view_columns(metadata), location=None, compressed=False, numBuckets=0,
+            serdeInfo=ttypes.SerDeInfo(parameters={}), bucketCols=[], sortCols=[],
+            parameters={}, storedAsSubDirectories=False))
+
+
+def view_committed(table: ttypes.Table, base: dict, metadata: dict,
+                   metadata_location: str) -> ttypes.Table:
+    params = dict(table.parameters or {})
+    for key in set(base.get("properties") or {}) - set(metadata.get("properties") or {}):
+        params.pop(key, None)
+    previous = params.get(METADATA_LOCATION)
+    params.update({TABLE_TYPE: ICEBERG_VIEW, METADATA_LOCATION: metadata_location,
+                   PREVIOUS_METADATA_LOCATION: previous})
+    for key, value in (metadata.get("properties") or {}).items():
+        if key not in (TABLE_TYPE, METADATA_LOCATION, PREVIOUS_METADATA_LOCATION):
+            params[key] = str(value)
+    table.parameters = {k: v for k, v in params.items() if v is not None}
+    if table.sd is not None:
+        table.sd.cols = view_columns(metadata)
+    return table

@@ -99,6 +99,12 @@ class MetadataFiles:
         self._cache.put(("parsed", location), metadata, 4 * len(data) + 200)
         return data
 
+    def write_json(self, data: bytes, location: str) -> None:
+        """Write a metadata file already in its JSON form (a view's) at ``location``."""
+        with self.io(location).new_output(location).create(overwrite=False) as stream:
+            stream.write(data)
+        self._cache.put(("raw", location), data, len(data) + 200)
+
     @staticmethod
     def next_location(metadata, previous: str | None) -> str:
         """``<table>/metadata/NNNNN-<uuid>.metadata.json`` (``write.metadata.path`` when set),
@@ -107,8 +113,10 @@ class MetadataFiles:
         if previous:
             match = _VERSION.search(previous)
             version = int(match.group(1)) + 1 if match else 0
-        directory = (metadata.properties.get("write.metadata.path")
-                     or metadata.location.rstrip("/") + "/metadata").rstrip("/")
+        props = metadata["properties"] if isinstance(metadata, dict) else metadata.properties
+        location = metadata["location"] if isinstance(metadata, dict) else metadata.location
+        directory = (props.get("write.metadata.path")
+                     or location.rstrip("/") + "/metadata").rstrip("/")
         return f"{directory}/{version:05d}-{uuid.uuid4()}.metadata.json"
 
 

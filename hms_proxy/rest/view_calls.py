@@ -1,0 +1,158 @@
+"""The REST catalog's view operations (a mixin of
+:class:`~hms_proxy.rest.catalog.RestCatalog`): list, create, load, replace, drop, rename, each
+as the Thrift calls Iceberg's Hive catalog makes for a view, a replace under the view's HMS lock
+like a table commit."""
+from __future__ import annotations
+
+import json
+
+from hms_proxy.rest import errors, hive_form, views
+from hms_proxy.rest.errors import RestError
+from hms_proxy.rest.names import check_name, database_of
+from hms_proxy.thrift.gen.hive_metastore import ttypes
+from kvmodel import codec
+
+
+def _no_such_view(db: str, name: str) -> RestError:
+    return errors.no_such_view(f"{db}.{name}")
+
+
+def _result(location: str, raw: bytes) -> bytes:
+    return b"".join((b'{"metadata-location":', json.dumps(location).encode(),
+                     b',"metadata":', raw, b',"config":{}}'))
+
+
+class ViewCalls:
+    def _hms_view(self, ctx, db: str, name: str) -> ttypes.Table:
+        try:
+            table = self.h.get_table(ctx, db, name)
+        except ttypes.NoSuchObjectException:
+            raise _no_such_view(db, name) from None
+        if not hive_form.is_view(table) or \
+                not (table.parameters or {}).get(hive_form.METADATA_LOCATION):
+            raise _no_such_view(db, name)
+        return table
+
+    def _taken(self, ctx, db: str, name: str, kind: str = "Table") -> None:
+        """AlreadyExists naming what holds ``db.name`` (a table or a view), if anything;
+        ``kind``: what is being made (Iceberg words the two cases apart)."""
+        try:
+            other = self.h.get_table(ctx, db, name)
+        except ttypes.NoSuchObjectException:
+            return
+        what = "View" if hive_form.is_view(other) else "Table"
+        message = f"{what} already exists: {db}.{name}" if what == kind else \
+            f"{what} with same name already exists: {db}.{name}"
+        raise RestError(409, "AlreadyExistsException", message)
+
+    def list_views(self, ctx, namespace: list[str]) -> list[dict]:
+        db = database_of(namespace)
+        try:
+            names = self.h.get_tables(ctx, db, "*")
+        except ttypes.NoSuchObjectException:
+            raise errors.no_such_namespace(db) from None
+        if not names:
+            self.load_namespace(ctx, namespace)
+            return []
+        tables = self.h.get_table_objects_by_name(ctx, db, names)
+        return [{"namespace": [db], "name": t.tableName}
+                for t in sorted(tables, key=lambda t: t.tableName) if hive_form.is_view(t)]
+
+    def load_view(self, ctx, namespace: list[str], name: str) -> bytes:
+        db = database_of(namespace, table=name, view=True)
+        name = check_name(name, "view name", _no_such_view(db, name))
+        location = self._hms_view(ctx, db, name).parameters[hive_form.METADATA_LOCATION]
+        return _result(location, self._raw(location, db, name))
+
+    def create_view(self, ctx, namespace: list[str], body: dict) -> bytes:
+        db = database_of(namespace)
+        name = check_name(body.get("name"), "view name")
+        database = self._database(ctx, db)
+        self._taken(ctx, db, name, "View")
+        location = body.get("location") or \
+            (database.locationUri or "").rstrip("/") + "/" + name
+        metadata = views.create(body, location)
+        data = json.dumps(metadata, separators=(",", ":")).encode()
+        metadata_location = self.files.next_location(metadata, None)
+        self.files.write_json(data, metadata_location)
+        try:
+            self.h.create_table(ctx, hive_form.new_view(db, name, metadata, metadata_location,
+                                                        ctx.user))
+        except ttypes.AlreadyExistsException:
+            self._delete_quietly(metadata_location)
+            self._taken(ctx, db, name, "View")
+            raise RestError(409, "AlreadyExistsException",
+                            f"View already exists: {db}.{name}") from None
+        except Exception:
+            self._delete_quietly(metadata_location)
+            raise
+        return _result(metadata_location, data)
+
+    def replace_view(self, ctx, namespace: list[str], name: str, body: dict) -> bytes:
+        db = database_of(namespace, table=name, view=True)
+        name = check_name(name, "view name", _no_such_view(db, name))
+        updates = body.get("updates") or []
+        reqs = body.get("requirements") or []
+        if not isinstance(updates, list) or not isinstance(reqs, list) or \
+                not all(isinstance(x, dict) for x in updates + reqs):
+            raise errors.bad_request("CommitViewRequest: requirements and updates are lists "
+                                     "of objects")
+        with self._locked(ctx, db, name):
+            table = self._hms_view(ctx, db, name)
+            current = table.parameters[hive_form.METADATA_LOCATION]
+            base = json.loads(self._raw(current, db, name))
+            for requirement in reqs:
+                views.check_requirement(requirement, base)
+            builder = views.Builder(base)
+            for update in updates:
+                builder.apply(update)
+            if not builder.changed:
+                return _result(current, self.files.raw(current))
+            metadata = builder.build()
+            data = json.dumps(metadata, separators=(",", ":")).encode()
+            location = self.files.next_location(metadata, current)
+            self.files.write_json(data, location)
+            try:
+                self._alter(ctx, db, name, hive_form.view_committed(
+                    codec.clone(table), base, metadata, location), current)
+            except Exception:
+                self._delete_quietly(location)
+                raise
+            return _result(location, data)
+
+    def drop_view(self, ctx, namespace: list[str], name: str) -> None:
+        db = database_of(namespace, table=name, view=True)
+        name = check_name(name, "view name", _no_such_view(db, name))
+        self._hms_view(ctx, db, name)
+        try:
+            self.h.drop_table(ctx, db, name, False)
+        except ttypes.NoSuchObjectException:
+            raise _no_such_view(db, name) from None
+
+    def rename_view(self, ctx, body: dict) -> None:
+        try:
+            source, dest = body["source"], body["destination"]
+            src = source["name"]
+            src_db = database_of(list(source["namespace"]), table=src, view=True)
+            dst_db, dst = database_of(list(dest["namespace"])), dest["name"]
+        except (KeyError, TypeError):
+            raise errors.bad_request("RenameTableRequest needs source and destination "
+                                     "identifiers") from None
+        check_name(src, "view name", _no_such_view(src_db, src))
+        check_name(dst, "view name")
+        view = self._hms_view(ctx, src_db, src)
+        self._database(ctx, dst_db)
+        try:
+            other = self.h.get_table(ctx, dst_db, dst)
+        except ttypes.NoSuchObjectException:
+            other = None
+        if other is not None:
+            what = "View" if hive_form.is_view(other) else "Table"
+            raise RestError(409, "AlreadyExistsException",
+                            f"Cannot rename {src_db}.{src} to {dst_db}.{dst}. "
+                            f"{what} already exists")
+        view.dbName, view.tableName = dst_db, dst
+        try:
+            self.h.alter_table(ctx, src_db, src, view)
+        except ttypes.InvalidOperationException as exc:
+            raise errors.bad_request(errors._text(exc)) from None
