@@ -6,7 +6,7 @@ HMS_PORT  ?= 9083
 HMS_STORE ?= ./metastore
 PYTEST_ARGS ?=
 
-.PHONY: run test layers venv test-deps browser-deps thrift-deps check-java lakefs-build trino-download docs demo regen bench clean
+.PHONY: run test layers venv test-deps browser-deps thrift-deps check-java lakefs-build trino-download iceberg-rest-download docs demo regen bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -79,7 +79,14 @@ thrift-deps:
 docs: test-deps
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
-test: check-java test-deps docs layers browser-deps thrift-deps lakefs-build trino-download
+# Iceberg's REST reference server and compatibility kit (tests/e2e/rest/test_rest_kit.py, hms-proxy
+# bench rest): iceberg-open-api 1.10.0's test jars and their class path from Maven Central,
+# resolved once into ~/.cache/hms-proxy/iceberg-rest/.
+iceberg-rest-download: test-deps
+	@$(BIN)/python -m hms_proxy.tools.iceberg_rest_local --download-only || \
+	  echo "no Iceberg REST jars: the kit and the REST bench's reference side will be skipped"
+
+test: check-java test-deps docs layers browser-deps thrift-deps lakefs-build trino-download iceberg-rest-download
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The whole stack without Docker: a real lakeFS (built from its Go module), hms-proxy over it,
