@@ -228,9 +228,12 @@ def start_rest(config: ServeConfig, server: srv.MetastoreServer):
         print(f"hms-proxy: error: --rest-port {config.rest_port}: {exc.strerror or exc}",
               file=sys.stderr, flush=True)
         raise SystemExit(2) from None
+    # reads on the event loop only where the catalog is a local file and no upstream
+    # metastore is asked (hms_proxy.rest.app: a loadTable twice as fast)
+    inline = not _is_lakefs(env.store) and not config.upstream
     app = RestApp(catalog, env.store, default_ref=config.ref, guard=env.access,
                   read_only=config.security.read_only, listener=f"rest {host}:{rest.port}",
-                  defaults=defaults)
+                  defaults=defaults, inline_reads=inline)
     rest.server.config.app = app.asgi
     rest.start()
     log.info("Iceberg REST catalog on http://%s:%d/v1", _shown(host), rest.port)

@@ -24,6 +24,7 @@ from starlette.routing import Route
 from hms_proxy.rest import errors
 from hms_proxy.rest.catalog import RestCatalog
 from hms_proxy.rest.errors import RestError
+from hms_proxy.rest.metadata import INLINE, Blocking
 from hms_proxy.thrift.processor import CallContext
 
 log = logging.getLogger("hms_proxy.rest")
@@ -60,8 +61,13 @@ ENDPOINTS = [
 
 class RestApp:
     def __init__(self, catalog: RestCatalog, store, default_ref: str, guard=None,
-                 read_only: bool = False, listener: str = "", defaults: dict | None = None):
+                 read_only: bool = False, listener: str = "", defaults: dict | None = None,
+                 inline_reads: bool = False):
         self.catalog = catalog
+        # reads answered on the event loop itself when nothing they need can block (a local
+        # store, the metadata file in memory): the hop to a worker thread is half the time of
+        # a loadTable; anything else, and every write, runs in the thread pool
+        self.inline_reads = inline_reads
         self.store = store
         self.default_ref = default_ref
         self.guard = guard
@@ -106,6 +112,8 @@ class RestApp:
                 if request.method in ("POST", "PUT"):
                     body = _body(request)
                 result = operation(request, ctx, body)
+            except Blocking:
+                raise  # an inline read that needs the thread pool after all
             except Exception as exc:  # noqa: BLE001 - every error is an Iceberg error body
                 return self._error(request, exc)
             if result is None:
@@ -115,7 +123,7 @@ class RestApp:
             if isinstance(result, bytes):
                 return Response(result, media_type=JSON)
             return Response(json.dumps(result, separators=(",", ":")), media_type=JSON)
-        return _sync(endpoint)
+        return _sync(endpoint, self.inline_reads)
 
     def _error(self, request: Request, exc: BaseException) -> Response:
         error = errors.from_exception(exc)
@@ -267,12 +275,22 @@ async def _not_allowed(request: Request, exc) -> Response:
     return Response(json.dumps(error.body()), status_code=405, media_type=JSON)
 
 
-def _sync(endpoint):
+def _sync(endpoint, inline_reads: bool = False):
     """Starlette runs a plain function in its thread pool: the catalog's calls block. The
-    body is read here, at most :data:`MAX_BODY` bytes of it."""
+    body is read here, at most :data:`MAX_BODY` bytes of it. With ``inline_reads`` a GET or
+    HEAD is tried on the event loop first, where anything that would block (a metadata file
+    not in memory) raises :class:`Blocking` and sends it to the pool."""
     async def run(request: Request):
         from starlette.concurrency import run_in_threadpool
 
+        if inline_reads and request.method in ("GET", "HEAD"):
+            token = INLINE.set(True)
+            try:
+                return endpoint(request)
+            except Blocking:
+                pass
+            finally:
+                INLINE.reset(token)
         if request.method in ("POST", "PUT"):
             try:
                 request.state.raw = await _read(request)

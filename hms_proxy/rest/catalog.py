@@ -374,7 +374,8 @@ class RestCatalog(ViewCalls):
                 self._taken(ctx, db, name)
             raise errors.no_such_table(f"{db}.{name}")
         if table is not None and not hive_form.is_iceberg(table):
-            raise RestError(404, "NoSuchIcebergTableException", f"Not an Iceberg table: {db}.{name}")
+            raise RestError(404, "NoSuchIcebergTableException",
+                            f"Not an Iceberg table: {db}.{name}")
         if table is None and not creating:
             raise errors.no_such_table(f"{db}.{name}")
         if table is None:
@@ -391,13 +392,11 @@ class RestCatalog(ViewCalls):
         updates = requirements.renumber(request.updates, base)
         _refuse_v3(updates, base)
         try:
-            metadata = update_table_metadata(
+            metadata = (update_table_metadata if base is None else _updated)(
                 # a creation builds on nothing: no schema, spec or order yet (unvalidated,
                 # since a validated one would hold an empty schema 0 already)
-                base_metadata=base or TableMetadataV1.model_construct(last_column_id=-1,
-                                                                      schema=Schema()),
-                updates=updates, enforce_validation=base is None,
-                metadata_location=current)
+                base or TableMetadataV1.model_construct(last_column_id=-1, schema=Schema()),
+                updates, base is None, current)
         except (ValueError, KeyError) as exc:  # as Iceberg's server words a builder's refusal
             raise RestError(400, "IllegalArgumentException",
                             f"Invalid update: {_first(exc)}") from None
@@ -562,6 +561,40 @@ def _ref(ctx) -> str | None:
     return ctx.listener_ref
 
 
+def _updated(base_metadata, updates, enforce_validation, metadata_location):
+    """pyiceberg's ``update_table_metadata`` for an existing table, without its final deep
+    copy of the result (three quarters of a commit's time on a table with a history): every
+    update makes a new model (``model_copy(update=...)``) and leaves its input as it was, so
+    the cached base is never changed. The library's own function where its internals differ."""
+    try:
+        from datetime import datetime
+
+        from pyiceberg.table.update import (
+            _apply_table_update,
+            _TableMetadataUpdateContext,
+            _update_table_metadata_log,
+        )
+        from pyiceberg.utils.datetime import datetime_to_millis
+    except ImportError:
+        from pyiceberg.table.update import update_table_metadata
+        return update_table_metadata(base_metadata, updates, enforce_validation,
+                                     metadata_location)
+    context = _TableMetadataUpdateContext()
+    metadata = base_metadata
+    for update in updates:
+        metadata = _apply_table_update(update, metadata, context)
+    if context.has_changes():
+        if metadata_location:
+            metadata = _update_table_metadata_log(metadata, metadata_location,
+                                                  base_metadata.last_updated_ms)
+        if base_metadata.last_updated_ms == metadata.last_updated_ms:
+            metadata = metadata.model_copy(
+                update={"last_updated_ms": datetime_to_millis(datetime.now().astimezone())})
+    metadata.spec().check_compatible(metadata.schema())
+    metadata.sort_order().check_compatible(metadata.schema())
+    return metadata
+
+
 def _refuse_v3(updates, base) -> None:
     version = base.format_version if base is not None else 1
     for update in updates:
@@ -576,7 +609,8 @@ def _refuse_v3(updates, base) -> None:
 def _identifier(request) -> tuple[str, str]:
     namespace = request.identifier.namespace
     levels = list(getattr(namespace, "root", namespace))
-    return database_of(levels, table=request.identifier.name), check_name(request.identifier.name, "table name")
+    name = request.identifier.name
+    return database_of(levels, table=name), check_name(name, "table name")
 
 
 def _first(exc: BaseException) -> str:

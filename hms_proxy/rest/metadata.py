@@ -6,6 +6,7 @@ its S3 gateway): a table's own properties never pick an implementation class her
 come from any client."""
 from __future__ import annotations
 
+import contextvars
 import gzip
 import json
 import os
@@ -16,6 +17,13 @@ import uuid
 from kvmodel.store.cache import LRUCache
 
 _VERSION = re.compile(r"(\d+)-[^/]*\.metadata\.json$")
+# set while a read is answered on the event loop (hms_proxy.rest.app): a file not in memory
+# raises Blocking there instead of being read
+INLINE: contextvars.ContextVar[bool] = contextvars.ContextVar("rest_inline", default=False)
+
+
+class Blocking(Exception):
+    """The inline read needs I/O: answer it from the thread pool."""
 
 
 class MetadataFiles:
@@ -54,6 +62,8 @@ class MetadataFiles:
         hit = self._cache.get(("raw", location))
         if hit is not None:
             return hit
+        if INLINE.get():
+            raise Blocking(location)
         with self.io(location).new_input(location).open() as stream:
             data = stream.read()
         if data[:2] == b"\x1f\x8b":

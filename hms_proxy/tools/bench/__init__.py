@@ -68,6 +68,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         importing,
         per_test,
         plans,
+        rest_bench,
         stats_bench,
         throughput,
         versioning,  # inside
@@ -75,7 +76,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     )
 
     modes = p.add_subparsers(dest="bench_mode",
-                             metavar="{versioning,import,stats,plans,throughput,visibility,per-test,hive4}",
+                             metavar="{versioning,import,stats,plans,throughput,visibility,per-test,hive4,rest}",
                              title="modes (optional)")
     throughput.register(modes)
     visibility.register(modes)
@@ -85,6 +86,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     plans.register(modes)
     per_test.register(modes)
     hive4_bench.register(modes)
+    rest_bench.register(modes)
     return p
 
 
