@@ -164,7 +164,7 @@ def _describe_call(name: str, arg_names, args) -> str:
         if isinstance(value, str) and arg in ("db_name", "dbname", "dbName", "name", "tbl_name",
                                               "table_name", "part_name", "funcName"):
             parts.append(value)
-        elif hasattr(value, "thrift_spec"):
+        elif hasattr(value, "thrift_spec") and not parts:  # the names given already said it
             for attr in ("dbName", "tableName", "tblName", "name", "functionName"):
                 text = getattr(value, attr, None)
                 if isinstance(text, str):

@@ -230,9 +230,11 @@ class RestApp:
         return None if request.method == "HEAD" else result
 
     def metrics(self, request, ctx, body):
+        """Accepted and logged, as Iceberg's own server does: clients report a staged
+        create's commit before the table exists, so the table is not looked up."""
         namespace, name = _namespace(request), request.path_params["table"]
-        self.catalog.load_table(ctx, namespace, name)  # 404 for a table that is not there
-        log.debug("metrics report for %s.%s: %s", namespace, name, (body or {}).get("report-type"))
+        log.debug("metrics report for %s.%s: %s", ".".join(namespace), name,
+                  (body or {}).get("report-type"))
         return None
 
     def register(self, request, ctx, body):

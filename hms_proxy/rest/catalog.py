@@ -49,6 +49,7 @@ class RestCatalog(ViewCalls):
 
     def __init__(self, handler, files: MetadataFiles, lock_timeout: float = LOCK_TIMEOUT):
         self.h = _Structs(handler)
+        self.store = handler.env.store
         self.files = files
         self.lock_timeout = lock_timeout
 
@@ -275,7 +276,39 @@ class RestCatalog(ViewCalls):
         except ttypes.NoSuchObjectException:
             raise errors.no_such_table(f"{db}.{name}") from None
         if purge:
-            self._purge(metadata, location)
+            holders = self._held_elsewhere(ctx, db, name, table)
+            if holders:
+                log.warning("drop of %s.%s on %s: its files are kept, since %s still hold(s) "
+                            "the table at the same location", db, name, _ref(ctx),
+                            ", ".join(holders))
+            else:
+                self._purge(metadata, location, _ref(ctx))
+
+    def _held_elsewhere(self, ctx, db: str, name: str, table: ttypes.Table) -> list[str]:
+        """The other branches and tags whose catalog has this table at the same location:
+        on a store whose refs share directories (the embedded one) their files are theirs too.
+        (On lakeFS each ref's files are its own: nothing is shared.)"""
+        if self.files.paths is not None:
+            return []
+        store, here = self.store, _ref(ctx)
+        key = f"db/{db}/table/{name}"
+        where = (table.sd.location if table.sd is not None else None) or ""
+        refs = [b.name for b in store.list_branches()] + [t.name for t in store.list_tags()]
+        holders = []
+        for ref in refs:
+            if ref == here:
+                continue
+            try:
+                value = store.get(ref, key)
+            except Exception:  # noqa: BLE001 - a ref gone meanwhile holds nothing
+                continue
+            if value is None:
+                continue
+            other = codec.decode(ttypes.Table, value)
+            there = (other.sd.location if other.sd is not None else None) or ""
+            if not where or not there or there == where:
+                holders.append(ref)
+        return holders
 
     def rename_table(self, ctx, body: dict) -> None:
         try:
@@ -494,9 +527,11 @@ class RestCatalog(ViewCalls):
         except Exception:  # noqa: BLE001 - an orphan file is harmless
             log.debug("could not delete %s", location, exc_info=True)
 
-    def _purge(self, metadata, location: str) -> None:
+    def _purge(self, metadata, location: str, ref: str | None) -> None:
         """Drop with purge: the files the table's metadata names (data, manifests, manifest
-        lists, statistics, previous metadata files), as Iceberg's CatalogUtil.dropTableData."""
+        lists, statistics, previous metadata files), as Iceberg's CatalogUtil.dropTableData.
+        On lakeFS each is deleted on the ref of the request only (a path naming another ref,
+        written there before a branch was made, is moved to this one first)."""
         io = self.files.io(location)
         files: set[str] = {location}
         files.update(entry.metadata_file for entry in metadata.metadata_log)
@@ -511,6 +546,8 @@ class RestCatalog(ViewCalls):
                         files.add(entry.data_file.file_path)
             except Exception:  # noqa: BLE001 - a file already gone: purge what is there
                 log.debug("purge: reading %s", snapshot.manifest_list, exc_info=True)
+        if self.files.paths is not None and ref:
+            files = {self.files.paths.move(path, ref) for path in files}
         for path in sorted(files):
             self._delete_quietly(path)
 

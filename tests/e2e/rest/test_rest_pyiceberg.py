@@ -207,3 +207,29 @@ def test_refs_are_warehouses(server):
         tag.create_namespace("refs_nope")
     with pytest.raises(exc.BadRequestError):
         server.rest("no_such_ref")
+
+
+def test_purge_on_a_branch_keeps_files_other_refs_hold(server):
+    """On the embedded store branches share a table's directories: a purge on one (Trino
+    sends purgeRequested=true with every DROP TABLE) drops the table there and keeps the
+    files main still reads; with no other holder, a purge deletes them."""
+    main = server.rest("main")
+    main.create_namespace("purge")
+    new_table(main, "purge.t").append(batch(1, 2))
+    server.cli("branch", "create", "purge_dev", "--from", "main")
+    dev = server.rest("purge_dev")
+    dev.purge_table("purge.t")
+    assert not dev.table_exists("purge.t")
+    assert ids(main.load_table("purge.t")) == [1, 2]
+    new_table(dev, "purge.only_dev").append(batch(3))
+    files = [t.file.file_path for t in dev.load_table("purge.only_dev").scan().plan_files()]
+    dev.purge_table("purge.only_dev")
+    assert not any(os.path.exists(p.removeprefix("file:")) for p in files)
+
+
+def test_metrics_reports_are_accepted_before_the_table_exists(server):
+    import requests
+
+    answer = requests.post(f"{server.rest_uri}/v1/main/namespaces/nowhere/tables/t/metrics",
+                           json={"report-type": "commit-report"}, timeout=30)
+    assert answer.status_code == 204
