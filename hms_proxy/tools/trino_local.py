@@ -3,7 +3,7 @@
 ``ensure_trino()`` finds a Java 24+ JDK, which Trino 476 needs (in ``$HMS_TRINO_JAVA_HOME``,
 ``$JAVA_HOME``, ``/usr/lib/jvm`` or on PATH; RuntimeError with a one-line hint when there is
 none), downloads ``io.trino:trino-server:476:tar.gz`` once, checks its SHA-1 against Maven Central's, and
-unpacks the server's core and the plugins our tests use (hive, tpch) into
+unpacks the server's core and the plugins our tests use (hive, tpch, iceberg) into
 ``~/.cache/hms-proxy/trino/VERSION/`` (``$XDG_CACHE_HOME`` honoured). A file lock makes
 concurrent callers download once; the tree appears by an atomic rename.
 
@@ -38,7 +38,7 @@ from hms_proxy.tools import maven, ports
 from hms_proxy.tools.lakefs_local import LocalProcess, cache_root
 
 VERSION, MIN_JAVA = "476", 24   # the newest Trino served here and the Java it needs
-PLUGINS = ("hive", "tpch")        # what the tests use; the other ~60 plugins are not unpacked
+PLUGINS = ("hive", "tpch", "iceberg")  # what the tests use; the other ~60 are not unpacked
 HEAP = "2G"
 
 
@@ -107,31 +107,48 @@ def _tarball(version: str, root: Path) -> Path:
 
 
 def ensure_trino() -> TrinoInstall:
-    """The unpacked Trino server this machine's Java runs (downloaded on first use)."""
+    """The unpacked Trino server this machine's Java runs (downloaded on first use); a plugin
+    of :data:`PLUGINS` missing from an older unpacking is added from the cached tarball."""
     version, java = choose()
     root = cache_root() / "trino"
     home = root / version
-    if (home / "lib").is_dir():
+    if (home / "lib").is_dir() and _has_plugins(home):
         return TrinoInstall(home, version, java)
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f".{version}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (home / "lib").is_dir():
-            return TrinoInstall(home, version, java)
-        started = time.monotonic()
-        tarball = _tarball(version, root)
-        tmp = Path(tempfile.mkdtemp(prefix=f".unpack-{version}-", dir=root))
-        try:
-            top = f"trino-server-{version}/"
-            keep = (top + "lib/",) + tuple(f"{top}plugin/{p}/" for p in PLUGINS)
-            with tarfile.open(tarball) as tar:
-                members = [m for m in tar.getmembers() if m.name.startswith(keep)]
-                tar.extractall(tmp, members=members, filter="data")
-            os.rename(tmp / top, home)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        _say(f"unpacked Trino {version} in {time.monotonic() - started:.0f} s: {home}")
+        if not (home / "lib").is_dir():
+            _unpack(version, root, home, ("lib/",) + tuple(f"plugin/{p}/" for p in PLUGINS))
+        for plugin in PLUGINS:
+            if not (home / "plugin" / plugin).is_dir():
+                _unpack(version, root, home / "plugin" / plugin, (f"plugin/{plugin}/",),
+                        inner=f"plugin/{plugin}/")
     return TrinoInstall(home, version, java)
+
+
+def _has_plugins(home: Path) -> bool:
+    return all((home / "plugin" / p).is_dir() for p in PLUGINS)
+
+
+def _unpack(version: str, root: Path, target: Path, parts: tuple[str, ...],
+            inner: str = "") -> None:
+    """Unpack the tarball's ``parts`` (paths under its top directory) and rename what lies at
+    ``inner`` there to ``target``. Python's tarfile, not tar: the tarball's plugins share files
+    through hard links, which it resolves from the archive when their target is left out."""
+    started = time.monotonic()
+    tarball = _tarball(version, root)
+    tmp = Path(tempfile.mkdtemp(prefix=f".unpack-{version}-", dir=root))
+    try:
+        top = f"trino-server-{version}/"
+        keep = tuple(top + part for part in parts)
+        with tarfile.open(tarball) as tar:
+            members = [m for m in tar.getmembers() if m.name.startswith(keep)]
+            tar.extractall(tmp, members=members, filter="data")
+        os.rename(tmp / top / inner, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    _say(f"unpacked {', '.join(parts)} of Trino {version} in "
+         f"{time.monotonic() - started:.0f} s: {target}")
 
 
 # --- catalogs ----------------------------------------------------------------------------------
@@ -164,13 +181,31 @@ def hive_catalog(metastore_uri: str, *, lakefs=None, timeout: str = "10s",
     return props
 
 
+def iceberg_rest_catalog(uri: str, warehouse: str, *, lakefs=None,
+                         extra: dict | None = None) -> dict[str, str]:
+    """Properties of an Iceberg catalog over the REST catalog at ``uri`` on ``warehouse`` (for
+    hms-proxy: a branch, tag or commit); local ``file:`` locations through Trino's Hadoop file
+    system, or, given a lakeFS, ``s3a://`` ones through its S3 gateway."""
+    props = {"iceberg.catalog.type": "rest", "iceberg.rest-catalog.uri": uri,
+             "iceberg.rest-catalog.warehouse": warehouse}
+    if lakefs is None:
+        props["fs.hadoop.enabled"] = "true"
+    else:
+        props.update({"fs.native-s3.enabled": "true", "s3.endpoint": lakefs.endpoint,
+                      "s3.region": "us-east-1", "s3.path-style-access": "true",
+                      "s3.aws-access-key": lakefs.access_key_id,
+                      "s3.aws-secret-key": lakefs.secret_access_key})
+    props.update(extra or {})
+    return props
+
+
 def _quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def create_catalog_sql(name: str, props: dict[str, str]) -> str:
+def create_catalog_sql(name: str, props: dict[str, str], connector: str = "hive") -> str:
     body = ", ".join(f'"{k}" = {_quote(v)}' for k, v in props.items())
-    return f"CREATE CATALOG {name} USING hive WITH ({body})"
+    return f"CREATE CATALOG {name} USING {connector} WITH ({body})"
 
 
 # --- running -----------------------------------------------------------------------------------
@@ -233,8 +268,8 @@ class TrinoProcess(LocalProcess):
             cur.execute(sql)
             return cur.fetchall()
 
-    def add_catalog(self, name: str, props: dict[str, str]) -> None:
-        self.execute(create_catalog_sql(name, props))
+    def add_catalog(self, name: str, props: dict[str, str], connector: str = "hive") -> None:
+        self.execute(create_catalog_sql(name, props, connector))
 
     def drop_catalog(self, name: str) -> None:
         self.execute(f"DROP CATALOG IF EXISTS {name}")

@@ -1,0 +1,80 @@
+"""Trino 476's Iceberg connector on our Iceberg REST catalog (``iceberg.catalog.type=rest``, its
+warehouse a ref): DDL, writes (INSERT, UPDATE, DELETE, MERGE), time travel and metadata tables
+on main; a branch written by Trino that main sees only after ``hms-proxy merge``; and
+pyiceberg's RestCatalog and HiveCatalog reading what Trino wrote, and the reverse."""
+from __future__ import annotations
+
+import uuid
+
+import pyarrow as pa
+import pytest
+
+from hms_proxy.tools import trino_local
+from tests.e2e.rest.conftest import start_rest_server
+
+pytestmark = [pytest.mark.slow, pytest.mark.trino, pytest.mark.timeout(1200)]
+
+
+@pytest.fixture(scope="module")
+def trino():
+    from tests.support.trino import real_trino
+
+    return real_trino()
+
+
+def catalog(trino, server, warehouse: str) -> str:
+    name = f"ice_{uuid.uuid4().hex[:8]}"
+    trino.add_catalog(name, trino_local.iceberg_rest_catalog(server.rest_uri, warehouse),
+                      connector="iceberg")
+    return name
+
+
+def test_trino_on_the_rest_catalog_main_and_a_branch(trino, tmp_path):
+    server = start_rest_server(tmp_path / "srv", "--autocommit")
+    try:
+        main = catalog(trino, server, "main")
+        run = trino.execute
+        run(f"CREATE SCHEMA {main}.shop")
+        run(f"CREATE TABLE {main}.shop.orders (id bigint, region varchar, qty int) "
+            "WITH (partitioning = ARRAY['region'])")
+        assert run(f"INSERT INTO {main}.shop.orders VALUES (1, 'eu', 5), (2, 'us', 7), "
+                   "(3, 'eu', 1)") == [[3]]
+        first = run(f'SELECT snapshot_id FROM {main}.shop."orders$snapshots" '
+                    "ORDER BY committed_at DESC LIMIT 1")[0][0]
+        assert run(f"UPDATE {main}.shop.orders SET qty = 6 WHERE id = 1") == [[1]]
+        assert run(f"DELETE FROM {main}.shop.orders WHERE id = 3") == [[1]]
+        run(f"MERGE INTO {main}.shop.orders t USING (VALUES (2, 'us', 9), (4, 'apac', 2)) "
+            "AS s(id, region, qty) ON t.id = s.id WHEN MATCHED THEN UPDATE SET qty = s.qty "
+            "WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.region, s.qty)")
+        run(f"ALTER TABLE {main}.shop.orders ADD COLUMN note varchar")
+        assert run(f"SELECT id, region, qty, note FROM {main}.shop.orders ORDER BY id") == \
+            [[1, "eu", 6, None], [2, "us", 9, None], [4, "apac", 2, None]]
+        assert run(f"SELECT count(*) FROM {main}.shop.orders FOR VERSION AS OF {first}") == [[3]]
+        run(f"CREATE TABLE {main}.shop.by_region AS SELECT region, sum(qty) AS qty "
+            f"FROM {main}.shop.orders GROUP BY region")
+        assert sorted(run(f"SHOW TABLES FROM {main}.shop")) == [["by_region"], ["orders"]]
+        # pyiceberg reads what Trino wrote, through REST and through Thrift
+        rest = server.rest()
+        rows = rest.load_table("shop.orders").scan().to_arrow().sort_by("id")
+        assert rows.column("qty").to_pylist() == [6, 9, 2]
+        assert server.hive().load_table("shop.orders").metadata_location == \
+            rest.load_table("shop.orders").metadata_location
+        # and Trino reads what pyiceberg wrote
+        data = pa.table({"id": pa.array([7], pa.int64())})
+        rest.create_table("shop.from_py", schema=data.schema).append(data)
+        assert run(f"SELECT id FROM {main}.shop.from_py") == [[7]]
+        # a branch: Trino writes on dev; main sees it after the merge, never before
+        server.cli("branch", "create", "trino_dev", "--from", "main")
+        dev = catalog(trino, server, "trino_dev")
+        assert run(f"INSERT INTO {dev}.shop.orders VALUES (5, 'eu', 3, 'dev')") == [[1]]
+        assert run(f"SELECT count(*) FROM {dev}.shop.orders") == [[4]]
+        assert run(f"SELECT count(*) FROM {main}.shop.orders") == [[3]]
+        server.cli("merge", "trino_dev", "main")
+        fresh = catalog(trino, server, "main")
+        assert run(f"SELECT id FROM {fresh}.shop.orders WHERE note = 'dev'") == [[5]]
+        run(f"DROP TABLE {main}.shop.by_region")
+        assert sorted(run(f"SHOW TABLES FROM {fresh}.shop")) == [["from_py"], ["orders"]]
+        for name in (main, dev, fresh):
+            trino.drop_catalog(name)
+    finally:
+        server.proc.stop()
