@@ -6,7 +6,7 @@ HMS_PORT  ?= 9083
 HMS_STORE ?= ./metastore
 PYTEST_ARGS ?=
 
-.PHONY: run test layers venv test-deps browser-deps thrift-deps check-java lakefs-build trino-download iceberg-rest-download docs demo regen bench clean
+.PHONY: run test layers venv test-deps browser-deps thrift-deps check-java lakefs-build trino-download iceberg-rest-download spark-iceberg-download docs demo regen bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -86,7 +86,14 @@ iceberg-rest-download: test-deps
 	@$(BIN)/python -m hms_proxy.tools.iceberg_rest_local --download-only || \
 	  echo "no Iceberg REST jars: the kit and the REST bench's reference side will be skipped"
 
-test: check-java test-deps docs layers browser-deps thrift-deps lakefs-build trino-download iceberg-rest-download
+# Spark with Iceberg's runtime (tests/e2e/rest/test_rest_spark.py): Iceberg publishes its Spark
+# runtime for Spark 4.1 at the latest, so a PySpark 4.1.4 environment of its own and the runtime
+# jar from Maven Central, made once in ~/.cache/hms-proxy/spark-iceberg/.
+spark-iceberg-download: test-deps
+	@$(BIN)/python -m hms_proxy.tools.spark_iceberg --download-only || \
+	  echo "no Spark with Iceberg's runtime: its tests will be skipped"
+
+test: check-java test-deps docs layers browser-deps thrift-deps lakefs-build trino-download iceberg-rest-download spark-iceberg-download
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The whole stack without Docker: a real lakeFS (built from its Go module), hms-proxy over it,
