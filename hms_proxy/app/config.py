@@ -123,6 +123,8 @@ class ServeConfig:
         :meth:`hms_proxy.app.compose.Security.load`, exit status 2)."""
         if self.processes < 1:
             raise ConfigError("--processes must be at least 1")
+        if self.processes > 1 and self.rest_port == 0:
+            raise ConfigError("--rest-port 0 with --processes: give the port the workers share")
         for name in ("max_response_size", "idle_timeout", "max_connections_per_client"):
             if (getattr(self, name) or 0) < 0:
                 raise ConfigError(f"--{name.replace('_', '-')} cannot be negative")

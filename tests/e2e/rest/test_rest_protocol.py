@@ -180,3 +180,61 @@ def test_access_rules_and_audit_apply_to_rest_callers(tmp_path):
         assert any(e["outcome"] == "denied" and e.get("user") == "bob" for e in lines)
     finally:
         srv.proc.stop()
+
+
+def test_several_processes_serve_one_rest_port_and_lose_no_commit(tmp_path):
+    """``serve --processes 2``: both workers answer the REST port (SO_REUSEPORT) and take the
+    table locks in the supervisor's Redis, so writers whose connections land on different
+    workers never lose a snapshot."""
+    import threading
+
+    import pyarrow as pa
+    from pyiceberg.catalog.rest import RestCatalog
+    from pyiceberg.exceptions import CommitFailedException
+
+    from hms_proxy.tools.ports import free_port
+    from tests.support.proxy import start_proxy
+    from tests.support.wait import wait_until
+
+    port = free_port()
+    proc = start_proxy(tmp_path / "mp", "--processes", "2", "--rest-port", str(port))
+    uri = f"http://127.0.0.1:{port}"
+    try:
+        def answers():
+            try:
+                return requests.get(f"{uri}/v1/config", timeout=5).status_code == 200
+            except requests.ConnectionError:
+                return False
+        wait_until(answers, what="the REST port of the workers")
+        catalog = RestCatalog("mp", uri=uri, warehouse="main")
+        catalog.create_namespace("mp")
+        schema = pa.schema([("id", pa.int64())])
+        catalog.create_table("mp.t", schema=schema)
+        failures = []
+
+        def write(first):
+            own = RestCatalog("mp", uri=uri, warehouse="main")
+            for i in range(4):
+                while True:
+                    try:
+                        own.load_table("mp.t").append(pa.table({"id": [first + i]},
+                                                               schema=schema))
+                        break
+                    except CommitFailedException:
+                        continue
+                    except Exception as exc:  # noqa: BLE001 - reported below
+                        failures.append(exc)
+                        return
+
+        threads = [threading.Thread(target=write, args=(base,)) for base in (0, 10, 20, 30)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=240)
+        assert not failures, failures
+        table = catalog.load_table("mp.t")
+        assert sorted(table.scan().to_arrow().column("id").to_pylist()) == \
+            [b + i for b in (0, 10, 20, 30) for i in range(4)]
+        assert len(table.snapshots()) == 16
+    finally:
+        proc.stop()
