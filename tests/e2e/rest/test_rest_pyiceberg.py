@@ -4,6 +4,7 @@ as warehouses (a branch, a read-only tag), the error model, and one catalog seen
 protocols: pyiceberg's HiveCatalog over Thrift and RestCatalog over REST on the same tables."""
 from __future__ import annotations
 
+import json
 import os
 import threading
 
@@ -195,6 +196,11 @@ def test_refs_are_warehouses(server):
     assert ids(dev.load_table("refs.t")) == [1, 2]
     assert ids(main.load_table("refs.t")) == [1]  # main never saw it
     assert ids(server.hive().load_table("refs.t")) == [1]
+    # the REST commit is a catalog change like any other: diff shows it, merge moves it
+    diff = json.loads(server.cli("diff", "main", "rest_dev", "--json").stdout)
+    changed = [c for c in diff["changes"] if c["key"] == "db/refs/table/t"]
+    assert changed and any(f["field"] == "parameters.metadata_location"
+                           for f in changed[0]["fields"])
     server.cli("merge", "rest_dev", "main")
     assert ids(main.load_table("refs.t")) == [1, 2]
     assert ids(server.hive().load_table("refs.t")) == [1, 2]
