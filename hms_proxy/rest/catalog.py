@@ -311,30 +311,37 @@ class RestCatalog(ViewCalls):
         return holders
 
     def rename_table(self, ctx, body: dict) -> None:
+        self._rename(ctx, body, view=False)
+
+    def _rename(self, ctx, body: dict, view: bool) -> None:
+        """A table's or view's rename (RenameTableRequest), as HMS renames: ``alter_table`` to
+        the new database and name; refused when anything holds the destination."""
+        what = "view name" if view else "table name"
         try:
             source, dest = body["source"], body["destination"]
             src = source["name"]
-            src_db = database_of(list(source["namespace"]), table=src)
+            src_db = database_of(list(source["namespace"]), table=src, view=view)
             dst_db, dst = database_of(list(dest["namespace"])), dest["name"]
         except (KeyError, TypeError):
             raise errors.bad_request("RenameTableRequest needs source and destination "
                                      "identifiers") from None
-        check_name(src, "table name", errors.no_such_table(f"{src_db}.{src}"))
-        check_name(dst, "table name")
-        table = self._hms_table(ctx, src_db, src)
+        missing = (errors.no_such_view if view else errors.no_such_table)(f"{src_db}.{src}")
+        check_name(src, what, missing)
+        check_name(dst, what)
+        moved = self._hms_view(ctx, src_db, src) if view else self._hms_table(ctx, src_db, src)
         self._database(ctx, dst_db)
         try:
             other = self.h.get_table(ctx, dst_db, dst)
         except ttypes.NoSuchObjectException:
             other = None
         if other is not None:
-            what = "View" if hive_form.is_view(other) else "Table"
+            held = "View" if hive_form.is_view(other) else "Table"
             raise RestError(409, "AlreadyExistsException",
                             f"Cannot rename {src_db}.{src} to {dst_db}.{dst}. "
-                            f"{what} already exists")
-        table.dbName, table.tableName = dst_db, dst
+                            f"{held} already exists")
+        moved.dbName, moved.tableName = dst_db, dst
         try:
-            self.h.alter_table(ctx, src_db, src, table)
+            self.h.alter_table(ctx, src_db, src, moved)
         except ttypes.InvalidOperationException as exc:
             raise errors.bad_request(errors._text(exc)) from None
 

@@ -130,29 +130,4 @@ class ViewCalls:
             raise _no_such_view(db, name) from None
 
     def rename_view(self, ctx, body: dict) -> None:
-        try:
-            source, dest = body["source"], body["destination"]
-            src = source["name"]
-            src_db = database_of(list(source["namespace"]), table=src, view=True)
-            dst_db, dst = database_of(list(dest["namespace"])), dest["name"]
-        except (KeyError, TypeError):
-            raise errors.bad_request("RenameTableRequest needs source and destination "
-                                     "identifiers") from None
-        check_name(src, "view name", _no_such_view(src_db, src))
-        check_name(dst, "view name")
-        view = self._hms_view(ctx, src_db, src)
-        self._database(ctx, dst_db)
-        try:
-            other = self.h.get_table(ctx, dst_db, dst)
-        except ttypes.NoSuchObjectException:
-            other = None
-        if other is not None:
-            what = "View" if hive_form.is_view(other) else "Table"
-            raise RestError(409, "AlreadyExistsException",
-                            f"Cannot rename {src_db}.{src} to {dst_db}.{dst}. "
-                            f"{what} already exists")
-        view.dbName, view.tableName = dst_db, dst
-        try:
-            self.h.alter_table(ctx, src_db, src, view)
-        except ttypes.InvalidOperationException as exc:
-            raise errors.bad_request(errors._text(exc)) from None
+        self._rename(ctx, body, view=True)

@@ -166,19 +166,24 @@ def hive_catalog(metastore_uri: str, *, lakefs=None, timeout: str = "10s",
         "hive.security": "allow-all",
         "hive.hive-views.enabled": "true",
     }
+    props.update(_file_system(lakefs))
+    props.update(extra or {})
+    return props
+
+
+def _file_system(lakefs) -> dict[str, str]:
+    """Trino's file system settings: its Hadoop one for local ``file:`` locations, or, given a
+    lakeFS, native S3 through lakeFS's S3 gateway (path-style)."""
     if lakefs is None:
         # file: locations (what HMS gives managed tables on a local warehouse). Trino 476's
         # native local file system (fs.native-local.enabled, local.location=/) writes them
         # but lists their files without the scheme, so the Hive connector reads no rows (the
         # same against the stock HMS); Trino's Hadoop file system reads and writes them.
-        props.update({"fs.hadoop.enabled": "true"})
-    else:
-        props.update({"fs.native-s3.enabled": "true", "s3.endpoint": lakefs.endpoint,
-                      "s3.region": "us-east-1", "s3.path-style-access": "true",
-                      "s3.aws-access-key": lakefs.access_key_id,
-                      "s3.aws-secret-key": lakefs.secret_access_key})
-    props.update(extra or {})
-    return props
+        return {"fs.hadoop.enabled": "true"}
+    return {"fs.native-s3.enabled": "true", "s3.endpoint": lakefs.endpoint,
+            "s3.region": "us-east-1", "s3.path-style-access": "true",
+            "s3.aws-access-key": lakefs.access_key_id,
+            "s3.aws-secret-key": lakefs.secret_access_key}
 
 
 def iceberg_rest_catalog(uri: str, warehouse: str, *, lakefs=None,
@@ -187,14 +192,7 @@ def iceberg_rest_catalog(uri: str, warehouse: str, *, lakefs=None,
     hms-proxy: a branch, tag or commit); local ``file:`` locations through Trino's Hadoop file
     system, or, given a lakeFS, ``s3a://`` ones through its S3 gateway."""
     props = {"iceberg.catalog.type": "rest", "iceberg.rest-catalog.uri": uri,
-             "iceberg.rest-catalog.warehouse": warehouse}
-    if lakefs is None:
-        props["fs.hadoop.enabled"] = "true"
-    else:
-        props.update({"fs.native-s3.enabled": "true", "s3.endpoint": lakefs.endpoint,
-                      "s3.region": "us-east-1", "s3.path-style-access": "true",
-                      "s3.aws-access-key": lakefs.access_key_id,
-                      "s3.aws-secret-key": lakefs.secret_access_key})
+             "iceberg.rest-catalog.warehouse": warehouse, **_file_system(lakefs)}
     props.update(extra or {})
     return props
 
