@@ -158,6 +158,11 @@ class RestCatalog(ViewCalls):
         return table
 
     def list_tables(self, ctx, namespace: list[str]) -> list[dict]:
+        return self._identifiers(ctx, namespace, hive_form.is_iceberg)
+
+    def _identifiers(self, ctx, namespace: list[str], kind) -> list[dict]:
+        """The identifiers of the namespace's HMS tables that ``kind`` keeps (Iceberg tables,
+        or Iceberg views), by name."""
         db = database_of(namespace)
         try:
             names = self.h.get_tables(ctx, db, "*")
@@ -168,7 +173,7 @@ class RestCatalog(ViewCalls):
             return []
         tables = self.h.get_table_objects_by_name(ctx, db, names)
         return [{"namespace": [db], "name": t.tableName}
-                for t in sorted(tables, key=lambda t: t.tableName) if hive_form.is_iceberg(t)]
+                for t in sorted(tables, key=lambda t: t.tableName) if kind(t)]
 
     def load_table(self, ctx, namespace: list[str], name: str) -> bytes:
         db = database_of(namespace, table=name)

@@ -46,17 +46,7 @@ class ViewCalls:
         raise RestError(409, "AlreadyExistsException", message)
 
     def list_views(self, ctx, namespace: list[str]) -> list[dict]:
-        db = database_of(namespace)
-        try:
-            names = self.h.get_tables(ctx, db, "*")
-        except ttypes.NoSuchObjectException:
-            raise errors.no_such_namespace(db) from None
-        if not names:
-            self.load_namespace(ctx, namespace)
-            return []
-        tables = self.h.get_table_objects_by_name(ctx, db, names)
-        return [{"namespace": [db], "name": t.tableName}
-                for t in sorted(tables, key=lambda t: t.tableName) if hive_form.is_view(t)]
+        return self._identifiers(ctx, namespace, hive_form.is_view)
 
     def load_view(self, ctx, namespace: list[str], name: str) -> bytes:
         db = database_of(namespace, table=name, view=True)
