@@ -134,16 +134,31 @@ def xxhash64_binary(arr, seed: int = SEED) -> np.ndarray:
     """XXH64 of every value of a string or binary array (no nulls), as Spark's
     ``hashUnsafeBytes`` gives it. Values are grouped by byte length; each group is a matrix
     of bytes hashed column block by column block."""
+    out = np.empty(len(arr), dtype=np.uint64)
+    for rows, matrix in byte_groups(arr, _CHUNK):
+        out[rows] = _hash_matrix(matrix, seed) if matrix.shape[1] else xxhash64_bytes(b"", seed)
+    return out
+
+
+def byte_groups(arr, budget: int = _CHUNK):
+    """The values of a string or binary array (no nulls) as (row indices, an (n, length)
+    uint8 matrix of their bytes), one group per byte length and at most about ``budget``
+    bytes a matrix: what the vectorized hashes run over."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
+    n = len(arr)
+    if n == 0:
+        return
+    if pa.types.is_fixed_size_binary(arr.type):
+        width = arr.type.byte_width
+        data = np.frombuffer(arr.buffers()[1], dtype=np.uint8)
+        matrix = data[arr.offset * width:(arr.offset + n) * width].reshape(n, width)
+        yield np.arange(n), matrix
+        return
     if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type):
         offsets_type = np.int64
     else:
         offsets_type = np.int32
-    n = len(arr)
-    out = np.empty(n, dtype=np.uint64)
-    if n == 0:
-        return out
     bufs = arr.buffers()
     offsets = np.frombuffer(bufs[1], dtype=offsets_type)[arr.offset:arr.offset + n + 1]
     offsets = offsets.astype(np.int64)
@@ -156,14 +171,12 @@ def xxhash64_binary(arr, seed: int = SEED) -> np.ndarray:
     for group in np.split(order, bounds):
         length = int(lengths[group[0]])
         if length == 0:
-            out[group] = xxhash64_bytes(b"", seed)
+            yield group, np.zeros((group.size, 0), np.uint8)
             continue
-        step = max(1, _CHUNK // max(length, 8))
+        step = max(1, budget // max(length, 8))
         for start in range(0, group.size, step):
             rows = group[start:start + step]
-            matrix = data[offsets[rows][:, None] + np.arange(length)]
-            out[rows] = _hash_matrix(matrix, seed)
-    return out
+            yield rows, data[offsets[rows][:, None] + np.arange(length)]
 
 
 def _lanes(matrix: np.ndarray, start: int, width: int) -> np.ndarray:

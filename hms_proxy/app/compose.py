@@ -204,8 +204,9 @@ def start_rest(config: ServeConfig, server: srv.MetastoreServer):
     (the same locks, access rules, audit and cascades as its Thrift calls); ``stop()`` it."""
     from hms_proxy.rest.app import RestApp
     from hms_proxy.rest.catalog import RestCatalog
-    from hms_proxy.rest.metadata import MetadataFiles, RefPaths
+    from hms_proxy.rest.metadata import MetadataFiles
     from hms_proxy.rest.server import RestServer
+    from kvmodel.iceberg_paths import RefPaths
 
     handler = server.processor.handler
     env = handler.env

@@ -289,4 +289,7 @@ def _compute(args) -> int:
               f"uncommitted on {args.ref}, beside the table's uncommitted changes")
     if result.table_level is not None:
         print(result.table_level.describe())
+    if result.statistics_file is not None:
+        print(f"Iceberg statistics file (NDV sketches of the current snapshot): "
+              f"{result.statistics_file}")
     return 0

@@ -14,6 +14,7 @@ import re
 import threading
 import uuid
 
+from kvmodel.iceberg_paths import RefPaths
 from kvmodel.store.cache import LRUCache
 
 _VERSION = re.compile(r"(\d+)-[^/]*\.metadata\.json$")
@@ -131,55 +132,6 @@ class MetadataFiles:
 
 
 # table properties that name where files go, moved with the table's location
-PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
-                   "write.folder-storage.path")
-
-
-class RefPaths:
-    """Iceberg paths in a lakeFS repository, for the ref a request names.
-
-    An Iceberg table's metadata names absolute paths (its ``location`` first), and in a lakeFS
-    repository the ref is part of them: ``s3a://REPO/main/wh/t``. A table branched to ``dev``
-    must write its new files under ``s3a://REPO/dev/...``, or a write on dev would land on main.
-    So the REST catalog answers (and commits from) the metadata with its location and the
-    path properties moved to the ref of the request; files a snapshot already names keep their
-    paths (they are read through the ref they were written on)."""
-
-    SCHEMES = ("s3a", "s3", "lakefs")
-
-    def __init__(self, repository: str):
-        self.heads = tuple(f"{scheme}://{repository}/" for scheme in self.SCHEMES)
-
-    def move(self, location: str | None, ref: str) -> str | None:
-        if not location or not ref or any(c in ref for c in "~^/"):
-            return location
-        for head in self.heads:
-            if location.startswith(head):
-                current, sep, tail = location[len(head):].partition("/")
-                return location if current == ref else head + ref + sep + tail
-        return location
-
-    def metadata_dict(self, metadata: dict, ref: str) -> dict | None:
-        """The metadata JSON object moved to ``ref``, or None when nothing moves."""
-        location = metadata.get("location")
-        moved = self.move(location, ref)
-        props = metadata.get("properties") or {}
-        moved_props = {k: self.move(v, ref) if k in PATH_PROPERTIES else v
-                       for k, v in props.items()}
-        if moved == location and moved_props == props:
-            return None
-        return {**metadata, "location": moved, "properties": moved_props}
-
-    def metadata(self, metadata, ref: str):
-        """A pyiceberg TableMetadata moved to ``ref`` (the same object when nothing moves)."""
-        moved = self.move(metadata.location, ref)
-        props = {k: self.move(v, ref) if k in PATH_PROPERTIES else v
-                 for k, v in metadata.properties.items()}
-        if moved == metadata.location and props == metadata.properties:
-            return metadata
-        return metadata.model_copy(update={"location": moved, "properties": props})
-
-
 def load_table_result(location: str, raw: bytes, config: dict | None = None) -> bytes:
     """The LoadTableResult body, with the metadata file's JSON as is (no re-encoding)."""
     return b"".join((b'{"metadata-location":', json.dumps(location).encode(),

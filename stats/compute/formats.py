@@ -35,7 +35,8 @@ from hms_proxy.hms.names import make_part_name
 from hms_proxy.hms.warehouse import local_path
 from stats import layout
 from stats.compute.model import ComputeError, ComputeResult, Options
-from stats.compute.pointers import TableLevel, check_branch, record_pointers
+from stats.compute.pointers import TableLevel, check_branch, record_pointers, table_dirty
+from stats.compute.puffin import NdvCollector
 
 ICEBERG = "iceberg"
 DELTA = "delta"
@@ -111,8 +112,10 @@ def _columns(table, schema) -> list[tuple[str, str]]:
 
 
 # --- the formats -------------------------------------------------------------------------------
-def _iceberg_partitions(uri: str, db: str, tbl: str, ref: str, metadata_location: str = ""):
-    """(arrow schema, [(partition name, read() -> pyarrow.Table, data fingerprint)])."""
+def _iceberg_partitions(uri: str, db: str, tbl: str, ref: str, metadata_location: str = "",
+                        repository: str | None = None):
+    """(arrow schema, [(partition name, read() -> pyarrow.Table, data fingerprint)], the NDV
+    sketches to feed those rows to (:class:`stats.compute.puffin.NdvCollector`))."""
     from pyiceberg.catalog.hive import HiveCatalog
     from pyiceberg.expressions import AlwaysTrue
     from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
@@ -156,7 +159,7 @@ def _iceberg_partitions(uri: str, db: str, tbl: str, ref: str, metadata_location
         size = sum(t.file.file_size_in_bytes for t in tasks)
         out.append((name, reader(tasks), f"{itable.metadata_location}|snapshot={snap}|"
                                          f"files={len(tasks)}|bytes={size}"))
-    return arrow_schema, out
+    return arrow_schema, out, NdvCollector(itable, ref, repository)
 
 
 def _delta_location(table) -> str:
@@ -191,7 +194,7 @@ def _delta_partitions(location: str):
     if not keys:
         size = int(pc.sum(adds.column("size_bytes")).as_py() or 0) if adds.num_rows else 0
         return schema, [(layout.UNPARTITIONED, dataset.to_table,
-                         f"{location}|version={version}|files={adds.num_rows}|bytes={size}")]
+                         f"{location}|version={version}|files={adds.num_rows}|bytes={size}")], None
     out = []
     for values in sorted(dt.partitions(), key=lambda d: [str(d.get(k)) for k in keys]):
         expr = None
@@ -214,7 +217,7 @@ def _delta_partitions(location: str):
         size = int(pc.sum(part_adds.column("size_bytes")).as_py() or 0)
         out.append((name, (lambda e=expr: dataset.to_table(filter=e)),
                     f"{location}|version={version}|files={part_adds.num_rows}|bytes={size}"))
-    return schema, out
+    return schema, out, None
 
 
 def _whole_table(location, result, partitioned, commit, fingerprint, bins, redis_url,
@@ -276,7 +279,9 @@ def compute_table(uri: str, store, db: str, tbl: str, *, ref: str = "main",
         location = (table.sd.location if table.sd is not None else None) or \
             (table.parameters or {}).get("location", "")
         metadata = (table.parameters or {}).get("metadata_location", "")
-        reader = lambda: _iceberg_partitions(uri, db, tbl, ref, metadata)  # noqa: E731
+        repository = getattr(store, "repository", None)  # lakeFS: files on the ref's paths
+        reader = lambda: _iceberg_partitions(uri, db, tbl, ref, metadata,  # noqa: E731
+                                             repository)
     else:
         location = _delta_location(table)
         reader = lambda: _delta_partitions(location)  # noqa: E731
@@ -284,7 +289,7 @@ def compute_table(uri: str, store, db: str, tbl: str, *, ref: str = "main",
         raise ComputeError(f"{db}.{tbl} has no location")
     extras.require("pyiceberg" if fmt == ICEBERG else "deltalake")  # else one line, the extra
     try:
-        schema, parts = reader()
+        schema, parts, ndv = reader()
     except ComputeError:
         raise
     except Exception as exc:  # noqa: BLE001 - pyiceberg's, deltalake's, pyarrow's errors
@@ -303,6 +308,8 @@ def compute_table(uri: str, store, db: str, tbl: str, *, ref: str = "main",
             rows = read()
         except Exception as exc:  # noqa: BLE001 - as above
             raise unreadable(exc) from exc
+        if ndv is not None:
+            ndv.add(rows)
         tables = arrow_compute.compute_set(rows, columns, bins=options.bins,
                                            exact_quantiles=options.exact_quantiles)
         path = arrow_compute.write_set(tables, location, name)
@@ -318,8 +325,17 @@ def compute_table(uri: str, store, db: str, tbl: str, *, ref: str = "main",
                                           options.bins, redis_url, distributions)
         pointers.append(result.table_level.pointer)
     message = f"stats compute {display} ({n} partition{'' if n == 1 else 's'}, {fmt})"
+    own = False
+    if ndv is not None:  # the Puffin NDV file, set on the table through the metastore
+        clean = not table_dirty(store, branch, db, tbl)
+        try:
+            result.statistics_file = ndv.commit()
+        except Exception as exc:  # noqa: BLE001 - pyiceberg's CommitFailedException, IO errors
+            raise ComputeError(f"cannot set the statistics file of {display}: "
+                               f"{(str(exc) or type(exc).__name__).splitlines()[0]}") from exc
+        own = clean and result.statistics_file is not None
     result.recorded = record_pointers(store, store_path, branch, db, tbl, pointers, message,
-                                      author)
+                                      author, own_change=own)
     return result
 
 

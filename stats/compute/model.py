@@ -258,3 +258,4 @@ class ComputeResult:
     rows: dict[str, int]
     recorded: object = None  # the pointers' commit, None when staged
     table_level: object = None  # a partitioned table's _table_ set (stats.compute.pointers.TableLevel)
+    statistics_file: str | None = None  # an Iceberg table's Puffin NDV file (stats.compute.puffin)

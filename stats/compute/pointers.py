@@ -31,25 +31,44 @@ def check_branch(store, ref: str) -> tuple[str, str]:
     return resolved.branch, resolved.commit
 
 
+def table_dirty(store, branch: str, db: str, tbl: str) -> bool:
+    """Whether ``db.tbl`` (or its database's entry) has uncommitted changes on ``branch``."""
+    head = store.resolve(branch).commit
+    return any(True for _ in store.diff(head, branch, table_key(db, tbl) + "/")) or any(
+        e.key in (db_key(db), table_key(db, tbl)) for e in store.diff(head, branch, db_key(db)))
+
+
 def record_pointers(store, store_path, branch: str, db: str, tbl: str,
-                    pointers: list[tuple[str, bytes]], message: str, author: str = ""):
+                    pointers: list[tuple[str, bytes]], message: str, author: str = "",
+                    own_change: bool = False):
     """Record the pointers on ``branch``: as a commit of their own when the table has no
     uncommitted change there, else staged beside its changes. A store whose commits take a
     branch's staging whole (lakeFS: ``exact_snapshots`` false) stages them too when the branch
-    has any uncommitted change. Returns the commit or None."""
+    has any uncommitted change. ``own_change``: the table's uncommitted change is this run's
+    own (an Iceberg statistics file set through the metastore, on a table that was clean):
+    when nothing but the table is staged, it is committed with the pointers, in one commit.
+    Returns the commit or None."""
 
+    meta = {"source": "stats compute", "table": f"{db}.{tbl}"}
     for _ in range(5):
         head = store.resolve(branch).commit
-        table_prefix = table_key(db, tbl) + "/"
-        dirty = any(True for _ in store.diff(head, branch, table_prefix)) or any(
-            e.key in (db_key(db), table_key(db, tbl)) for e in store.diff(head, branch, db_key(db)))
+        dirty = table_dirty(store, branch, db, tbl)
+        if dirty and own_change and _only_table_staged(store, branch, db, tbl):
+            with store.write(branch) as txn:
+                txn.put_many(pointers)
+            changes = [(e.key, e.right) for e in store.staged(branch)]
+            run_pre_commit_hooks(store, store_path, branch, head, changes, message, author, meta)
+            try:
+                return store.commit(branch, message, author=author, metadata=meta,
+                                    expected_head=head)
+            except HeadMoved:
+                return None  # staged beside what moved the branch
         if not dirty and not getattr(store, "exact_snapshots", True):
             dirty = next(iter(store.staged(branch)), None) is not None
         if dirty:
             with store.write(branch) as txn:
                 txn.put_many(pointers)
             return None
-        meta = {"source": "stats compute", "table": f"{db}.{tbl}"}
         run_pre_commit_hooks(store, store_path, branch, head, pointers, message, author, meta)
         try:
             return store.commit_snapshot(branch, [head], iter(pointers), message, author=author,
@@ -62,6 +81,10 @@ def record_pointers(store, store_path, branch: str, db: str, tbl: str,
             return None
     raise ComputeError(f"branch {branch} kept moving: pointers not recorded")
 
+
+def _only_table_staged(store, branch: str, db: str, tbl: str) -> bool:
+    key = table_key(db, tbl)
+    return all(e.key == key or e.key.startswith(key + "/") for e in store.staged(branch))
 
 
 # --- the table level --------------------------------------------------------------------------

@@ -176,8 +176,10 @@ def _check_pointers(env, tbl, result, commit_before):
     commit = result.recorded
     assert commit is not None and commit.parents == (commit_before,)
     whole = [] if list(result.sets) == ["_"] else ["_"]  # a partitioned one's whole table
+    # an Iceberg table's statistics file is set on the table in the same commit
+    table = [f"db/{DB}/table/{tbl}"] if result.statistics_file else []
     assert [e.key for e in env["store"].diff(commit_before, commit.id)] == sorted(
-        layout.pointer_key(DB, tbl, p) for p in [*result.sets, *whole])
+        [*table, *(layout.pointer_key(DB, tbl, p) for p in [*result.sets, *whole])])
     if whole:
         pointer = layout.read_pointer(env["store"].get("main", layout.pointer_key(DB, tbl, None)))
         assert pointer["set"] == result.table_level.set and "/_stats/_table_/" in pointer["set"]
@@ -242,6 +244,60 @@ def test_iceberg_partitioned_table(env, iceberg):
     assert summary["x"]["null_count"] == iceberg.column("x").null_count
     assert summary["cat"]["distinct_count"] == 3
     assert summary["x"]["mean"] == pytest.approx(arrow_compute.numbers(iceberg.column("x")).mean())
+
+
+def test_iceberg_statistics_file_holds_theta_sketches_readers_read(env, iceberg):
+    """The Puffin file stats compute sets on an Iceberg table: a theta blob per column (field
+    id, current snapshot, ndv), sketches the DataSketches library reads back, the table's
+    statistics for its current snapshot seen through the metastore, replaced on a rerun."""
+    import datasketches
+    from pyiceberg.catalog.hive import HiveCatalog
+    from pyiceberg.table.puffin import PuffinFile
+
+    result = _compute(env, "ice_parted")
+    catalog = HiveCatalog("hms", uri=env["uri"])
+    table = catalog.load_table(f"{DB}.ice_parted")
+    snapshot = table.current_snapshot()
+    [statistics] = table.metadata.statistics
+    assert statistics.statistics_path == result.statistics_file
+    assert statistics.snapshot_id == snapshot.snapshot_id
+    with table.io.new_input(statistics.statistics_path).open() as f:
+        data = f.read()
+    assert len(data) == statistics.file_size_in_bytes
+    puffin = PuffinFile(data)
+    fields = {f.name: f.field_id for f in table.schema().fields}
+    assert [b.fields for b in puffin.footer.blobs] == [[fields[n]] for n, _ in HIVE]
+    for blob, described, (name, _) in zip(puffin.footer.blobs, statistics.blob_metadata, HIVE):
+        exact = pc.count_distinct(iceberg.column(name).drop_null()).as_py()
+        assert blob.type == described.type == "apache-datasketches-theta-v1"
+        assert blob.snapshot_id == snapshot.snapshot_id
+        assert blob.sequence_number == snapshot.sequence_number
+        sketch = datasketches.compact_theta_sketch.deserialize(puffin.get_blob_payload(blob))
+        # the estimate of the sketch (4096 nominal entries: exact below, id's 5000 estimated)
+        assert described.properties == blob.properties == \
+            {"ndv": str(int(sketch.get_estimate()))}, name
+        assert sketch.get_estimate() == exact if exact <= 4096 else \
+            sketch.get_estimate() == pytest.approx(exact, rel=0.05), name
+    # the sketch hashes as the library does (Iceberg's form of a long and of a string: the
+    # library's own update of an int and of a str)
+    ids = datasketches.update_theta_sketch()
+    for v in iceberg.column("id").to_pylist():
+        ids.update(v)
+    cats = datasketches.update_theta_sketch()
+    for v in CATS:
+        cats.update(v)
+    payload = {b.fields[0]: puffin.get_blob_payload(b) for b in puffin.footer.blobs}
+    assert payload[fields["cat"]] == cats.compact().serialize()
+    ours = datasketches.compact_theta_sketch.deserialize(payload[fields["id"]])
+    union = datasketches.theta_union()
+    union.update(ours)
+    union.update(ids)  # the same values hashed by the library: nothing new (else about 10000)
+    assert union.get_result().get_estimate() == pytest.approx(ours.get_estimate(), rel=0.02)
+    # a rerun replaces the file of the snapshot
+    again = _compute(env, "ice_parted")
+    table = catalog.load_table(f"{DB}.ice_parted")
+    assert [s.statistics_path for s in table.metadata.statistics] == [again.statistics_file]
+    assert again.recorded is not None and again.statistics_file != result.statistics_file
 
 
 def test_iceberg_unpartitioned_exact_quantiles(env, iceberg):
@@ -341,12 +397,16 @@ def test_cli_computes_an_iceberg_table_without_spark(env, iceberg, capsys, monke
         raise AssertionError("Spark started for an Iceberg table")
 
     monkeypatch.setattr(compute, "build_session", no_spark)
-    before = env["store"].resolve("main").commit
+    # a clean branch: the statistics file and the pointers are one commit
+    before = env["store"].commit("main", "the tables so far", author="test",
+                                 allow_empty=True).id
     status = cli.main(["stats", "compute", f"{DB}.ice_parted", "--store", env["store_path"],
                        "--metastore", env["uri"], "--no-progress", "--bins", "10"])
     out = capsys.readouterr().out
     assert status == 0, out
     assert f"stats compute {DB}.ice_parted (3 partitions, {iceberg.num_rows} rows)" in out
+    assert "Iceberg statistics file (NDV sketches of the current snapshot): " in out
+    assert env["store"].resolve("main").commit != before and not list(env["store"].staged("main"))
     pointer = layout.read_pointer(env["store"].get("main", layout.pointer_key(
         DB, "ice_parted", "cat=c")))
     assert pointer["commit"] == before

@@ -88,3 +88,56 @@ def _exists(catalog, name) -> bool:
 def _ids_if(catalog, count):
     got = ids(catalog.load_table("lake.events"))
     return got if len(got) == count else None
+
+
+def test_stats_compute_of_an_iceberg_table_on_a_lakefs_branch(tmp_path):
+    """``stats compute`` of an Iceberg table on a branch lakeFS's API made: its Puffin file and
+    the new metadata file land on that branch only (main gets no object and stays clean); REST
+    on the branch sees the statistics; a lakeFS merge brings them to main."""
+    import subprocess
+    import sys
+
+    from pyiceberg.catalog.rest import RestCatalog
+
+    lakefs = real_lakefs()
+    repo = new_repository("reststats")
+    env = {**os.environ, **lakefs.env(), "PYTHONPATH": str(REPO_ROOT)}
+    server = start_proxy(tmp_path / "hms", "--rest-port", "0", "--autocommit",
+                         store=f"lakefs://{repo}", warehouse=False, env=env, cwd=REPO_ROOT)
+    keys = {"s3.access-key-id": lakefs.access_key_id,
+            "s3.secret-access-key": lakefs.secret_access_key}
+    try:
+        uri = f"http://127.0.0.1:{server.announced_port('rest')}"
+        main = RestCatalog("rest", uri=uri, warehouse="main", **keys)
+        main.create_namespace("lake")
+        main.create_table("lake.items", schema=batch(0).schema).append(batch(1, 2, 3, 2))
+        with lakefs.sdk() as client:
+            api = LakeFSApi(client, repo)
+            api.branch("stats", "main")
+            dev = RestCatalog("rest", uri=uri, warehouse="stats", **keys)
+            wait_for("the branch on the server", lambda: _exists(dev, "lake.items"))
+            done = subprocess.run(
+                [sys.executable, "-m", "hms_proxy.cli", "stats", "compute", "lake.items",
+                 "--ref", "stats", "--store", f"lakefs://{repo}", "--metastore", server.uri,
+                 "--no-progress"], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                timeout=300)
+            assert done.returncode == 0, done.stdout + done.stderr
+            [statistics] = dev.load_table("lake.items").metadata.statistics
+            assert statistics.statistics_path.startswith(f"s3a://{repo}/stats/")
+            assert [b.properties for b in statistics.blob_metadata] == [{"ndv": "3"}]
+            assert main.load_table("lake.items").metadata.statistics == []
+            assert not any(p.endswith(".stats")
+                           for p in api.paths("main", "warehouse/lake.db/items/metadata/"))
+            assert list(client_diff(client, repo, "main")) == []  # nothing staged on main
+            api.merge("stats", "main")
+        merged = wait_for("main after the lakeFS merge",
+                          lambda: main.load_table("lake.items").metadata.statistics)
+        assert [s.snapshot_id for s in merged] == [statistics.snapshot_id]
+    finally:
+        server.stop()
+
+
+def client_diff(client, repo: str, branch: str):
+    import lakefs_sdk
+
+    return lakefs_sdk.BranchesApi(client).diff_branch(repo, branch).results

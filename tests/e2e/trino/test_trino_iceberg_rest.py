@@ -78,3 +78,48 @@ def test_trino_on_the_rest_catalog_main_and_a_branch(trino, tmp_path):
             trino.drop_catalog(name)
     finally:
         server.proc.stop()
+
+
+def _ndv(trino, table: str) -> dict:
+    rows = trino.execute(f"SHOW STATS FOR {table}")
+    return {r[0]: r[2] for r in rows if r[0] is not None}
+
+
+def test_trino_reads_the_ndv_of_stats_compute_and_merges_its_sketches(trino, tmp_path):
+    """``hms-proxy stats compute`` of an Iceberg table leaves a Puffin file of theta sketches:
+    Trino's SHOW STATS reads its ndv, and an INSERT by Trino merges its own sketches of the new
+    rows into ours. The merged counts are exact only if our sketches hash every type (4-byte
+    int and date, long, double, varchar) as Trino's do: overlapping values counted once. (The
+    values are spread out: Trino caps an integer column's count by its range.)"""
+    import datetime
+
+    server = start_rest_server(tmp_path / "srv", "--autocommit")
+    try:
+        rest = server.rest()
+        rest.create_namespace("shop")
+        epoch = datetime.date(2024, 1, 1)
+        n = 100
+        data = pa.table({
+            "id": pa.array(range(n), pa.int64()),
+            "qty": pa.array([i % 7 * 1000 for i in range(n)], pa.int32()),
+            "name": pa.array([f"n{i % 13}" for i in range(n)]),
+            "day": pa.array([epoch + datetime.timedelta(days=i % 5 * 30) for i in range(n)],
+                            pa.date32()),
+            "price": pa.array([1.5 * (i % 11) for i in range(n)], pa.float64())})
+        rest.create_table("shop.items", schema=data.schema).append(data)
+        name = catalog(trino, server, "main")
+        table = f"{name}.shop.items"
+        assert set(_ndv(trino, table).values()) == {None}  # nothing computed yet
+        done = server.cli("stats", "compute", "shop.items", "--metastore", server.thrift_uri,
+                          "--no-progress")
+        assert "Iceberg statistics file" in done.stdout
+        assert _ndv(trino, table) == {"id": 100, "qty": 7, "name": 13, "day": 5, "price": 11}
+        # Trino adds rows that repeat some values and bring new ones
+        trino.execute(
+            f"INSERT INTO {table} SELECT CAST(i AS bigint), CAST(i % 9 * 1000 AS integer), "
+            f"'n' || CAST(i % 20 AS varchar), DATE '2024-01-01' + i % 8 * 30 * INTERVAL '1' DAY, "
+            f"1.5 * (i % 11) FROM UNNEST(sequence(50, 149)) AS t(i)")
+        assert _ndv(trino, table) == {"id": 150, "qty": 9, "name": 20, "day": 8, "price": 11}
+        trino.drop_catalog(name)
+    finally:
+        server.proc.stop()
