@@ -123,3 +123,69 @@ def test_trino_reads_the_ndv_of_stats_compute_and_merges_its_sketches(trino, tmp
         trino.drop_catalog(name)
     finally:
         server.proc.stop()
+
+
+def test_trino_on_the_rest_catalog_over_lakefs_branch_merged_by_lakefs(trino, tmp_path):
+    """Trino's Iceberg connector on our REST catalog over a real lakeFS (files through its S3
+    gateway): a table written on main, a branch made by lakeFS's API and written by Trino,
+    main unchanged until lakeFS's own merge, then Trino and pyiceberg see the branch's rows."""
+    import os
+
+    from hms_proxy.tools.metastores import start_proxy
+    from tests.support.lakefs import LakeFSApi, new_repository, real_lakefs
+    from tests.support.process import REPO_ROOT
+
+    lakefs = real_lakefs()
+    repo = new_repository("trinorest")
+    env = {**os.environ, **lakefs.env(), "PYTHONPATH": str(REPO_ROOT)}
+    server = start_proxy(tmp_path / "hms", "--rest-port", "0", "--autocommit",
+                         store=f"lakefs://{repo}", warehouse=False, env=env, cwd=REPO_ROOT)
+    uri = f"http://127.0.0.1:{server.announced_port('rest')}"
+    names = []
+
+    def on(warehouse: str) -> str:
+        name = f"ice_{uuid.uuid4().hex[:8]}"
+        trino.add_catalog(name, trino_local.iceberg_rest_catalog(uri, warehouse, lakefs=lakefs),
+                          connector="iceberg")
+        names.append(name)
+        return name
+
+    def rest_table():
+        from pyiceberg.catalog.rest import RestCatalog
+
+        rest = RestCatalog("rest", uri=uri, warehouse="main",
+                           **{"s3.access-key-id": lakefs.access_key_id,
+                              "s3.secret-access-key": lakefs.secret_access_key})
+        return rest.load_table("lake.orders")
+
+    try:
+        run = trino.execute
+        main = on("main")
+        run(f"CREATE SCHEMA {main}.lake")
+        run(f"CREATE TABLE {main}.lake.orders (id bigint, region varchar) "
+            "WITH (partitioning = ARRAY['region'])")
+        assert run(f"INSERT INTO {main}.lake.orders VALUES (1, 'eu'), (2, 'us')") == [[2]]
+        with lakefs.sdk() as client:
+            api = LakeFSApi(client, repo)
+            # Trino names a new table's directory orders-<random>, as iceberg.unique-table-location
+            location = rest_table().location()
+            assert location.startswith(f"s3a://{repo}/main/warehouse/lake.db/orders")
+            data = location.split("/main/", 1)[1] + "/data"
+            assert api.data_files("main", data)
+            api.branch("dev", "main")
+            dev = on("dev")
+            assert run(f"INSERT INTO {dev}.lake.orders VALUES (3, 'eu')") == [[1]]
+            assert run(f"DELETE FROM {dev}.lake.orders WHERE id = 2") == [[1]]
+            assert run(f"SELECT id FROM {dev}.lake.orders ORDER BY id") == [[1], [3]]
+            assert run(f"SELECT id FROM {main}.lake.orders ORDER BY id") == [[1], [2]]
+            # the branch's new files are on dev only
+            assert len(api.data_files("dev", data)) > len(api.data_files("main", data))
+            api.merge("dev", "main")
+        fresh = on("main")  # a new catalog: nothing cached from before the merge
+        assert run(f"SELECT id FROM {fresh}.lake.orders ORDER BY id") == [[1], [3]]
+        got = rest_table().scan().to_arrow().column("id").to_pylist()
+        assert sorted(got) == [1, 3]
+    finally:
+        for name in names:
+            trino.drop_catalog(name)
+        server.stop()
