@@ -73,3 +73,62 @@ def test_duckdb_reads_and_writes_on_main_and_a_branch(server):
     assert [f.name for f in rest.load_table("duck.made").schema().fields] == ["x", "y", "z"]
     fresh.execute("DROP TABLE cat3.duck.ctas")
     assert not rest.table_exists("duck.ctas")
+
+
+@pytest.mark.slow
+def test_duckdb_on_lakefs_a_branch_merged_by_lakefs(tmp_path):
+    """DuckDB on the REST catalog over a real lakeFS: files through its S3 gateway (an S3
+    secret with the gateway's endpoint and the lakeFS keys), writes on main and on a branch
+    made by lakeFS's API; main sees the branch's rows after lakeFS's own merge, never before."""
+    import os
+    import time
+
+    from hms_proxy.tools.metastores import start_proxy
+    from tests.support.lakefs import LakeFSApi, new_repository, real_lakefs
+    from tests.support.process import REPO_ROOT
+
+    lakefs = real_lakefs()
+    repo = new_repository("duckrest")
+    env = {**os.environ, **lakefs.env(), "PYTHONPATH": str(REPO_ROOT)}
+    proc = start_proxy(tmp_path / "hms", "--rest-port", "0", "--autocommit",
+                       store=f"lakefs://{repo}", warehouse=False, env=env, cwd=REPO_ROOT)
+
+    class Rest:  # what duck() needs of a server
+        rest_uri = f"http://127.0.0.1:{proc.announced_port('rest')}"
+
+    def on(warehouse: str, alias: str):
+        con = duck(Rest, warehouse, alias)
+        host = lakefs.endpoint.split("://", 1)[1].rstrip("/")
+        con.execute(f"CREATE OR REPLACE SECRET lake (TYPE s3, KEY_ID '{lakefs.access_key_id}', "
+                    f"SECRET '{lakefs.secret_access_key}', ENDPOINT '{host}', "
+                    "URL_STYLE 'path', USE_SSL false, REGION 'us-east-1')")
+        return con
+
+    try:
+        main = on("main", "m")
+        main.execute("CREATE SCHEMA m.lake")
+        main.execute("CREATE TABLE m.lake.t (id BIGINT, name VARCHAR)")
+        main.execute("INSERT INTO m.lake.t VALUES (1, 'a'), (2, 'b')")
+        assert rows(main, "SELECT id FROM m.lake.t ORDER BY id") == [(1,), (2,)]
+        with lakefs.sdk() as client:
+            api = LakeFSApi(client, repo)
+            assert any("/metadata/" in p for p in api.paths("main", "warehouse/lake.db/"))
+            api.branch("dev", "main")
+            dev = on("dev", "d")
+            dev.execute("INSERT INTO d.lake.t VALUES (3, 'c')")
+            assert rows(dev, "SELECT id FROM d.lake.t ORDER BY id") == [(1,), (2,), (3,)]
+            assert rows(on("main", "m2"), "SELECT id FROM m2.lake.t ORDER BY id") == \
+                [(1,), (2,)]
+            # dev's new data file is on dev only
+            data = "warehouse/lake.db/t/data"
+            assert len(api.data_files("dev", data)) == len(api.data_files("main", data)) + 1
+            api.merge("dev", "main")
+        deadline = time.monotonic() + 60
+        while True:  # the server sees lakeFS's merge within its staleness bound
+            got = rows(on("main", "m3"), "SELECT id FROM m3.lake.t ORDER BY id")
+            if len(got) == 3 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert got == [(1,), (2,), (3,)]
+    finally:
+        proc.stop()
