@@ -219,8 +219,11 @@ def start_rest(config: ServeConfig, server: srv.MetastoreServer):
                          "s3.access-key-id": lakefs.access_key_id,
                          "s3.secret-access-key": lakefs.secret_access_key}
         # clients are told where the gateway is (path-style), never the server's keys
+        # (client.region for Iceberg's Java S3FileIO, which reads no s3.region; its AWS SDK's
+        # chunked uploads are refused by the gateway: plain ones)
         defaults = {"s3.endpoint": gateway, "s3.path-style-access": "true",
-                    "s3.region": "us-east-1"}
+                    "s3.region": "us-east-1", "client.region": "us-east-1",
+                    "s3.chunked-encoding-enabled": "false"}
         paths = RefPaths(env.store.repository)  # a table's new files under the ref written
     catalog = RestCatalog(handler, MetadataFiles(io_properties, paths=paths))
     try:

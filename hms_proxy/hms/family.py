@@ -6,6 +6,7 @@ collects them (``hms_proxy/hms/handler.py``).
 """
 from __future__ import annotations
 
+import contextvars
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from kvmodel.store.errors import NothingToCommit
 
 DDL_TIME = "transient_lastDdlTime"
 _NONE = object()  # a cached "there is nothing" (the cache itself answers None for a miss)
+# the write transaction of a :func:`one_write` open in this thread: (store, ref, txn)
+_ONE_WRITE: contextvars.ContextVar = contextvars.ContextVar("hms_one_write", default=None)
 
 
 @dataclass
@@ -44,6 +47,10 @@ class Env:
     # what one family's change does to another's objects (hms_proxy/hms/cascades.py),
     # registered by hms_proxy.hms.handler.connect
     cascades: Cascades = field(default_factory=Cascades)
+
+
+class _Applied:
+    applied = False
 
 
 class Family:
@@ -86,20 +93,52 @@ class Family:
     def writing(self, ctx):
         """A write transaction on the call's branch; refused on a protected branch; with
         ``serve --autocommit``, committed in the same transaction as the write (a store whose
-        writes apply when their transaction ends, lakeFS, commits right after it)."""
+        writes apply when their transaction ends, lakeFS, commits right after it). Inside
+        :meth:`one_write`, the transaction is that one's."""
         store, ref = self.env.store, self.ref_of(ctx)
-        branch = store.get_branch(ref)  # None for a tag or commit: the store refuses the write
+        self._check_writable(ctx, ref)
+        outer = _ONE_WRITE.get()
+        if outer is not None and outer[0] is store and outer[1] == ref:
+            yield CatalogWriter(outer[2], ttypes)
+            return
+        with self._transaction(ctx, ref, _Applied()) as txn:
+            yield CatalogWriter(txn, ttypes)
+
+    @contextmanager
+    def one_write(self, ctx, ref: str):
+        """Every catalog write of the calls made inside this block (in this thread, on the
+        branch ``ref``) in one write transaction of the store: applied together or not at all (on
+        lakeFS, one log entry), and with ``serve --autocommit`` one commit. Yields a state
+        whose ``applied`` turns true once the writes are in the store: a failure after that
+        (of the commit) must not be undone as if nothing had been written."""
+        store = self.env.store
+        self._check_writable(ctx, ref)
+        state = _Applied()
+        with self._transaction(ctx, ref, state) as txn:
+            token = _ONE_WRITE.set((store, ref, txn))
+            try:
+                yield state
+            finally:
+                _ONE_WRITE.reset(token)
+
+    def _check_writable(self, ctx, ref: str) -> None:
+        branch = self.env.store.get_branch(ref)  # None for a tag or commit: the store refuses
         if branch is not None and branch.protected:
             raise errors.MetaError(
                 f"Branch '{ref}' is protected: write on a branch and merge it "
                 f"(hms-proxy branch create NAME --from {ref}; hms-proxy merge NAME {ref})")
         if self.env.access is not None:  # checked per method already; this catches a misfiled one
             self.env.access.check_write(ctx, ref)
+
+    @contextmanager
+    def _transaction(self, ctx, ref: str, state: "_Applied"):
+        store = self.env.store
         inside = getattr(store, "exact_snapshots", True)  # commit inside the transaction
         with store.write(ref) as txn:
-            yield CatalogWriter(txn, ttypes)
+            yield txn
             if self.env.autocommit and inside:
                 self._autocommit(ctx, store, ref)
+        state.applied = True
         if self.env.autocommit and not inside:
             self._autocommit(ctx, store, ref)
 

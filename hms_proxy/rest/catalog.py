@@ -17,6 +17,7 @@ import socket
 import time
 from contextlib import ExitStack, contextmanager
 
+from hms_proxy.hms.family import Family
 from hms_proxy.rest import errors, hive_form, requirements
 from hms_proxy.rest.errors import RestError
 from hms_proxy.rest.metadata import MetadataFiles, load_table_result
@@ -50,6 +51,7 @@ class RestCatalog(ViewCalls):
     def __init__(self, handler, files: MetadataFiles, lock_timeout: float = LOCK_TIMEOUT):
         self.h = _Structs(handler)
         self.store = handler.env.store
+        self.writes = Family(handler.env)  # one_write: a transaction's tables in one write
         self.files = files
         self.lock_timeout = lock_timeout
 
@@ -370,8 +372,9 @@ class RestCatalog(ViewCalls):
 
     def commit_transaction(self, ctx, body: dict) -> None:
         """Several tables at once: every table locked (in name order), every requirement
-        checked and every metadata file written before the first table is altered; a failure
-        after that puts the tables already altered back."""
+        checked and every metadata file written, then every table altered in one write
+        transaction of the store (on lakeFS one log entry; with --autocommit one commit): all
+        of them or none."""
         CommitTableRequest = _pyiceberg()[3]
         changes = (body or {}).get("table-changes")
         if not isinstance(changes, list) or not changes:
@@ -392,17 +395,18 @@ class RestCatalog(ViewCalls):
             for key in sorted(keys):
                 stack.enter_context(self._locked(ctx, *key))
             staged = [self._stage(ctx, db, table, request) for (db, table), request in requests]
-            done = []
+            written = None
             try:
-                for item in staged:
-                    self._apply(ctx, item)
-                    done.append(item)
+                with self.writes.one_write(ctx, _ref(ctx) or self.writes.env.ref) as written:
+                    for item in staged:
+                        self._apply(ctx, item)
+                    # what --autocommit's one commit says
+                    ctx.call = "commit_transaction " + ", ".join(f"{d}.{t}" for d, t in keys)
             except Exception:
-                for item in reversed(done):
-                    self._undo(ctx, item)
-                for item in staged[len(done):]:
-                    if item.metadata_location:
-                        self._delete_quietly(item.metadata_location)
+                if written is None or not written.applied:  # nothing names the new files
+                    for item in staged:
+                        if item.metadata_location:
+                            self._delete_quietly(item.metadata_location)
                 raise
 
     def _stage(self, ctx, db: str, name: str, request) -> "_Staged":
@@ -471,16 +475,6 @@ class RestCatalog(ViewCalls):
             raise
         return load_table_result(staged.metadata_location,
                                  self.files.raw(staged.metadata_location))
-
-    def _undo(self, ctx, staged: "_Staged") -> None:
-        try:
-            if staged.table is None:
-                self.h.drop_table(ctx, staged.db, staged.name, False)
-            elif staged.metadata_location is not None:
-                self._alter(ctx, staged.db, staged.name, staged.table, None)
-        except Exception:  # noqa: BLE001 - said in the log; the caller's error is what it gets
-            log.exception("could not put %s.%s back after a failed transaction",
-                          staged.db, staged.name)
 
     def _alter(self, ctx, db: str, name: str, table: ttypes.Table, expected: str | None):
         props = {"DO_NOT_UPDATE_STATS": "true"}

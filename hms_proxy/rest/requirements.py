@@ -64,48 +64,56 @@ _BASE = {
 }
 
 
+class _Ids:
+    """One kind of numbered object of a table (sort orders, partition specs) as renumbered:
+    ``add``: the action adding one, ``field``: the update's field holding it, ``key``: its
+    id's name; ``default``: the action choosing one and ``pick``: its id's field."""
+
+    def __init__(self, existing, add, field, key, default, pick):
+        self.known = {getattr(o, key): o for o in existing}
+        self.add, self.field, self.key, self.default, self.pick = add, field, key, default, pick
+        self.ids: dict = {}
+        self.last = None
+
+    def added(self, update):
+        """The update with its object's id made its own; None when it adds an equal one."""
+        item = getattr(update, self.field)
+        given = getattr(item, self.key)
+        same = next((i for i, o in self.known.items() if o.fields == item.fields), None)
+        if same is not None:
+            self.ids[given] = self.last = same
+            return None
+        new_id = given if given not in self.known else max(self.known) + 1
+        item = item.model_copy(update={self.key: new_id})
+        self.known[new_id] = item
+        self.ids[given] = self.last = new_id
+        return update.model_copy(update={self.field: item})
+
+    def chosen(self, update):
+        """A default choice following the renumbered ids (-1: the last added)."""
+        given = getattr(update, self.pick)
+        target = self.last if given == -1 else self.ids.get(given, given)
+        return update if target is None else update.model_copy(update={self.pick: target})
+
+
 def renumber(updates, base) -> list:
     """``updates`` with each added sort order and partition spec given an id of its own: an
     added one equal to one the table has is that one (the add is dropped), one whose id is
     taken by a different one gets the next free id; a later ``set-default-*`` naming the
     added one (by its id, or -1 for the last added) follows it."""
-    orders = {o.order_id: o for o in (base.sort_orders if base is not None else [])}
-    specs = {s.spec_id: s for s in (base.partition_specs if base is not None else [])}
-    out, order_ids, spec_ids = [], {}, {}
-    last_order = last_spec = None
+    kinds = [_Ids(base.sort_orders if base is not None else [], "add-sort-order", "sort_order",
+                  "order_id", "set-default-sort-order", "sort_order_id"),
+             _Ids(base.partition_specs if base is not None else [], "add-spec", "spec",
+                  "spec_id", "set-default-spec", "spec_id")]
+    out = []
     for update in updates:
-        action = update.action
-        if action == "add-sort-order":
-            order = update.sort_order
-            same = next((i for i, o in orders.items() if o.fields == order.fields), None)
-            if same is not None:
-                order_ids[order.order_id] = last_order = same
-                continue
-            new_id = order.order_id if order.order_id not in orders else max(orders) + 1
-            order = order.model_copy(update={"order_id": new_id})
-            orders[new_id] = order
-            order_ids[update.sort_order.order_id] = last_order = new_id
-            update = update.model_copy(update={"sort_order": order})
-        elif action == "add-spec":
-            spec = update.spec
-            same = next((i for i, s in specs.items() if s.fields == spec.fields), None)
-            if same is not None:
-                spec_ids[spec.spec_id] = last_spec = same
-                continue
-            new_id = spec.spec_id if spec.spec_id not in specs else max(specs) + 1
-            spec = spec.model_copy(update={"spec_id": new_id})
-            specs[new_id] = spec
-            spec_ids[update.spec.spec_id] = last_spec = new_id
-            update = update.model_copy(update={"spec": spec})
-        elif action == "set-default-sort-order":
-            target = last_order if update.sort_order_id == -1 else \
-                order_ids.get(update.sort_order_id, update.sort_order_id)
-            if target is not None:
-                update = update.model_copy(update={"sort_order_id": target})
-        elif action == "set-default-spec":
-            target = last_spec if update.spec_id == -1 else \
-                spec_ids.get(update.spec_id, update.spec_id)
-            if target is not None:
-                update = update.model_copy(update={"spec_id": target})
-        out.append(update)
+        for kind in kinds:
+            if update.action == kind.add:
+                update = kind.added(update)
+                break
+            if update.action == kind.default:
+                update = kind.chosen(update)
+                break
+        if update is not None:
+            out.append(update)
     return out

@@ -44,6 +44,9 @@ SERVER_CLASS = "org.apache.iceberg.rest.RESTCatalogServer"
 KIT_SUITE = "org.apache.iceberg.rest.RESTCompatibilityKitSuite"
 LAUNCHER = "org.junit.platform.console.ConsoleLauncher"
 MARKER = f"iceberg-open-api-{VERSION}-tests.jar"
+# S3FileIO and the AWS SDK it needs: the kit's client reads and writes s3a:// files through
+# lakeFS's S3 gateway (a class path made before they were added is made again)
+MARKERS = (MARKER, f"iceberg-aws-{VERSION}.jar", f"iceberg-aws-bundle-{VERSION}.jar")
 
 _HADOOP_EXCLUSIONS = [
     ("org.slf4j", "*"), ("ch.qos.reload4j", "*"), ("org.apache.avro", "avro"),
@@ -62,6 +65,8 @@ _DEPENDENCIES = [  # (group, artifact, version, classifier)
     ("org.apache.iceberg", "iceberg-core", VERSION, None),
     ("org.apache.iceberg", "iceberg-core", VERSION, "tests"),
     ("org.apache.iceberg", "iceberg-api", VERSION, "tests"),
+    ("org.apache.iceberg", "iceberg-aws", VERSION, None),
+    ("org.apache.iceberg", "iceberg-aws-bundle", VERSION, None),
     ("org.apache.hadoop", "hadoop-common", "3.4.1", None),
     ("org.eclipse.jetty", "jetty-servlet", "11.0.26", None),
     ("org.eclipse.jetty", "jetty-server", "11.0.26", None),
@@ -113,7 +118,7 @@ def ensure_jars() -> Path:
     RuntimeError with a one-line reason when Maven is missing or fails."""
     root = cache_root()
     lib = root / VERSION / "lib"
-    if (lib / MARKER).is_file():
+    if _complete(lib):
         return lib
     mvn = shutil.which("mvn")
     if mvn is None:
@@ -122,7 +127,7 @@ def ensure_jars() -> Path:
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f".{VERSION}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (lib / MARKER).is_file():
+        if _complete(lib):
             return lib
         for stale in root.glob(f".resolve-{VERSION}-*"):
             shutil.rmtree(stale, ignore_errors=True)
@@ -132,12 +137,12 @@ def ensure_jars() -> Path:
             (tmp / "pom.xml").write_text(_pom(repo))
             out = tmp / "home" / "lib"
             _say(f"resolving Iceberg {VERSION}'s REST server and compatibility kit from {repo} "
-                 "(about 90 MB, once per machine)")
+                 "(about 160 MB, once per machine)")
             done = subprocess.run(
                 [mvn, "-B", "-q", f"-Dmaven.repo.local={hms_cache_root() / 'm2'}",
                  COPY_DEPENDENCIES, "-DincludeScope=runtime", f"-DoutputDirectory={out}"],
                 cwd=tmp, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
-            if done.returncode != 0 or not (out / MARKER).is_file():
+            if done.returncode != 0 or not _complete(out):
                 tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
                 raise RuntimeError(f"could not fetch Iceberg {VERSION}'s REST jars: " +
                                    " | ".join(tail))
@@ -147,6 +152,10 @@ def ensure_jars() -> Path:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return lib
+
+
+def _complete(lib: Path) -> bool:
+    return all((lib / name).is_file() for name in MARKERS)
 
 
 def java() -> str:

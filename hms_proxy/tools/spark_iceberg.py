@@ -32,6 +32,9 @@ PYSPARK = "4.1.4"
 ICEBERG = "1.12.0"
 RUNTIME = f"iceberg-spark-runtime-4.1_2.13-{ICEBERG}.jar"
 RUNTIME_PATH = f"org/apache/iceberg/iceberg-spark-runtime-4.1_2.13/{ICEBERG}/{RUNTIME}"
+# the AWS SDK Iceberg's S3FileIO needs (s3a:// files through lakeFS's S3 gateway)
+AWS_BUNDLE = f"iceberg-aws-bundle-{ICEBERG}.jar"
+AWS_BUNDLE_PATH = f"org/apache/iceberg/iceberg-aws-bundle/{ICEBERG}/{AWS_BUNDLE}"
 EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 
 # runs in the environment's own Python: reads {"conf": {...}, "sql": [...]} on stdin, prints
@@ -65,6 +68,7 @@ def _say(msg: str) -> None:
 class SparkIceberg:
     python: Path
     jar: Path
+    aws_bundle: Path
 
 
 def cache_root() -> Path:
@@ -94,7 +98,9 @@ def ensure() -> SparkIceberg:
             (env_dir / ".ready").write_text(PYSPARK)
         maven.fetch_verified(RUNTIME_PATH, jar,
                              lambda url: _say(f"downloading {url} (48 MB, once)"))
-    return SparkIceberg(python, jar)
+        bundle = maven.fetch_verified(AWS_BUNDLE_PATH, root / AWS_BUNDLE,
+                                      lambda url: _say(f"downloading {url} (69 MB, once)"))
+    return SparkIceberg(python, jar, bundle)
 
 
 def catalog_conf(name: str, kind: str, uri: str, warehouse: str | None = None,
@@ -116,7 +122,7 @@ def run_sql(statements: list[str], catalogs: dict[str, str], timeout: float = 60
             workdir: Path | None = None) -> list[dict]:
     """Each statement's ``{"rows": [...]}`` or ``{"error": "..."}``, in one Spark session."""
     spark = ensure()
-    conf = {"spark.jars": str(spark.jar), "spark.sql.extensions": EXTENSIONS,
+    conf = {"spark.jars": f"{spark.jar},{spark.aws_bundle}", "spark.sql.extensions": EXTENSIONS,
             "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",
             "spark.driver.memory": "1g", **catalogs}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_HOME"))}

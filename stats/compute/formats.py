@@ -36,7 +36,6 @@ from hms_proxy.hms.warehouse import local_path
 from stats import layout
 from stats.compute.model import ComputeError, ComputeResult, Options
 from stats.compute.pointers import TableLevel, check_branch, record_pointers, table_dirty
-from stats.compute.puffin import NdvCollector
 
 ICEBERG = "iceberg"
 DELTA = "delta"
@@ -121,6 +120,7 @@ def _iceberg_partitions(uri: str, db: str, tbl: str, ref: str, metadata_location
     from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
 
     from stats import files
+    from stats.compute.puffin import NdvCollector  # numpy, pyarrow: the stats extra
 
     gateway = files.lakefs_gateway(metadata_location)
     properties = {} if gateway is None else {  # read through lakeFS's S3 gateway

@@ -18,8 +18,11 @@ pytest.importorskip("starlette", reason="serve --rest-port needs hms-proxy[rest]
 @dataclass
 class RestServer:
     proc: MetastoreProcess
-    store: Path
+    store: Path | str
     rest_uri: str
+    env: dict | None = None  # the server's and the CLI's environment (lakeFS's settings)
+    lakefs: object = None  # tests.support.lakefs.RealLakeFS when the store is a lakeFS one
+    repo: str | None = None
 
     @property
     def thrift_uri(self) -> str:
@@ -28,17 +31,29 @@ class RestServer:
     def cli(self, *args: str) -> subprocess.CompletedProcess:
         done = subprocess.run([sys.executable, "-m", "hms_proxy.cli", *args, "--store",
                                str(self.store)], cwd=REPO_ROOT, capture_output=True, text=True,
-                              timeout=120)
+                              timeout=300, env=self.env)
         assert done.returncode == 0, done.stdout + done.stderr
         return done
 
+    @property
+    def keys(self) -> dict:
+        """What a client brings to read and write files: on lakeFS, the lakeFS keys (the rest
+        of the S3 gateway's settings comes from /v1/config)."""
+        if self.lakefs is None:
+            return {}
+        return {"s3.access-key-id": self.lakefs.access_key_id,
+                "s3.secret-access-key": self.lakefs.secret_access_key}
+
     def rest(self, warehouse: str = "main", **props):
         from pyiceberg.catalog.rest import RestCatalog
-        return RestCatalog("rest", uri=self.rest_uri, warehouse=warehouse, **props)
+        return RestCatalog("rest", uri=self.rest_uri, warehouse=warehouse,
+                           **{**self.keys, **props})
 
     def hive(self):
         from pyiceberg.catalog.hive import HiveCatalog
-        return HiveCatalog("hive", uri=self.thrift_uri)
+        gateway = {} if self.lakefs is None else {"s3.endpoint": self.lakefs.endpoint,
+                                                  "s3.region": "us-east-1"}
+        return HiveCatalog("hive", uri=self.thrift_uri, **self.keys, **gateway)
 
 
 def start_rest_server(workdir: Path, *extra: str) -> RestServer:
@@ -48,8 +63,67 @@ def start_rest_server(workdir: Path, *extra: str) -> RestServer:
     return RestServer(proc, store, f"http://127.0.0.1:{port}")
 
 
+def start_lakefs_rest_server(workdir: Path, prefix: str, *extra: str,
+                             branches: tuple[str, ...] = ()) -> RestServer:
+    """A server with its REST port over a fresh repository of the session's real lakeFS
+    (``prefix``: the repository's name starts with it; ``branches``: made from main by
+    lakeFS's API before the server starts)."""
+    import os
+
+    from tests.support.lakefs import LakeFSApi, new_repository, real_lakefs
+
+    lakefs = real_lakefs()
+    repo = new_repository(prefix)
+    if branches:
+        with lakefs.sdk() as client:
+            for name in branches:
+                LakeFSApi(client, repo).branch(name, "main")
+    env = {**os.environ, **lakefs.env(), "PYTHONPATH": str(REPO_ROOT)}
+    store = f"lakefs://{repo}"
+    proc = start_proxy(workdir, "--rest-port", "0", *extra, store=store, warehouse=False,
+                       env=env, cwd=REPO_ROOT)
+    port = proc.announced_port("rest")
+    return RestServer(proc, store, f"http://127.0.0.1:{port}", env, lakefs, repo)
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     srv = start_rest_server(tmp_path_factory.mktemp("rest"), "--autocommit")
     yield srv
     srv.proc.stop()
+
+
+def race_appends(table: str, writers: list[tuple[object, int]], per_writer: int,
+                 rows) -> list[int]:
+    """Writers appending to ``table`` at once, each with its own catalog (``catalog_of()``)
+    and ids ``first .. first + per_writer - 1`` (``rows(id)``: the Arrow table of one),
+    one snapshot per row: a commit refused as
+    stale (CommitFailedException) is retried on a fresh load, anything else fails the test.
+    Returns the ids every writer appended (what the table must hold)."""
+    import threading
+
+    from pyiceberg.exceptions import CommitFailedException
+
+    errors = []
+
+    def write(catalog_of, first):
+        catalog = catalog_of()
+        for i in range(per_writer):
+            while True:
+                try:
+                    catalog.load_table(table).append(rows(first + i))
+                    break
+                except CommitFailedException:
+                    continue
+                except Exception as error:  # noqa: BLE001 - reported below
+                    errors.append(error)
+                    return
+
+    threads = [threading.Thread(target=write, args=w) for w in writers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=240)
+    assert not errors, errors
+    assert not any(t.is_alive() for t in threads), "a writer is still running"
+    return sorted(first + i for _, first in writers for i in range(per_writer))

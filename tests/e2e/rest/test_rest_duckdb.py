@@ -80,24 +80,16 @@ def test_duckdb_on_lakefs_a_branch_merged_by_lakefs(tmp_path):
     """DuckDB on the REST catalog over a real lakeFS: files through its S3 gateway (an S3
     secret with the gateway's endpoint and the lakeFS keys), writes on main and on a branch
     made by lakeFS's API; main sees the branch's rows after lakeFS's own merge, never before."""
-    import os
     import time
 
-    from hms_proxy.tools.metastores import start_proxy
-    from tests.support.lakefs import LakeFSApi, new_repository, real_lakefs
-    from tests.support.process import REPO_ROOT
+    from tests.e2e.rest.conftest import start_lakefs_rest_server
+    from tests.support.lakefs import LakeFSApi
 
-    lakefs = real_lakefs()
-    repo = new_repository("duckrest")
-    env = {**os.environ, **lakefs.env(), "PYTHONPATH": str(REPO_ROOT)}
-    proc = start_proxy(tmp_path / "hms", "--rest-port", "0", "--autocommit",
-                       store=f"lakefs://{repo}", warehouse=False, env=env, cwd=REPO_ROOT)
-
-    class Rest:  # what duck() needs of a server
-        rest_uri = f"http://127.0.0.1:{proc.announced_port('rest')}"
+    server = start_lakefs_rest_server(tmp_path / "hms", "duckrest", "--autocommit")
+    lakefs, repo = server.lakefs, server.repo
 
     def on(warehouse: str, alias: str):
-        con = duck(Rest, warehouse, alias)
+        con = duck(server, warehouse, alias)
         host = lakefs.endpoint.split("://", 1)[1].rstrip("/")
         con.execute(f"CREATE OR REPLACE SECRET lake (TYPE s3, KEY_ID '{lakefs.access_key_id}', "
                     f"SECRET '{lakefs.secret_access_key}', ENDPOINT '{host}', "
@@ -131,4 +123,4 @@ def test_duckdb_on_lakefs_a_branch_merged_by_lakefs(tmp_path):
             time.sleep(0.2)
         assert got == [(1,), (2,), (3,)]
     finally:
-        proc.stop()
+        server.proc.stop()

@@ -3,15 +3,13 @@ a branch made and merged with lakeFS's own API (as lakectl and the UI do), the n
 seen on main through REST and Thrift at once and never before."""
 from __future__ import annotations
 
-import os
 import time
 
 import pyarrow as pa
 import pytest
 
-from hms_proxy.tools.metastores import start_proxy
-from tests.support.lakefs import LakeFSApi, new_repository, real_lakefs
-from tests.support.process import REPO_ROOT
+from tests.e2e.rest.conftest import start_lakefs_rest_server
+from tests.support.lakefs import LakeFSApi
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
 
@@ -35,19 +33,10 @@ def wait_for(what, check, timeout=60.0):
 
 
 def test_rest_on_lakefs_branch_merged_by_lakefs(tmp_path):
-    from pyiceberg.catalog.hive import HiveCatalog
-    from pyiceberg.catalog.rest import RestCatalog
-
-    lakefs = real_lakefs()
-    repo = new_repository("rest")
-    env = {**os.environ, **lakefs.env(), "PYTHONPATH": str(REPO_ROOT)}
-    server = start_proxy(tmp_path / "hms", "--rest-port", "0", "--autocommit",
-                         store=f"lakefs://{repo}", warehouse=False, env=env, cwd=REPO_ROOT)
-    keys = {"s3.access-key-id": lakefs.access_key_id,
-            "s3.secret-access-key": lakefs.secret_access_key}
+    server = start_lakefs_rest_server(tmp_path / "hms", "rest", "--autocommit")
+    lakefs, repo = server.lakefs, server.repo
     try:
-        uri = f"http://127.0.0.1:{server.announced_port('rest')}"
-        main = RestCatalog("rest", uri=uri, warehouse="main", **keys)
+        main = server.rest("main")
         # the config call told pyiceberg where the gateway is: only the keys were given
         main.create_namespace("lake")
         table = main.create_table("lake.events", schema=batch(0).schema)
@@ -58,7 +47,7 @@ def test_rest_on_lakefs_branch_merged_by_lakefs(tmp_path):
             assert any(p.startswith("warehouse/lake.db/events/metadata/")
                        for p in api.paths("main", "warehouse/lake.db/events/"))
             api.branch("dev", "main")
-            dev = RestCatalog("rest", uri=uri, warehouse="dev", **keys)
+            dev = server.rest("dev")
             wait_for("dev on the server", lambda: _exists(dev, "lake.events"))
             on_dev = dev.load_table("lake.events")
             assert on_dev.location().startswith(f"s3a://{repo}/dev/")  # its writes stay on dev
@@ -68,8 +57,7 @@ def test_rest_on_lakefs_branch_merged_by_lakefs(tmp_path):
             assert len(api.data_files("main", "warehouse/lake.db/events/data")) == 1
             assert len(api.data_files("dev", "warehouse/lake.db/events/data")) == 2
             assert ids(main.load_table("lake.events")) == [1, 2]  # main never saw it
-            hive = HiveCatalog("hive", uri=server.uri, **keys,
-                               **{"s3.endpoint": lakefs.endpoint, "s3.region": "us-east-1"})
+            hive = server.hive()
             assert ids(hive.load_table("lake.events")) == [1, 2]
             api.merge("dev", "main")  # lakeFS's merge, no hms-proxy in between
         after = wait_for("main after the lakeFS merge", lambda: _ids_if(main, 3))
@@ -78,7 +66,7 @@ def test_rest_on_lakefs_branch_merged_by_lakefs(tmp_path):
         assert hive.load_table("lake.events").metadata_location == \
             main.load_table("lake.events").metadata_location
     finally:
-        server.stop()
+        server.proc.stop()
 
 
 def _exists(catalog, name) -> bool:
@@ -94,34 +82,19 @@ def test_stats_compute_of_an_iceberg_table_on_a_lakefs_branch(tmp_path):
     """``stats compute`` of an Iceberg table on a branch lakeFS's API made: its Puffin file and
     the new metadata file land on that branch only (main gets no object and stays clean); REST
     on the branch sees the statistics; a lakeFS merge brings them to main."""
-    import subprocess
-    import sys
-
-    from pyiceberg.catalog.rest import RestCatalog
-
-    lakefs = real_lakefs()
-    repo = new_repository("reststats")
-    env = {**os.environ, **lakefs.env(), "PYTHONPATH": str(REPO_ROOT)}
-    server = start_proxy(tmp_path / "hms", "--rest-port", "0", "--autocommit",
-                         store=f"lakefs://{repo}", warehouse=False, env=env, cwd=REPO_ROOT)
-    keys = {"s3.access-key-id": lakefs.access_key_id,
-            "s3.secret-access-key": lakefs.secret_access_key}
+    server = start_lakefs_rest_server(tmp_path / "hms", "reststats", "--autocommit")
+    lakefs, repo = server.lakefs, server.repo
     try:
-        uri = f"http://127.0.0.1:{server.announced_port('rest')}"
-        main = RestCatalog("rest", uri=uri, warehouse="main", **keys)
+        main = server.rest("main")
         main.create_namespace("lake")
         main.create_table("lake.items", schema=batch(0).schema).append(batch(1, 2, 3, 2))
         with lakefs.sdk() as client:
             api = LakeFSApi(client, repo)
             api.branch("stats", "main")
-            dev = RestCatalog("rest", uri=uri, warehouse="stats", **keys)
+            dev = server.rest("stats")
             wait_for("the branch on the server", lambda: _exists(dev, "lake.items"))
-            done = subprocess.run(
-                [sys.executable, "-m", "hms_proxy.cli", "stats", "compute", "lake.items",
-                 "--ref", "stats", "--store", f"lakefs://{repo}", "--metastore", server.uri,
-                 "--no-progress"], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                timeout=300)
-            assert done.returncode == 0, done.stdout + done.stderr
+            server.cli("stats", "compute", "lake.items", "--ref", "stats", "--metastore",
+                       server.thrift_uri, "--no-progress")
             [statistics] = dev.load_table("lake.items").metadata.statistics
             assert statistics.statistics_path.startswith(f"s3a://{repo}/stats/")
             assert [b.properties for b in statistics.blob_metadata] == [{"ndv": "3"}]
@@ -134,10 +107,41 @@ def test_stats_compute_of_an_iceberg_table_on_a_lakefs_branch(tmp_path):
                           lambda: main.load_table("lake.items").metadata.statistics)
         assert [s.snapshot_id for s in merged] == [statistics.snapshot_id]
     finally:
-        server.stop()
+        server.proc.stop()
 
 
 def client_diff(client, repo: str, branch: str):
     import lakefs_sdk
 
     return lakefs_sdk.BranchesApi(client).diff_branch(repo, branch).results
+
+
+def test_a_transaction_on_lakefs_is_one_commit(tmp_path):
+    """``transactions/commit`` of two tables over a real lakeFS with --autocommit: one lakeFS
+    commit holding both tables' new metadata pointers."""
+    import lakefs_sdk
+    import requests
+
+    server = start_lakefs_rest_server(tmp_path / "hms", "resttxn", "--autocommit")
+    lakefs, repo, uri = server.lakefs, server.repo, server.rest_uri
+    try:
+        main = server.rest("main")
+        main.create_namespace("lake")
+        tables = {n: main.create_table(f"lake.{n}", schema=batch(0).schema) for n in "ab"}
+        with lakefs.sdk() as client:
+            refs = lakefs_sdk.RefsApi(client)
+            head = refs.log_commits(repo, "main", amount=1).results[0].id
+            answer = requests.post(f"{uri}/v1/main/transactions/commit", timeout=60, json={
+                "table-changes": [
+                    {"identifier": {"namespace": ["lake"], "name": n},
+                     "requirements": [{"type": "assert-table-uuid",
+                                       "uuid": str(t.metadata.table_uuid)}],
+                     "updates": [{"action": "set-properties", "updates": {"k": n}}]}
+                    for n, t in tables.items()]})
+            assert answer.status_code == 204, answer.text
+            log = refs.log_commits(repo, "main", amount=5).results
+            ours = [c for c in log[:[c.id for c in log].index(head)]]
+            assert [c.message for c in ours] == ["commit_transaction lake.a, lake.b"]
+        assert [main.load_table(f"lake.{n}").properties["k"] for n in "ab"] == ["a", "b"]
+    finally:
+        server.proc.stop()

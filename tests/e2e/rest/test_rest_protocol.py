@@ -8,7 +8,7 @@ import json
 import pytest
 import requests
 
-from tests.e2e.rest.conftest import start_rest_server
+from tests.e2e.rest.conftest import race_appends, start_rest_server
 
 pytestmark = pytest.mark.timeout(300)
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [
@@ -186,11 +186,9 @@ def test_several_processes_serve_one_rest_port_and_lose_no_commit(tmp_path):
     """``serve --processes 2``: both workers answer the REST port (SO_REUSEPORT) and take the
     table locks in the supervisor's Redis, so writers whose connections land on different
     workers never lose a snapshot."""
-    import threading
 
     import pyarrow as pa
     from pyiceberg.catalog.rest import RestCatalog
-    from pyiceberg.exceptions import CommitFailedException
 
     from hms_proxy.tools.ports import free_port
     from tests.support.proxy import start_proxy
@@ -210,31 +208,12 @@ def test_several_processes_serve_one_rest_port_and_lose_no_commit(tmp_path):
         catalog.create_namespace("mp")
         schema = pa.schema([("id", pa.int64())])
         catalog.create_table("mp.t", schema=schema)
-        failures = []
-
-        def write(first):
-            own = RestCatalog("mp", uri=uri, warehouse="main")
-            for i in range(4):
-                while True:
-                    try:
-                        own.load_table("mp.t").append(pa.table({"id": [first + i]},
-                                                               schema=schema))
-                        break
-                    except CommitFailedException:
-                        continue
-                    except Exception as exc:  # noqa: BLE001 - reported below
-                        failures.append(exc)
-                        return
-
-        threads = [threading.Thread(target=write, args=(base,)) for base in (0, 10, 20, 30)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=240)
-        assert not failures, failures
+        expected = race_appends(
+            "mp.t", [(lambda: RestCatalog("mp", uri=uri, warehouse="main"), base)
+                     for base in (0, 10, 20, 30)], 4,
+            lambda i: pa.table({"id": [i]}, schema=schema))
         table = catalog.load_table("mp.t")
-        assert sorted(table.scan().to_arrow().column("id").to_pylist()) == \
-            [b + i for b in (0, 10, 20, 30) for i in range(4)]
+        assert sorted(table.scan().to_arrow().column("id").to_pylist()) == expected
         assert len(table.snapshots()) == 16
     finally:
         proc.stop()

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 
 import pyarrow as pa
 import pytest
 from pyiceberg import exceptions as exc
 from pyiceberg.types import IntegerType
+
+from tests.e2e.rest.conftest import race_appends
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -155,32 +156,9 @@ def test_thrift_and_rest_writers_racing_never_lose_a_snapshot(server):
     rest = server.rest()
     rest.create_namespace("race")
     new_table(rest, "race.t")
-    per_writer, errors = 5, []
-
-    def write(catalog_of, first):
-        catalog = catalog_of()
-        for i in range(per_writer):
-            while True:
-                try:
-                    catalog.load_table("race.t").append(batch(first + i))
-                    break
-                except exc.CommitFailedException:
-                    continue
-                except Exception as error:  # noqa: BLE001 - reported below
-                    errors.append(error)
-                    return
-
-    threads = [threading.Thread(target=write, args=(server.rest, 0)),
-               threading.Thread(target=write, args=(server.rest, 100)),
-               threading.Thread(target=write, args=(server.hive, 200)),
-               threading.Thread(target=write, args=(server.hive, 300))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=240)
-    assert not errors, errors
+    expected = race_appends("race.t", [(server.rest, 0), (server.rest, 100), (server.hive, 200),
+                                       (server.hive, 300)], 5, batch)
     table = rest.load_table("race.t")
-    expected = sorted(base + i for base in (0, 100, 200, 300) for i in range(per_writer))
     assert ids(table) == expected
     assert len(table.snapshots()) == len(expected)
 

@@ -125,3 +125,46 @@ def test_spark_optimizer_reads_the_ndv_of_stats_compute(spark_env, tmp_path):
         assert "rowCount=8)" in filter_estimate()
     finally:
         server.proc.stop()
+
+
+def test_spark_on_the_rest_catalog_over_lakefs_branch_merged_by_lakefs(spark_env, tmp_path):
+    """Spark through the REST catalog over a real lakeFS (Iceberg's S3FileIO through the S3
+    gateway: the client brings the lakeFS keys, /v1/config the rest): writes on main and on a
+    branch lakeFS's API made; main sees the branch's rows after lakeFS's own merge only."""
+    from tests.e2e.rest.conftest import start_lakefs_rest_server
+    from tests.support.lakefs import LakeFSApi
+    from tests.support.wait import wait_until
+
+    server = start_lakefs_rest_server(tmp_path / "hms", "sparkrest", "--autocommit")
+    lakefs, repo = server.lakefs, server.repo
+
+    def on(name: str, warehouse: str) -> dict:
+        return spark_iceberg.catalog_conf(name, "rest", server.rest_uri, warehouse, server.keys)
+
+    try:
+        results = spark_iceberg.run_sql([
+            "CREATE NAMESPACE lm.lake",
+            "CREATE TABLE lm.lake.t (id bigint, v string) USING iceberg",
+            "INSERT INTO lm.lake.t VALUES (1, 'a'), (2, 'b')",
+            "SELECT id FROM lm.lake.t ORDER BY id"], on("lm", "main"))
+        assert rows(results[3]) == [[1], [2]]
+        with lakefs.sdk() as client:
+            api = LakeFSApi(client, repo)
+            api.branch("dev", "main")
+            results = spark_iceberg.run_sql([
+                "INSERT INTO ld.lake.t VALUES (3, 'c')",
+                "SELECT id FROM ld.lake.t ORDER BY id",
+                "SELECT id FROM lm.lake.t ORDER BY id"], {**on("lm", "main"), **on("ld", "dev")})
+            assert rows(results[1]) == [[1], [2], [3]]
+            assert rows(results[2]) == [[1], [2]]  # main never saw it
+            data = "warehouse/lake.db/t/data"
+            assert len(api.data_files("dev", data)) == len(api.data_files("main", data)) + 1
+            api.merge("dev", "main")
+        # the server sees lakeFS's merge within its staleness bound
+        wait_until(lambda: len(server.rest("main").load_table("lake.t").scan().to_arrow()) == 3,
+                   what="main after the lakeFS merge")
+        results = spark_iceberg.run_sql(["SELECT id FROM lm.lake.t ORDER BY id"],
+                                        on("lm", "main"))
+        assert rows(results[0]) == [[1], [2], [3]]
+    finally:
+        server.proc.stop()

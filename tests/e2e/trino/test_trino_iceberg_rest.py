@@ -4,6 +4,7 @@ on main; a branch written by Trino that main sees only after ``hms-proxy merge``
 pyiceberg's RestCatalog and HiveCatalog reading what Trino wrote, and the reverse."""
 from __future__ import annotations
 
+import time
 import uuid
 
 import pyarrow as pa
@@ -129,18 +130,11 @@ def test_trino_on_the_rest_catalog_over_lakefs_branch_merged_by_lakefs(trino, tm
     """Trino's Iceberg connector on our REST catalog over a real lakeFS (files through its S3
     gateway): a table written on main, a branch made by lakeFS's API and written by Trino,
     main unchanged until lakeFS's own merge, then Trino and pyiceberg see the branch's rows."""
-    import os
+    from tests.e2e.rest.conftest import start_lakefs_rest_server
+    from tests.support.lakefs import LakeFSApi
 
-    from hms_proxy.tools.metastores import start_proxy
-    from tests.support.lakefs import LakeFSApi, new_repository, real_lakefs
-    from tests.support.process import REPO_ROOT
-
-    lakefs = real_lakefs()
-    repo = new_repository("trinorest")
-    env = {**os.environ, **lakefs.env(), "PYTHONPATH": str(REPO_ROOT)}
-    server = start_proxy(tmp_path / "hms", "--rest-port", "0", "--autocommit",
-                         store=f"lakefs://{repo}", warehouse=False, env=env, cwd=REPO_ROOT)
-    uri = f"http://127.0.0.1:{server.announced_port('rest')}"
+    server = start_lakefs_rest_server(tmp_path / "hms", "trinorest", "--autocommit")
+    lakefs, repo, uri = server.lakefs, server.repo, server.rest_uri
     names = []
 
     def on(warehouse: str) -> str:
@@ -151,12 +145,7 @@ def test_trino_on_the_rest_catalog_over_lakefs_branch_merged_by_lakefs(trino, tm
         return name
 
     def rest_table():
-        from pyiceberg.catalog.rest import RestCatalog
-
-        rest = RestCatalog("rest", uri=uri, warehouse="main",
-                           **{"s3.access-key-id": lakefs.access_key_id,
-                              "s3.secret-access-key": lakefs.secret_access_key})
-        return rest.load_table("lake.orders")
+        return server.rest("main").load_table("lake.orders")
 
     try:
         run = trino.execute
@@ -181,11 +170,14 @@ def test_trino_on_the_rest_catalog_over_lakefs_branch_merged_by_lakefs(trino, tm
             # the branch's new files are on dev only
             assert len(api.data_files("dev", data)) > len(api.data_files("main", data))
             api.merge("dev", "main")
+        # the server sees lakeFS's merge within its staleness bound
+        deadline = time.monotonic() + 60
+        while sorted(rest_table().scan().to_arrow().column("id").to_pylist()) != [1, 3]:
+            assert time.monotonic() < deadline, "main never showed the lakeFS merge"
+            time.sleep(0.2)
         fresh = on("main")  # a new catalog: nothing cached from before the merge
         assert run(f"SELECT id FROM {fresh}.lake.orders ORDER BY id") == [[1], [3]]
-        got = rest_table().scan().to_arrow().column("id").to_pylist()
-        assert sorted(got) == [1, 3]
     finally:
         for name in names:
             trino.drop_catalog(name)
-        server.stop()
+        server.proc.stop()
