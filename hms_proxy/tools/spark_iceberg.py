@@ -54,7 +54,10 @@ for sql in job["sql"]:
         rows = [list(r) for r in spark.sql(sql).collect()]
         out.append({"rows": json.loads(json.dumps(rows, default=str))})
     except Exception as exc:
-        out.append({"error": (str(exc).strip().splitlines() or [type(exc).__name__])[0]})
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        # py4j's first line names only the call: the Java exception is on a later one
+        named = [l for l in lines if "Exception" in l or "Error" in l]
+        out.append({"error": (named or lines)[0].strip()})
 spark.stop()
 print("RESULT " + json.dumps(out))
 """

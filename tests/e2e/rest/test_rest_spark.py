@@ -127,44 +127,71 @@ def test_spark_optimizer_reads_the_ndv_of_stats_compute(spark_env, tmp_path):
         server.proc.stop()
 
 
-def test_spark_on_the_rest_catalog_over_lakefs_branch_merged_by_lakefs(spark_env, tmp_path):
-    """Spark through the REST catalog over a real lakeFS (Iceberg's S3FileIO through the S3
-    gateway: the client brings the lakeFS keys, /v1/config the rest): writes on main and on a
-    branch lakeFS's API made; main sees the branch's rows after lakeFS's own merge only."""
+def test_spark_on_lakefs_rest_on_dev_thrift_reads_lakefs_merges(spark_env, tmp_path):
+    """The issue's scenario over a real lakeFS: pyiceberg appends through REST on dev (a branch
+    lakeFS's API made) while Spark reads the table through Thrift on dev (a second server over
+    the same repository, ``serve --ref dev``) and writes through REST on dev; main sees none of
+    it through either door until lakeFS's own merge, then all of it through both. Files go
+    through lakeFS's S3 gateway with Iceberg's S3FileIO: through REST the client brings the
+    lakeFS keys and /v1/config the rest; through Thrift every setting is the client's."""
+    from hms_proxy.tools.metastores import start_proxy
     from tests.e2e.rest.conftest import start_lakefs_rest_server
     from tests.support.lakefs import LakeFSApi
     from tests.support.wait import wait_until
 
     server = start_lakefs_rest_server(tmp_path / "hms", "sparkrest", "--autocommit")
     lakefs, repo = server.lakefs, server.repo
-
-    def on(name: str, warehouse: str) -> dict:
-        return spark_iceberg.catalog_conf(name, "rest", server.rest_uri, warehouse, server.keys)
-
+    on_dev = None
+    s3 = {**server.keys, "io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+          "s3.endpoint": lakefs.endpoint, "s3.path-style-access": "true",
+          "client.region": "us-east-1", "s3.chunked-encoding-enabled": "false"}
     try:
-        results = spark_iceberg.run_sql([
-            "CREATE NAMESPACE lm.lake",
-            "CREATE TABLE lm.lake.t (id bigint, v string) USING iceberg",
-            "INSERT INTO lm.lake.t VALUES (1, 'a'), (2, 'b')",
-            "SELECT id FROM lm.lake.t ORDER BY id"], on("lm", "main"))
-        assert rows(results[3]) == [[1], [2]]
+        main = server.rest("main")
+        main.create_namespace("lake")
+        data = pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"]})
+        main.create_table("lake.t", schema=data.schema).append(data)
         with lakefs.sdk() as client:
             api = LakeFSApi(client, repo)
             api.branch("dev", "main")
-            results = spark_iceberg.run_sql([
-                "INSERT INTO ld.lake.t VALUES (3, 'c')",
-                "SELECT id FROM ld.lake.t ORDER BY id",
-                "SELECT id FROM lm.lake.t ORDER BY id"], {**on("lm", "main"), **on("ld", "dev")})
-            assert rows(results[1]) == [[1], [2], [3]]
-            assert rows(results[2]) == [[1], [2]]  # main never saw it
-            data = "warehouse/lake.db/t/data"
-            assert len(api.data_files("dev", data)) == len(api.data_files("main", data)) + 1
+            on_dev = start_proxy(tmp_path / "hms-dev", "--ref", "dev", store=server.store,
+                                 warehouse=False, env=server.env)
+            catalogs = {
+                **spark_iceberg.catalog_conf("hv_dev", "hive", on_dev.uri, extra=s3),
+                **spark_iceberg.catalog_conf("hv_main", "hive", server.thrift_uri, extra=s3),
+                **spark_iceberg.catalog_conf("rest_dev", "rest", server.rest_uri, "dev",
+                                             server.keys),
+                **spark_iceberg.catalog_conf("rest_main", "rest", server.rest_uri, "main",
+                                             server.keys)}
+            server.rest("dev").load_table("lake.t").append(
+                pa.table({"id": pa.array([3], pa.int64()), "v": ["c"]}))
+            # the dev server sees the other server's commits within its staleness bound
+            from pyiceberg.catalog.hive import HiveCatalog
+
+            hive_dev = HiveCatalog("dev", uri=on_dev.uri, **server.keys,
+                                   **{"s3.endpoint": lakefs.endpoint, "s3.region": "us-east-1"})
+            wait_until(lambda: len(hive_dev.load_table("lake.t").scan().to_arrow()) == 3,
+                       what="pyiceberg's REST append on dev, through the dev server")
+            q = "SELECT id FROM {}.lake.t ORDER BY id"
+            got = spark_iceberg.run_sql([
+                q.format("hv_dev"), q.format("hv_main"), q.format("rest_main"),
+                "INSERT INTO rest_dev.lake.t VALUES (4, 'd')"], catalogs)
+            assert rows(got[0]) == [[1], [2], [3]]  # pyiceberg's REST append, through Thrift
+            assert rows(got[1]) == [[1], [2]] and rows(got[2]) == [[1], [2]]
+            rows(got[3])
+            wait_until(lambda: len(hive_dev.load_table("lake.t").scan().to_arrow()) == 4,
+                       what="Spark's REST insert on dev, through the dev server")
+            got = spark_iceberg.run_sql([q.format("hv_dev"), q.format("hv_main")], catalogs)
+            assert rows(got[0]) == [[1], [2], [3], [4]] and rows(got[1]) == [[1], [2]]
+            data_dir = "warehouse/lake.db/t/data"
+            assert len(api.data_files("dev", data_dir)) == \
+                len(api.data_files("main", data_dir)) + 2  # the branch's files on it only
             api.merge("dev", "main")
         # the server sees lakeFS's merge within its staleness bound
-        wait_until(lambda: len(server.rest("main").load_table("lake.t").scan().to_arrow()) == 3,
+        wait_until(lambda: len(main.load_table("lake.t").scan().to_arrow()) == 4,
                    what="main after the lakeFS merge")
-        results = spark_iceberg.run_sql(["SELECT id FROM lm.lake.t ORDER BY id"],
-                                        on("lm", "main"))
-        assert rows(results[0]) == [[1], [2], [3]]
+        after = spark_iceberg.run_sql([q.format("hv_main"), q.format("rest_main")], catalogs)
+        assert rows(after[0]) == [[1], [2], [3], [4]] == rows(after[1])
     finally:
+        if on_dev is not None:
+            on_dev.stop()
         server.proc.stop()
