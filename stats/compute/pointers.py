@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from hms_proxy.hms.warehouse import local_path
 from kvmodel.catalog import db_key, table_key
 from kvmodel.hooks import run_pre_commit_hooks
-from kvmodel.store.errors import DirtyBranch, HeadMoved, StoreError
+from kvmodel.store.errors import DirtyBranch, HeadMoved, StoreError, WriteConflict
 from stats import query
 from stats.compute.model import DEFAULT_BINS, ComputeError, layout, log
 
@@ -51,35 +51,41 @@ def record_pointers(store, store_path, branch: str, db: str, tbl: str,
 
     meta = {"source": "stats compute", "table": f"{db}.{tbl}"}
     for _ in range(5):
-        head = store.resolve(branch).commit
-        dirty = table_dirty(store, branch, db, tbl)
-        if dirty and own_change and _only_table_staged(store, branch, db, tbl):
-            with store.write(branch) as txn:
-                txn.put_many(pointers)
-            changes = [(e.key, e.right) for e in store.staged(branch)]
-            run_pre_commit_hooks(store, store_path, branch, head, changes, message, author, meta)
-            try:
-                return store.commit(branch, message, author=author, metadata=meta,
-                                    expected_head=head)
-            except HeadMoved:
-                return None  # staged beside what moved the branch
-        if not dirty and not getattr(store, "exact_snapshots", True):
-            dirty = next(iter(store.staged(branch)), None) is not None
-        if dirty:
-            with store.write(branch) as txn:
-                txn.put_many(pointers)
-            return None
-        run_pre_commit_hooks(store, store_path, branch, head, pointers, message, author, meta)
         try:
-            return store.commit_snapshot(branch, [head], iter(pointers), message, author=author,
-                                         metadata=meta, expected_head=head)
-        except HeadMoved:
+            return _record(store, store_path, branch, db, tbl, pointers, message, author,
+                           own_change, meta)
+        except (HeadMoved, WriteConflict):  # another writer (a server) moved the branch: again
             continue
-        except DirtyBranch:  # data staged on a lakeFS branch: the pointers wait beside it
-            with store.write(branch) as txn:
-                txn.put_many(pointers)
-            return None
     raise ComputeError(f"branch {branch} kept moving: pointers not recorded")
+
+
+def _record(store, store_path, branch, db, tbl, pointers, message, author, own_change, meta):
+    head = store.resolve(branch).commit
+    dirty = table_dirty(store, branch, db, tbl)
+    if dirty and own_change and _only_table_staged(store, branch, db, tbl):
+        with store.write(branch) as txn:
+            txn.put_many(pointers)
+        changes = [(e.key, e.right) for e in store.staged(branch)]
+        run_pre_commit_hooks(store, store_path, branch, head, changes, message, author, meta)
+        try:
+            return store.commit(branch, message, author=author, metadata=meta,
+                                expected_head=head)
+        except HeadMoved:
+            return None  # staged beside what moved the branch
+    if not dirty and not getattr(store, "exact_snapshots", True):
+        dirty = next(iter(store.staged(branch)), None) is not None
+    if dirty:
+        with store.write(branch) as txn:
+            txn.put_many(pointers)
+        return None
+    run_pre_commit_hooks(store, store_path, branch, head, pointers, message, author, meta)
+    try:
+        return store.commit_snapshot(branch, [head], iter(pointers), message, author=author,
+                                     metadata=meta, expected_head=head)
+    except DirtyBranch:  # data staged on a lakeFS branch: the pointers wait beside it
+        with store.write(branch) as txn:
+            txn.put_many(pointers)
+        return None
 
 
 def _only_table_staged(store, branch: str, db: str, tbl: str) -> bool:
