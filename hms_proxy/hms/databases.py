@@ -8,7 +8,7 @@ from hms_proxy.thrift import errors
 from hms_proxy.thrift.replies import Raw
 from kvmodel import catalog as keys
 from kvmodel.codec import encode
-from kvmodel.store.errors import StoreError
+from kvmodel.store.errors import StoreError, decided_again
 
 DEFAULT_DB = "default"
 NO_EVENTS = "hms-proxy.no-events"  # commit metadata: the commit fires no notification events
@@ -16,7 +16,12 @@ NO_EVENTS = "hms-proxy.no-events"  # commit metadata: the commit fires no notifi
 
 class DatabaseCalls(Family):
     def ensure_default_database(self) -> None:
-        """HMS creates the ``default`` database on start; so do we (on a writable ref)."""
+        """HMS creates the ``default`` database on start; so do we (on a writable ref). Servers
+        started together over one repository may all find it missing: the one whose write
+        loses the branch's next slot reads again and finds the other's."""
+        decided_again(self._ensure_default_database)
+
+    def _ensure_default_database(self) -> None:
         store = self.env.store
         resolved = store.resolve(self.env.ref)
         if not resolved.writable:
@@ -34,8 +39,9 @@ class DatabaseCalls(Family):
         # `hms-proxy merge`) refuses to merge into a dirty branch.
         clean = next(iter(store.staged(self.env.ref)), None) is None
         with store.write(self.env.ref) as txn:
-            if txn.get(keys.db_key(DEFAULT_DB)) is None:
-                txn.put(keys.db_key(DEFAULT_DB), encode(db))
+            if txn.get(keys.db_key(DEFAULT_DB)) is not None:
+                return  # another server's, made since the read above
+            txn.put(keys.db_key(DEFAULT_DB), encode(db))
         warehouse.mkdirs(location)  # before the commit, which then holds its marker too
         if clean:
             try:

@@ -9,7 +9,6 @@ Unlike the processor the Thrift compiler generates, this one
 from __future__ import annotations
 
 import logging
-import random
 import struct
 import time
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from thrift.transport.TTransport import CReadableTransport
 from hms_proxy.thrift import dialect, errors, layouts, replies
 from hms_proxy.thrift.limits import ResponseTooLarge
 from hms_proxy.thrift.replies import Raw, RawStream, message_header
-from kvmodel.store.errors import WriteConflict
+from kvmodel.store.errors import decided_again
 
 log = logging.getLogger("hms_proxy.thrift.processor")
 
@@ -87,21 +86,10 @@ def service_methods(service_modules) -> dict[str, _Method]:
     return methods
 
 
-WRITE_ATTEMPTS = 30  # a call whose write lost to another server's is run again, up to this
-
-
 def _run(impl, ctx, argv: list):
-    """``impl(ctx, *argv)``, run again from the start when its write lost to another server's
-    (:class:`~kvmodel.store.errors.WriteConflict`: nothing of it was written; the next run reads
-    what the other server wrote and decides again, as the stock HMS's database transaction
-    would), after a short random pause so that the two do not meet again."""
-    for attempt in range(1, WRITE_ATTEMPTS + 1):
-        try:
-            return impl(ctx, *argv)
-        except WriteConflict:
-            if attempt == WRITE_ATTEMPTS:
-                raise
-            time.sleep(random.uniform(0, min(0.001 * 2 ** attempt, 0.05)))
+    """``impl(ctx, *argv)``, decided again while its write loses to another server's
+    (:func:`kvmodel.store.errors.decided_again`)."""
+    return decided_again(impl, ctx, *argv)
 
 
 class Processor:

@@ -5,6 +5,9 @@ place where they become HMS exceptions.
 """
 from __future__ import annotations
 
+import random
+import time
+
 
 class StoreError(Exception):
     """Base class of every store error."""
@@ -60,3 +63,23 @@ class DirtyBranch(StoreError):
 class WriteConflict(StoreError):
     """Another server changed the branch after this write transaction read it, so the write was
     not made; read again and decide again (the call is retried from the start)."""
+
+
+WRITE_ATTEMPTS = 30  # a write that lost to another server's is decided again, up to this
+
+
+def decided_again(decide, *args, attempts: int = WRITE_ATTEMPTS):
+    """``decide(*args)``, run again from the start while its write loses to another server's
+    (:class:`WriteConflict`: nothing of it was written; the next run reads what the other
+    server wrote and decides again, as the stock HMS's database transaction would), after a
+    short random pause so that the two do not meet again. Every write of a server goes through
+    this: a client's call, and what a server writes on its own at start-up, when the replicas
+    of a deployment start at the same moment over one repository."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return decide(*args)
+        except WriteConflict:
+            if attempt == attempts:
+                raise
+            time.sleep(random.uniform(0, min(0.001 * 2 ** attempt, 0.05)))
+    raise AssertionError("unreachable")

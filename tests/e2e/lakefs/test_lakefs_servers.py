@@ -128,3 +128,66 @@ def test_an_alter_racing_a_drop_never_brings_the_table_back(servers):
     for server in servers:
         wait_served(server, lambda c: c.get_all_tables("race") == [],
                     what="no table comes back on any server")
+
+
+def start_together(count: int, repo: str, workdir, env, *extra_args: str) -> list:
+    """``count`` servers over ``repo`` started at the same moment, as a deployment starts its
+    replicas: every process is launched before any is waited for. The servers that came up
+    (the caller stops them) and the failures of those that did not."""
+    barrier = threading.Barrier(count)
+    started, failed = [], []
+    lock = threading.Lock()
+
+    def one(i):
+        barrier.wait()
+        try:
+            server = start_proxy(workdir / f"s{i}", *extra_args, store=f"lakefs://{repo}",
+                                 warehouse=False, env=env)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            with lock:
+                failed.append(f"server {i}: {exc}")
+            return
+        with lock:
+            started.append(server)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(DEADLINE * 5)
+    assert not any(t.is_alive() for t in threads), "a server never came up nor exited"
+    return started, failed
+
+
+def stop_together(servers: list) -> None:
+    threads = [threading.Thread(target=server.stop) for server in servers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("processes", [1, 2])
+def test_servers_started_together_over_a_fresh_repository_all_serve(tmp_path, processes):
+    """Five servers started at once over a fresh repository, twenty rounds: each one's own
+    start-up writes (the default database, its directory marker) may lose the branch's next
+    log slot to another's; it reads again, finds what the other made and serves, as a
+    client's write does. With ``--processes 2`` each, ten workers start together."""
+    real = real_lakefs()
+    env = dict(os.environ, **real.env(), PYTHONPATH=str(REPO_ROOT))
+    extra = ("--processes", str(processes)) if processes > 1 else ()
+    problems = []
+    for round_ in range(20):
+        repo = new_repository("together")
+        servers, failed = start_together(5, repo, tmp_path / f"round{round_}", env, *extra)
+        try:
+            problems += [f"round {round_}: {line}" for line in failed]
+            for server in servers:
+                with connect(server) as client:
+                    dbs = client.get_all_databases()
+                    if dbs != ["default"]:
+                        problems.append(f"round {round_}: {server.name} lists {dbs}")
+        finally:
+            stop_together(servers)
+        assert not problems, "\n".join(problems)
