@@ -6,7 +6,7 @@ HMS_PORT  ?= 9083
 HMS_STORE ?= ./metastore
 PYTEST_ARGS ?=
 
-.PHONY: run test layers venv test-deps browser-deps thrift-deps check-java lakefs-build trino-download iceberg-rest-download spark-iceberg-download docs demo regen bench clean
+.PHONY: run test compiled java-downloads layers venv test-deps browser-deps thrift-deps check-java lakefs-build trino-download iceberg-rest-download spark-iceberg-download docs demo regen bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -93,8 +93,36 @@ spark-iceberg-download: test-deps
 	@$(BIN)/python -m hms_proxy.tools.spark_iceberg --download-only || \
 	  echo "no Spark with Iceberg's runtime: its tests will be skipped"
 
-test: check-java test-deps docs layers browser-deps thrift-deps lakefs-build trino-download iceberg-rest-download spark-iceberg-download
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+# The suite runs on TEST_WORKERS pytest-xdist workers (0: in this process), each test file on
+# one worker (the files that share a Trino on one; tests/support/schedule.py), longest first.
+# At the end: the 30 slowest tests and the wall time of each phase (build/test-phases.txt).
+TEST_WORKERS ?= 2
+PHASES := build/test-phases.txt
+TIMED  := bash tests/timed.sh $(PHASES)
+SUITE  := -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30 -rfEs
+
+# The stock HMS 3.1.3 and 4.0.1 (the newer oracles, with the 4.0.1's schema scripts) and
+# hadoop-aws for Spark's s3a://, from Maven Central, resolved once into ~/.cache/hms-proxy/
+# (else the first test that needs one waits for it, and the others for that test's file lock).
+java-downloads: test-deps
+	@$(BIN)/python -c "from hms_proxy.tools import hive31_local as a, hive4_local as b, \
+	  spark_s3 as c; print('Hive 3.1.3:', a.ensure_hive31()); print('Hive 4.0.1:', \
+	  b.ensure_hive4(), b.ensure_schema_scripts()); print('hadoop-aws:', len(c.s3a_jars()), 'jars')"
+
+test:
+	@mkdir -p build && rm -f $(PHASES)
+	@$(TIMED) set-up $(MAKE) --no-print-directory check-java test-deps compiled docs layers \
+	  browser-deps thrift-deps
+	@$(TIMED) downloads $(MAKE) --no-print-directory lakefs-build trino-download \
+	  iceberg-rest-download spark-iceberg-download java-downloads
+	@$(TIMED) suite $(BIN)/python -m pytest $(SUITE) $(PYTEST_ARGS); rc=$$?; \
+	  echo "make test, wall time of each phase:"; cat $(PHASES); exit $$rc
+
+# Byte code of the project's own modules, written once: where PYTHONDONTWRITEBYTECODE is set,
+# every server, CLI and Spark runner process the tests start would otherwise compile the 3.6 MB
+# of generated Thrift code again (0.85 s each).
+compiled: test-deps
+	@$(BIN)/python -m compileall -q hms_proxy kvmodel stats tests >/dev/null
 
 # The whole stack without Docker: a real lakeFS (built from its Go module), hms-proxy over it,
 # Spark writing through lakeFS's S3 gateway on a branch, diff, merge, read back; then up until

@@ -1,5 +1,7 @@
 """Shared pytest fixtures. Keep this file thin: the logic lives in tests/support/."""
 
+import os
+
 import pytest
 
 from tests.support.oracle import start_oracle
@@ -8,6 +10,12 @@ from tests.support.upstream import start_filled_hms
 
 # xdist groups, longest first, and the run's seconds per group (tests/support/schedule.py)
 pytest_plugins = ["tests.support.schedule"]
+
+# The JVMs the tests start (Spark sessions, the stock HMS oracles, Trino, Iceberg's kit) live
+# for seconds to minutes: compiled by C1 alone and with the serial collector, a Spark session
+# costs 40% less CPU (18 s -> 11 s) and starts sooner; on two cores CPU is the suite's limit.
+# Trino keeps its own collector (hms_proxy.tools.trino_local). Set it to "" to run them as is.
+os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 
 @pytest.fixture(scope="session")

@@ -289,6 +289,13 @@ def start_trino(workdir=None, port: int | None = None, timeout: float = 240.0) -
     etc = workdir / "etc"
     log_path = workdir / "trino.log"
     env = dict(os.environ, JAVA_HOME=str(Path(install.java).parent.parent))
+    # Trino chooses its own collector (G1): another one in JDK_JAVA_OPTIONS (the tests' Serial
+    # collector for short-lived JVMs) would stop the JVM at start
+    options = [o for o in env.get("JDK_JAVA_OPTIONS", "").split()
+               if not (o.startswith("-XX:+Use") and o.endswith("GC"))]
+    env["JDK_JAVA_OPTIONS"] = " ".join(options)
+    if not options:
+        del env["JDK_JAVA_OPTIONS"]
 
     def start(port: int) -> TrinoProcess:
         _write_config(etc, port)

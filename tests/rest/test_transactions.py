@@ -82,10 +82,20 @@ def test_a_failed_alter_leaves_every_table_and_no_file(rest, monkeypatch):
     assert all(after[n] != before[n] for n in after)
 
 
+@pytest.mark.parametrize("rest", [False], indirect=True, ids=["staged"])
+def test_a_transaction_is_staged_whole_without_autocommit(rest):
+    catalog, ctx, store, handler = rest
+    head = store.resolve("main").commit
+    catalog.commit_transaction(ctx, {"table-changes": [change(catalog, ctx, "a", k="1"),
+                                                       change(catalog, ctx, "b", k="2")]})
+    assert store.resolve("main").commit == head  # nothing committed
+    assert sorted(e.key for e in store.staged("main")) == ["db/txn/table/a", "db/txn/table/b"]
+
+
+@pytest.mark.parametrize("rest", [True], indirect=True, ids=["autocommit"])
 def test_a_transaction_is_one_commit_with_autocommit(rest):
     catalog, ctx, store, handler = rest
-    if not handler.env.autocommit:
-        pytest.skip("without --autocommit a transaction is staged, not committed")
+    assert handler.env.autocommit
     head = store.resolve("main").commit
     catalog.commit_transaction(ctx, {"table-changes": [change(catalog, ctx, "a", k="1"),
                                                        change(catalog, ctx, "b", k="2")]})

@@ -1,13 +1,16 @@
 """How ``make test`` spreads the suite over pytest-xdist's workers, and what it prints of the
 run's time (a pytest plugin, loaded by ``tests/conftest.py``).
 
-Under ``-n N --dist loadgroup`` every test gets an ``xdist_group``: its file's, so that a
-file's module fixtures (servers, oracles, a Spark run) start once, on one worker; the files
-that share one costly process in a worker (Trino, the Hive 4 oracle) one group between them,
-so that one worker starts it once; and a long file of independent tests (the conformance
-scenarios) a few groups, so that it does not end the run alone. Groups are handed out longest
-first (:data:`WEIGHTS`, seconds measured by an earlier run, ``tests/.artifacts/durations.json``),
-so that no long one starts last.
+With ``-n N --dist loadgroup`` the tests go out in groups, each group to one worker
+(:class:`GroupScheduling`): a file is a group, so that its module fixtures (servers, oracles, a
+Spark run) start once, on one worker; the files that share one costly process of a worker
+(Trino) are one group between them, so that one worker starts it. Groups are handed out
+longest first (:data:`WEIGHTS`: seconds measured by an earlier run, in
+``tests/.artifacts/durations.json``), so that no long one starts last.
+
+xdist's own ``loadgroup`` reads ``xdist_group`` marks by rewriting node ids, which pytest 9.2
+no longer lets it do; the groups here are a function of the node id alone, so the controller
+computes them itself.
 
 Every run, with or without workers, writes the seconds of each group to
 ``tests/.artifacts/durations.json`` (to refresh :data:`WEIGHTS` from).
@@ -29,50 +32,74 @@ SHARED = {
     "tests/e2e/trino/": "trino",  # one Trino coordinator (tests/support/trino.py)
 }
 
-# Files of many independent tests, split into this many groups (by test, round robin).
-SPLIT = {
-    "tests/hms/conformance/test_conformance.py": 2,
-}
-
 # Seconds per group measured by a run (tests/.artifacts/durations.json): the longest start
 # first. A group not listed weighs DEFAULT_WEIGHT.
-WEIGHTS: dict[str, float] = {}
+WEIGHTS: dict[str, float] = {  # seconds of test time, a make test of 2 workers, 2026-11-28
+    "trino": 1153,
+    "tests/e2e/spark/test_branch_flow.py": 532,
+    "tests/e2e/lakefs/test_lakefs_servers.py": 391,
+    "tests/e2e/spark/test_spark_hive31.py": 269,
+    "tests/e2e/rest/test_rest_spark.py": 260,
+    "tests/e2e/rest/test_rest_kit.py": 256,
+    "tests/plugin/test_pytest_plugin.py": 242,
+    "tests/stats/test_lakefs_stats.py": 224,
+    "tests/e2e/spark/test_spark_hive4.py": 185,
+    "tests/stats/test_compute.py": 174,
+    "tests/e2e/spark/test_spark_e2e.py": 168,
+    "tests/e2e/pyiceberg/test_pyiceberg.py": 161,
+    "tests/hms/conformance/test_conformance.py": 155,
+    "tests/hms/test_import.py": 131,
+    "tests/e2e/spark/test_served_statistics.py": 103,
+    "tests/api/test_console.py": 97,
+    "tests/e2e/lakefs/test_lakefs_server.py": 90,
+    "tests/resilience/test_resilience.py": 88,
+    "tests/e2e/spark/test_lakefs_spark.py": 74,
+    "tests/hms/test_write_ids.py": 64,
+    "tests/tools/test_bench_plans.py": 54,
+    "tests/hms/test_request_calls.py": 54,
+    "tests/thrift/test_thrift_idl.py": 51,
+    "tests/tools/test_bench_per_test.py": 46,
+    "tests/resilience/test_limits.py": 43,
+    "tests/e2e/hive4/test_hive4_client.py": 42,
+    "tests/kvmodel/test_versioning.py": 35,
+    "tests/thrift/test_federation.py": 33,
+    "tests/hms/test_txns.py": 33,
+    "tests/kvmodel/store/test_lakefs.py": 32,
+}
 DEFAULT_WEIGHT = 10.0
 
 
-def group_of(path: str, index: int) -> str:
-    """The xdist group of the ``index``-th test of the file at ``path`` (relative)."""
+def group_of(nodeid: str) -> str:
+    """The group of the test ``nodeid`` (``tests/x/test_y.py::test_z[...]``)."""
+    path = nodeid.split("::", 1)[0]
     for prefix, name in SHARED.items():
         if path.startswith(prefix):
             return name
-    parts = SPLIT.get(path)
-    if parts:
-        return f"{path}#{index % parts}"
     return path
 
 
-def _relative(item) -> str:
-    return item.nodeid.split("::", 1)[0]
+def pytest_xdist_make_scheduler(config, log):
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        """xdist's scheduling by scope, with :func:`group_of` as the scope."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return GroupScheduling(config, log)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns the group into the node id
-def pytest_collection_modifyitems(config, items):
-    groups: dict[str, str] = {}
-    seen: dict[str, int] = defaultdict(int)
+def pytest_collection_modifyitems(items):
+    """The longest groups first; within a group, the collection's order (so every worker,
+    and the controller, sees one order: xdist requires it)."""
+    first_seen: dict[str, int] = {}
     for item in items:
-        path = _relative(item)
-        groups[item.nodeid] = group_of(path, seen[path])
-        seen[path] += 1
-    if config.getoption("dist", "no") == "loadgroup" or getattr(config, "workerinput", None):
-        for item in items:
-            if item.get_closest_marker("xdist_group") is None:
-                item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
-    # longest groups first; within a group the collection's order (stable sort)
-    first_seen = {}
-    for item in items:
-        first_seen.setdefault(groups[item.nodeid], len(first_seen))
-    items.sort(key=lambda item: (-WEIGHTS.get(groups[item.nodeid], DEFAULT_WEIGHT),
-                                 first_seen[groups[item.nodeid]]))
+        first_seen.setdefault(group_of(item.nodeid), len(first_seen))
+    items.sort(key=lambda item: (-WEIGHTS.get(group_of(item.nodeid), DEFAULT_WEIGHT),
+                                 first_seen[group_of(item.nodeid)]))
 
 
 _BY_GROUP: dict[str, float] | None = None  # seconds per group, kept by the controller
@@ -87,8 +114,7 @@ def pytest_configure(config):
 
 def pytest_runtest_logreport(report):
     if _BY_GROUP is not None:
-        nodeid, _, group = report.nodeid.partition("@")
-        _BY_GROUP[group or nodeid.split("::", 1)[0]] += report.duration
+        _BY_GROUP[group_of(report.nodeid)] += report.duration
 
 
 def pytest_sessionfinish(session):
