@@ -41,6 +41,11 @@ from tests.support.client import connect
 from tests.support.wait import DEADLINE
 
 
+# a server's start, and its restart over what the killed one left, on a machine that may be
+# running a test suite beside this run
+STARTUP_TIMEOUT = 180.0
+
+
 def one_round(work: Path, writes: int, seed: int, lakefs: bool = False) -> dict:
     rng = random.Random(seed)
     if lakefs:  # a fresh repository of the tests' real lakeFS
@@ -50,8 +55,13 @@ def one_round(work: Path, writes: int, seed: int, lakefs: bool = False) -> dict:
         where = {"warehouse": False, "env": env}
     else:
         store, where = work / "store", {"warehouse": work / "wh"}
-    server = metastores.start_proxy(work / "s1", store=store, name="victim", **where)
     kill_at = rng.randint(1, writes)
+    try:
+        server = metastores.start_proxy(work / "s1", store=store, name="victim",
+                                        timeout=STARTUP_TIMEOUT, **where)
+    except Exception as exc:  # noqa: BLE001 - nothing written yet: a round that did not start
+        return {"seed": seed, "kill_at": kill_at, "started": False,
+                "error": str(exc).splitlines()[0]}
     writer = None
     killing = threading.Event()  # set just before the kill: a failure after it is expected
     killed = threading.Event()
@@ -94,7 +104,8 @@ def one_round(work: Path, writes: int, seed: int, lakefs: bool = False) -> dict:
     took = time.monotonic() - started
     reopened = time.monotonic()
     try:
-        again = metastores.start_proxy(work / "s2", store=store, name="restarted", **where)
+        again = metastores.start_proxy(work / "s2", store=store, name="restarted",
+                                       timeout=STARTUP_TIMEOUT, **where)
     except Exception as exc:  # noqa: BLE001 - the store did not reopen: the worst outcome
         return {"seed": seed, "kill_at": kill_at, "reopened": False, "error": str(exc)}
     try:
@@ -130,6 +141,11 @@ def main(argv=None) -> int:
             res = one_round(Path(tmp) / f"round{r}", args.writes, args.seed * 1000 + r,
                             lakefs=args.lakefs)
             results.append(res)
+            if res.get("started") is False:  # no write was made: not a finding about writes
+                bad += 1
+                print(f"round {r + 1}/{args.rounds}: THE SERVER DID NOT START over a fresh "
+                      f"store: {res['error']}", flush=True)
+                continue
             ok = (res.get("reopened") and not res.get("lost") and not res.get("partial")
                   and not res.get("unexpected"))
             bad += not ok
@@ -145,7 +161,9 @@ def main(argv=None) -> int:
     print(f"{args.rounds} rounds, {acked} acknowledged writes checked, "
           f"{sum(len(r.get('lost', [])) for r in results)} lost, "
           f"{sum(len(r.get('partial', [])) for r in results)} half-applied, "
-          f"{sum(1 for r in results if not r.get('reopened'))} stores not reopened")
+          f"{sum(1 for r in results if r.get('started', True) and not r.get('reopened'))} "
+          f"stores not reopened, "
+          f"{sum(1 for r in results if r.get('started') is False)} servers that did not start")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 1 if bad else 0
