@@ -48,13 +48,23 @@ def table(name: str, db: str = "race") -> T.Table:
     return T.Table(name, db, "ann", 0, 0, 0, sd, [], {}, None, None, "EXTERNAL_TABLE")
 
 
+def in_threads(target, calls: list[tuple], stuck: str) -> None:
+    """``target(*args)`` for each ``args`` of ``calls``, all at once, each in a thread of its
+    own; returns when all have ended (AssertionError ``stuck`` if one never does)."""
+    threads = [threading.Thread(target=target, args=args) for args in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(DEADLINE * 5)
+    assert not any(t.is_alive() for t in threads), stuck
+
+
 def run_clients(servers, work, clients_per_server: int = 2) -> tuple[Counter, list]:
     """Run ``work(client, i)`` for every i of its share, from clients_per_server threads per
     server; (outcomes counted by kind, unexpected errors)."""
     outcomes: Counter = Counter()
     errors: list = []
     lock = threading.Lock()
-    threads = []
 
     def client_loop(server, share):
         try:
@@ -68,15 +78,8 @@ def run_clients(servers, work, clients_per_server: int = 2) -> tuple[Counter, li
                 errors.append(exc)
 
     n = len(servers) * clients_per_server
-    for k in range(n):
-        share = list(range(k, 100, n))
-        threads.append(threading.Thread(target=client_loop,
-                                        args=(servers[k % len(servers)], share)))
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(DEADLINE * 5)
-    assert not any(t.is_alive() for t in threads), "a client never finished"
+    in_threads(client_loop, [(servers[k % len(servers)], list(range(k, 100, n)))
+                             for k in range(n)], "a client never finished")
     return outcomes, errors
 
 
@@ -150,21 +153,13 @@ def start_together(count: int, repo: str, workdir, env, *extra_args: str) -> lis
         with lock:
             started.append(server)
 
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(DEADLINE * 5)
-    assert not any(t.is_alive() for t in threads), "a server never came up nor exited"
+    in_threads(one, [(i,) for i in range(count)], "a server never came up nor exited")
     return started, failed
 
 
 def stop_together(servers: list) -> None:
-    threads = [threading.Thread(target=server.stop) for server in servers]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_threads(lambda server: server.stop(), [(server,) for server in servers],
+               "a server never stopped")
 
 
 @pytest.mark.slow
