@@ -332,7 +332,8 @@ def merge_with_hooks(store: VersionedStore, store_path, source: str, dest: str, 
     dref = store.resolve(dest)
     protected = dref.branch is not None and _protected(store, dest)
     if not hooks.applies("pre-merge", protected):
-        return merge_refs(store, source, dest, dry_run=dry_run, **{**kw, "message": message})
+        result = merge_refs(store, source, dest, dry_run=dry_run, **{**kw, "message": message})
+        return result if dry_run else _anchored(store, result, author)
     for _ in range(ATTEMPTS):
         dst_head = store.latest(dest).commit
         src_head = store.latest(source).commit
@@ -364,6 +365,17 @@ def merge_with_hooks(store: VersionedStore, store_path, source: str, dest: str, 
         return preview
     result = merge_refs(store, src_head, dest, expected_head=dst_head, **kw)
     result.source = source
+    return _anchored(store, result, author)
+
+
+def _anchored(store: VersionedStore, result: MergeResult, author: str) -> MergeResult:
+    """``result`` after the Iceberg tables the merge brought were anchored on its destination
+    (a lakeFS store's; :mod:`kvmodel.iceberg_anchor`) and committed there."""
+    from kvmodel.iceberg_anchor import anchor_after_merge, merged_tables
+
+    if result.commit is not None:
+        result.anchored, result.anchor_commit = anchor_after_merge(
+            store, result.dest, result.source, merged_tables(result.applied), author)
     return result
 
 

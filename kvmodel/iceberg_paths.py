@@ -13,6 +13,14 @@ PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-stora
                    "write.folder-storage.path")
 
 
+def gateway_io_properties(config) -> dict[str, str]:
+    """pyiceberg's FileIO properties for lakeFS's S3 gateway with the keys of ``config`` (a
+    :class:`~kvmodel.store.lakefs.LakeFSConfig`): the server's own reads and writes."""
+    return {"s3.endpoint": config.endpoint.removesuffix("/api/v1"), "s3.region": "us-east-1",
+            "s3.access-key-id": config.access_key_id,
+            "s3.secret-access-key": config.secret_access_key}
+
+
 class RefPaths:
     """The paths of one lakeFS repository (``s3a://``, ``s3://``, ``lakefs://``) moved to a
     ref: a table's location and its path properties (:data:`PATH_PROPERTIES`)."""
@@ -52,4 +60,4 @@ class RefPaths:
         return metadata.model_copy(update={"location": moved, "properties": props})
 
 
-__all__ = ["PATH_PROPERTIES", "RefPaths"]
+__all__ = ["PATH_PROPERTIES", "RefPaths", "gateway_io_properties"]

@@ -15,7 +15,12 @@ commits or merges. :data:`ACTION_PATH` holds one action with two webhooks served
   merge has conflicts, or when what lakeFS's merge of the objects reads as is not what the
   catalog merge gives (both branches changed one table, in different fields: lakeFS keeps one
   whole object, ``hms-proxy merge`` merges them field by field). The refusal names the table
-  and the fields; lakeFS shows it in the action's run (``lakectl actions runs describe``).
+  and the fields; lakeFS shows it in the action's run (``lakectl actions runs describe``);
+* **post-merge**: the Iceberg tables lakeFS's merge brought are anchored on the destination
+  branch and committed there (:mod:`kvmodel.iceberg_anchor`: their paths through the source
+  branch moved to the destination, so that deleting the source keeps them readable);
+* **pre-delete-branch**: before lakeFS deletes a branch, every other branch's Iceberg tables
+  that still name files through it are anchored; when that fails the deletion is refused.
 
 Without the action, what every ref reads as is still right (the store reads the log entries a
 commit holds, from any branch), but a lakeFS merge of branches that both changed one table
@@ -26,8 +31,10 @@ from __future__ import annotations
 import logging
 
 from kvmodel.entities import parse_key
+from kvmodel.iceberg_anchor import anchor_after_merge, anchor_before_delete
 from kvmodel.merge import three_way
 from kvmodel.store.errors import NothingToCommit, StoreError
+from kvmodel.store.lakefs.common import TEMP_BRANCH
 
 ACTION_PATH = "_lakefs_actions/hms-proxy.yaml"
 ACTION_NAME = "hms-proxy catalog"
@@ -48,10 +55,13 @@ def action_yaml(base_url: str, timeout: str = "60s") -> str:
     url = base_url.rstrip("/") + HOOK_PATH
     return (f"name: {ACTION_NAME}\n"
             "description: keeps the Hive catalog of hms-proxy with the data (folds its write "
-            "log before a commit, checks the catalog's 3-way merge before a merge)\n"
+            "log before a commit, checks the catalog's 3-way merge before a merge, anchors "
+            "Iceberg tables on their branch after a merge and before a branch is deleted)\n"
             "on:\n"
             "  prepare-commit:\n"
             "  pre-merge:\n"
+            "  post-merge:\n"
+            "  pre-delete-branch:\n"
             "hooks:\n"
             "  - id: hms_proxy_catalog\n"
             "    type: webhook\n"
@@ -106,6 +116,29 @@ def on_event(store, event: dict) -> dict:
                         or source, event.get("branch_id"), "; ".join(problems))
             raise HookRefusal(problems)
         return {"event": kind, "branch": event.get("branch_id"), "catalog": "merges cleanly"}
+    if kind == "post-merge":
+        branch = _text(event, "branch_id")
+        if branch.startswith(TEMP_BRANCH):  # hms-proxy's own merge at work
+            return {"event": kind, "ignored": True}
+        merged = _text(event, "commit_id")
+        parents = store.get_commit(merged).parents
+        changed = [parse_key(d.key) for d in store.diff(parents[0], merged)] if parents else []
+        names = sorted({tuple(path[:2]) for kind_, path in changed if kind_ == "table"})
+        source = event.get("merge_source") or event.get("source_ref") or "?"
+        done, commit = anchor_after_merge(store, branch, source, names, "hms-proxy")
+        return {"event": kind, "branch": branch, "anchored": [a.to_json() for a in done],
+                "commit": commit.id if commit is not None else None}
+    if kind == "pre-delete-branch":
+        doomed = _text(event, "branch_id")
+        if doomed.startswith(TEMP_BRANCH):
+            return {"event": kind, "ignored": True}
+        try:
+            done = anchor_before_delete(store, doomed,
+                                        skip=lambda name: name.startswith(TEMP_BRANCH))
+        except Exception as exc:  # noqa: BLE001 - refused: a live table would lose its files
+            raise HookRefusal([f"branch {doomed} is named by Iceberg tables of other branches "
+                               f"and they could not be anchored: {exc}"]) from None
+        return {"event": kind, "branch": doomed, "anchored": [a.to_json() for a in done]}
     return {"event": kind, "ignored": True}
 
 

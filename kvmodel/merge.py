@@ -92,13 +92,19 @@ class MergeResult:
     applied: list[EntityChange] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     resolved_by: str | None = None
+    # Iceberg tables the merge brought that were anchored on dest afterwards
+    # (kvmodel.iceberg_anchor), and the commit that holds them
+    anchored: list = field(default_factory=list)
+    anchor_commit: Commit | None = None
 
     def to_json(self) -> dict:
         return {"source": self.source, "dest": self.dest, "base": self.base,
                 "commit": self.commit.id if self.commit is not None else None,
                 "applied": [c.to_json() for c in self.applied],
                 "conflicts": [c.to_json() for c in self.conflicts],
-                "resolved_by": self.resolved_by}
+                "resolved_by": self.resolved_by,
+                "anchored": [a.to_json() for a in self.anchored],
+                "anchor_commit": self.anchor_commit.id if self.anchor_commit else None}
 
 
 # --- field-level merge of one entity ----------------------------------------------------------

@@ -206,18 +206,15 @@ def start_rest(config: ServeConfig, server: srv.MetastoreServer):
     from hms_proxy.rest.catalog import RestCatalog
     from hms_proxy.rest.metadata import MetadataFiles
     from hms_proxy.rest.server import RestServer
-    from kvmodel.iceberg_paths import RefPaths
+    from kvmodel.iceberg_paths import RefPaths, gateway_io_properties
 
     handler = server.processor.handler
     env = handler.env
     host = config.rest_host or config.host
     io_properties, defaults, paths = {}, {}, None
     if _is_lakefs(env.store):  # metadata files through lakeFS's S3 gateway, as the data goes
-        lakefs = env.store.config
-        gateway = lakefs.endpoint.removesuffix("/api/v1")
-        io_properties = {"s3.endpoint": gateway, "s3.region": "us-east-1",
-                         "s3.access-key-id": lakefs.access_key_id,
-                         "s3.secret-access-key": lakefs.secret_access_key}
+        io_properties = gateway_io_properties(env.store.config)
+        gateway = io_properties["s3.endpoint"]
         # clients are told where the gateway is (path-style), never the server's keys
         # (client.region for Iceberg's Java S3FileIO, which reads no s3.region; its AWS SDK's
         # chunked uploads are refused by the gateway: plain ones)

@@ -766,6 +766,13 @@ def format_merge(result, args) -> list[str]:
     else:
         lines.append(f"merged {args.source} into {args.dest}: {short(result.commit.id)} "
                      f"({summarize(applied)})")
+        anchored = getattr(result, "anchored", None) or []
+        if anchored:
+            lines.append(f"anchored {len(anchored)} Iceberg table"
+                         f"{'' if len(anchored) == 1 else 's'} on {args.dest}: "
+                         f"{short(result.anchor_commit.id)} ("
+                         + ", ".join(f"{a.table}: {a.manifest_lists} manifest lists, "
+                                     f"{a.manifests} manifests" for a in anchored) + ")")
     if conflicts:
         resolved = getattr(result, "resolved_by", None) or args.strategy
         lines.append(f"{len(conflicts)} conflict{'' if len(conflicts) == 1 else 's'} "

@@ -124,6 +124,10 @@ class LakeFSApi:
         return self.refs.merge_into_branch(self.repo, source, dest, merge=self._sdk.Merge(
             message=f"merge {source} into {dest}", strategy=strategy)).reference
 
+    def delete_branch(self, name: str) -> None:
+        """``lakectl branch delete`` (what the UI offers once a branch is merged)."""
+        self.branches.delete_branch(self.repo, name)
+
     def revert(self, branch: str, ref: str, parent: int = 0) -> None:
         """``lakectl branch revert``; ``parent`` 1 for a merge commit."""
         self.branches.revert_branch(self.repo, branch, self._sdk.RevertCreation(

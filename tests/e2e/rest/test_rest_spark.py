@@ -13,6 +13,7 @@ import pytest
 
 from hms_proxy.tools import spark_iceberg
 from tests.e2e.rest.conftest import start_rest_server
+from tests.support.iceberg import named_paths
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(1200)]
 
@@ -133,13 +134,17 @@ def test_spark_on_lakefs_rest_on_dev_thrift_reads_lakefs_merges(spark_env, tmp_p
     the same repository, ``serve --ref dev``) and writes through REST on dev; main sees none of
     it through either door until lakeFS's own merge, then all of it through both. Files go
     through lakeFS's S3 gateway with Iceberg's S3FileIO: through REST the client brings the
-    lakeFS keys and /v1/config the rest; through Thrift every setting is the client's."""
+    lakeFS keys and /v1/config the rest; through Thrift every setting is the client's. Then dev
+    is deleted with lakeFS's API: main's table, its manifests written by pyiceberg and by
+    Iceberg's Java writer anchored on main by the lakeFS action's hooks, still reads and takes
+    Spark's insert."""
     from hms_proxy.tools.metastores import start_proxy
     from tests.e2e.rest.conftest import start_lakefs_rest_server
     from tests.support.lakefs import LakeFSApi
     from tests.support.wait import wait_until
 
-    server = start_lakefs_rest_server(tmp_path / "hms", "sparkrest", "--autocommit")
+    server = start_lakefs_rest_server(tmp_path / "hms", "sparkrest", "--autocommit",
+                                      "--http-port", "0", "--lakefs-hooks", "self")
     lakefs, repo = server.lakefs, server.repo
     on_dev = None
     s3 = {**server.keys, "io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
@@ -191,6 +196,16 @@ def test_spark_on_lakefs_rest_on_dev_thrift_reads_lakefs_merges(spark_env, tmp_p
                    what="main after the lakeFS merge")
         after = spark_iceberg.run_sql([q.format("hv_main"), q.format("rest_main")], catalogs)
         assert rows(after[0]) == [[1], [2], [3], [4]] == rows(after[1])
+        on_dev.stop()
+        on_dev = None
+        with lakefs.sdk() as client:
+            LakeFSApi(client, repo).delete_branch("dev")  # pre-delete-branch anchors main
+        assert not any(f"/{repo}/dev/" in p for p in named_paths(main.load_table("lake.t")))
+        after = spark_iceberg.run_sql([
+            q.format("hv_main"), "INSERT INTO rest_main.lake.t VALUES (5, 'e')",
+            q.format("rest_main")], catalogs)
+        assert rows(after[0]) == [[1], [2], [3], [4]]
+        assert rows(after[2]) == [[1], [2], [3], [4], [5]]
     finally:
         if on_dev is not None:
             on_dev.stop()

@@ -1,0 +1,428 @@
+"""Iceberg tables anchored to their own branch in a lakeFS repository.
+
+An Iceberg table names its files by absolute path, and through lakeFS's S3 gateway the ref is
+part of the path: what a writer on ``dev`` made is named ``s3a://REPO/dev/...`` in the metadata
+file, in the snapshots' manifest lists and in the manifests. A merge brings the files to the
+destination under the same keys (``s3a://REPO/main/...`` holds the same objects), but the table
+it brings still names them through ``dev``: once ``dev`` is deleted, main's table can no longer
+be read.
+
+Anchoring a table on branch ``B`` writes, on ``B``, what names files through another ref
+again, the paths moved to ``B``: each foreign manifest (its data and delete files' paths), each
+foreign manifest list (its manifests' paths and lengths), and one new metadata file (its
+location, path properties, manifest lists, metadata log and statistics files), then points the
+table at it. The data files are not touched: they are on ``B`` under the same keys. What the
+table named through ``B`` already is read by nobody, so the cost grows with what the other ref
+wrote, not with the table's size or history. Time travel keeps working: every snapshot is
+still there, with its id, sequence number and summary; only paths change.
+
+When a table on ``B`` was written to after a merge that was not anchored (its metadata log
+names another ref before its current file), a new manifest list or manifest written on ``B``
+may hold foreign paths; such a table is anchored *deeply*: every manifest list and manifest is
+read.
+
+Who anchors: every merge made through hms-proxy (:func:`kvmodel.hooks.merge_with_hooks`, the CLI,
+the HTTP API, the console) anchors the tables it brought; lakeFS's own merges are anchored by the
+``post-merge`` hook of the lakeFS action, and before lakeFS deletes a branch its
+``pre-delete-branch`` hook anchors every other branch's tables that name it
+(:mod:`kvmodel.lakefs_actions`).
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import posixpath
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from hms_proxy.thrift.gen.hive_metastore import ttypes
+from kvmodel import codec
+from kvmodel.avro_files import read_container, write_container
+from kvmodel.catalog import CatalogReader, CatalogWriter, table_key
+from kvmodel.iceberg_paths import PATH_PROPERTIES, RefPaths, gateway_io_properties
+from kvmodel.store.errors import decided_again
+
+log = logging.getLogger("kvmodel.iceberg_anchor")
+_VERSION = re.compile(r"(\d+)-[^/]*\.metadata\.json(?:\.gz)?$")
+METADATA_LOCATION = "metadata_location"
+PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
+ATTEMPTS = 5  # a table committed to while it was anchored is anchored again from its new state
+
+
+@dataclass
+class Anchored:
+    """One table anchored on ``ref``: its metadata file before and after, and how many
+    manifest lists and manifests were written again."""
+
+    ref: str
+    table: str
+    before: str
+    after: str
+    manifest_lists: int = 0
+    manifests: int = 0
+
+    def to_json(self) -> dict:
+        return {"ref": self.ref, "table": self.table, "before": self.before,
+                "after": self.after, "manifest_lists": self.manifest_lists,
+                "manifests": self.manifests}
+
+
+@dataclass
+class _Run:
+    ref: str
+    deep: bool
+    lists: dict = field(default_factory=dict)  # old path -> new path
+    manifests: dict = field(default_factory=dict)  # old path -> (new path, length)
+
+
+def is_iceberg(table) -> bool:
+    params = table.parameters or {}
+    return str(params.get("table_type", "")).upper() == "ICEBERG" and bool(
+        params.get(METADATA_LOCATION))
+
+
+class Anchor:
+    """Anchoring of the Iceberg tables of one lakeFS store (``store.repository``,
+    ``store.config``); ``io``: a pyiceberg FileIO (else one through lakeFS's S3 gateway with
+    the store's keys)."""
+
+    def __init__(self, store, io=None):
+        self.store = store  # reads and writes go through it (a server's wrappers included)
+        self.lakefs = _unwrap(store)
+        self.paths = RefPaths(self.lakefs.repository)
+        self._io = io
+
+    # --- files ------------------------------------------------------------------------------
+    @property
+    def io(self):
+        if self._io is None:
+            from pyiceberg.io import load_file_io
+
+            self._io = load_file_io(gateway_io_properties(self.lakefs.config),
+                                    f"s3a://{self.lakefs.repository}/")
+        return self._io
+
+    def foreign(self, path: str | None, ref: str) -> bool:
+        return bool(path) and self.paths.move(path, ref) != path
+
+    def _read(self, path: str, ref: str) -> bytes:
+        with self.io.new_input(self.paths.move(path, ref)).open() as stream:
+            data = stream.read()
+        return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+    def _write(self, path: str, data: bytes) -> None:
+        with self.io.new_output(path).create(overwrite=False) as stream:
+            stream.write(data)
+
+    def _new_path(self, path: str, ref: str) -> str:
+        """A new file beside ``path`` moved to ``ref``: ``<stem>-anchored-<hex>.avro``."""
+        moved = self.paths.move(path, ref)
+        directory, name = posixpath.split(moved)
+        stem, dot, ext = name.rpartition(".")
+        stem, ext = (stem, ext) if dot else (name, "avro")
+        return f"{directory}/{stem}-anchored-{uuid.uuid4().hex[:12]}.{ext}"
+
+    # --- one table's files --------------------------------------------------------------------
+    def needs(self, metadata: dict, location: str, ref: str) -> bool:
+        """Whether the table at ``location`` (its metadata ``metadata``) names another ref."""
+        return bool(self._traces(metadata, location, ref))
+
+    def _traces(self, metadata: dict, location: str, ref: str) -> list[str]:
+        paths = [location, metadata.get("location")]
+        props = metadata.get("properties") or {}
+        paths += [props.get(k) for k in PATH_PROPERTIES]
+        for snap in metadata.get("snapshots") or []:
+            paths.append(snap.get("manifest-list"))
+            paths += list(snap.get("manifests") or [])
+        paths += [e.get("metadata-file") for e in metadata.get("metadata-log") or []]
+        for key in ("statistics", "partition-statistics"):
+            paths += [s.get("statistics-path") for s in metadata.get(key) or []]
+        return [p for p in paths if isinstance(p, str) and self.foreign(p, ref)]
+
+    def _deep(self, metadata: dict, location: str, ref: str) -> bool:
+        """Whether something was written on ``ref`` after the table named another ref (so a
+        file named through ``ref`` may hold foreign paths)."""
+        chain = [e.get("metadata-file") for e in metadata.get("metadata-log") or []]
+        chain.append(location)
+        seen_foreign = False
+        for path in chain:
+            if not isinstance(path, str):
+                continue
+            if self.foreign(path, ref):
+                seen_foreign = True
+            elif seen_foreign:
+                return True
+        return False
+
+    def _manifest(self, run: _Run, path: str) -> tuple[str, int]:
+        """The manifest at ``path`` with its files' paths moved to the run's ref (written
+        again when any moves): (its path, its length)."""
+        hit = run.manifests.get(path)
+        if hit is not None:
+            return hit
+        if not run.deep and not self.foreign(path, run.ref):
+            return path, -1
+        meta, _, records = read_container(self._read(path, run.ref))
+        changed = self.foreign(path, run.ref)
+        for record in records:
+            data_file = record.get("data_file")
+            if not isinstance(data_file, dict):
+                continue
+            for name in ("file_path", "referenced_data_file"):
+                value = data_file.get(name)
+                if isinstance(value, str) and self.foreign(value, run.ref):
+                    data_file[name] = self.paths.move(value, run.ref)
+                    changed = True
+        if not changed:
+            run.manifests[path] = (path, -1)
+            return path, -1
+        data = write_container(meta, records)
+        new = self._new_path(path, run.ref)
+        self._write(new, data)
+        run.manifests[path] = (new, len(data))
+        return new, len(data)
+
+    def _manifest_list(self, run: _Run, path: str) -> str:
+        hit = run.lists.get(path)
+        if hit is not None:
+            return hit
+        if not run.deep and not self.foreign(path, run.ref):
+            return path
+        meta, _, records = read_container(self._read(path, run.ref))
+        changed = self.foreign(path, run.ref)
+        for record in records:
+            old = record.get("manifest_path")
+            if not isinstance(old, str):
+                continue
+            new, length = self._manifest(run, old)
+            if new != old:
+                record["manifest_path"] = new
+                record["manifest_length"] = length
+                changed = True
+        if not changed:
+            run.lists[path] = path
+            return path
+        new = self._new_path(path, run.ref)
+        self._write(new, write_container(meta, records))
+        run.lists[path] = new
+        return new
+
+    def anchor_metadata(self, location: str, ref: str) -> tuple[str, dict, _Run] | None:
+        """Write the metadata file at ``location`` again on ``ref`` with every path moved there
+        (and the files that name other files); None when it names no other ref. Returns (the
+        new metadata file's location, its JSON, what was rewritten)."""
+        metadata = json.loads(self._read(location, ref))
+        if not self._traces(metadata, location, ref):
+            return None
+        run = _Run(ref, deep=self._deep(metadata, location, ref))
+        move = self.paths.move
+        new = dict(metadata)
+        new["location"] = move(metadata.get("location"), ref)
+        props = dict(metadata.get("properties") or {})
+        for key in PATH_PROPERTIES:
+            if key in props:
+                props[key] = move(props[key], ref)
+        if "properties" in metadata:
+            new["properties"] = props
+        snapshots = []
+        for snap in metadata.get("snapshots") or []:
+            snap = dict(snap)
+            if snap.get("manifest-list"):
+                snap["manifest-list"] = self._manifest_list(run, snap["manifest-list"])
+            elif snap.get("manifests"):  # format 1 without a manifest list
+                snap["manifests"] = [self._manifest(run, m)[0] for m in snap["manifests"]]
+            snapshots.append(snap)
+        if "snapshots" in metadata:
+            new["snapshots"] = snapshots
+        for key in ("statistics", "partition-statistics"):
+            if key in metadata:
+                new[key] = [{**s, "statistics-path": move(s.get("statistics-path"), ref)}
+                            for s in metadata[key] or []]
+        history = [{**e, "metadata-file": move(e.get("metadata-file"), ref)}
+                   for e in metadata.get("metadata-log") or []]
+        history.append({"timestamp-ms": metadata.get("last-updated-ms", 0),
+                        "metadata-file": move(location, ref)})
+        keep = int(props.get("write.metadata.previous-versions-max", 100) or 100)
+        new["metadata-log"] = history[-keep:] if keep > 0 else []
+        new["last-updated-ms"] = max(int(time.time() * 1000),
+                                     int(metadata.get("last-updated-ms", 0)) + 1)
+        after = self._next_location(new, location, ref)
+        self._write(after, json.dumps(new, separators=(",", ":")).encode())
+        return after, new, run
+
+    def _next_location(self, metadata: dict, previous: str, ref: str) -> str:
+        match = _VERSION.search(previous)
+        version = int(match.group(1)) + 1 if match else 0
+        props = metadata.get("properties") or {}
+        directory = (props.get("write.metadata.path")
+                     or metadata["location"].rstrip("/") + "/metadata").rstrip("/")
+        return f"{directory}/{version:05d}-{uuid.uuid4()}.metadata.json"
+
+    # --- tables of the catalog -----------------------------------------------------------------
+    def table(self, ref: str, db: str, name: str) -> Anchored | None:
+        """Anchor ``db.name`` on branch ``ref`` (its catalog entry written on ``ref``, staged);
+        None when it names no other ref or is not an Iceberg table."""
+        return decided_again(self._table, ref, db, name)
+
+    def _table(self, ref: str, db: str, name: str) -> Anchored | None:
+        for _ in range(ATTEMPTS):
+            self.store.latest(ref)  # the branch as it is now (a merge just made, another server)
+            with self.store.read(ref) as view:
+                table = CatalogReader(view, ttypes).table(db, name)
+            if table is None or not is_iceberg(table):
+                return None
+            before = table.parameters[METADATA_LOCATION]
+            done = self.anchor_metadata(before, ref)
+            if done is None:
+                return None
+            after, metadata, run = done
+            with self.store.write(ref) as txn:
+                writer = CatalogWriter(txn, ttypes)
+                current = writer.table(db, name)
+                if current is None or (current.parameters or {}).get(METADATA_LOCATION) != before:
+                    continue  # committed to meanwhile: anchor what it is now
+                params = dict(current.parameters)
+                params[PREVIOUS_METADATA_LOCATION] = self.paths.move(before, ref)
+                params[METADATA_LOCATION] = after
+                for key in PATH_PROPERTIES:
+                    if key in params:
+                        params[key] = self.paths.move(params[key], ref)
+                current.parameters = params
+                if current.sd is not None and current.sd.location:
+                    current.sd.location = self.paths.move(current.sd.location, ref)
+                writer.put(table_key(db, name), current)
+            lists = sum(1 for old, new in run.lists.items() if old != new)
+            manifests = sum(1 for old, (new, _) in run.manifests.items() if old != new)
+            log.info("anchored %s.%s on %s: %s -> %s (%d manifest lists, %d manifests "
+                     "written again)", db, name, ref, before, after, lists, manifests)
+            return Anchored(ref, f"{db}.{name}", before, after, lists, manifests)
+        raise RuntimeError(f"table {db}.{name} on {ref} kept changing while it was anchored")
+
+    def tables(self, ref: str, names: list[tuple[str, str]] | None = None,
+               through: str | None = None) -> list[Anchored]:
+        """Anchor the Iceberg tables of branch ``ref`` (``names``: only these (db, table)
+        pairs; ``through``: only tables whose metadata names that ref)."""
+        if names is None:
+            names = self.iceberg_tables(ref)
+        done = []
+        for db, name in names:
+            if through is not None and not self.names_ref(ref, db, name, through):
+                continue
+            anchored = self.table(ref, db, name)
+            if anchored is not None:
+                done.append(anchored)
+        return done
+
+    def iceberg_tables(self, ref: str) -> list[tuple[str, str]]:
+        out = []
+        self.store.latest(ref)
+        with self.store.read(ref) as view:
+            reader = CatalogReader(view, ttypes)
+            for db in reader.database_names():
+                for name, raw in reader.tables(db):
+                    if is_iceberg(codec.decode(ttypes.Table, raw)):
+                        out.append((db, name))
+        return out
+
+    def names_ref(self, ref: str, db: str, name: str, other: str) -> bool:
+        """Whether table ``db.name`` on ``ref`` names files through ``other`` (its metadata
+        file: location, manifest lists, metadata log, statistics)."""
+        self.store.latest(ref)
+        with self.store.read(ref) as view:
+            table = CatalogReader(view, ttypes).table(db, name)
+        if table is None or not is_iceberg(table):
+            return False
+        location = table.parameters[METADATA_LOCATION]
+        metadata = json.loads(self._read(location, ref))
+        heads = tuple(f"{h}{other}/" for h in self.paths.heads)
+        return any(p.startswith(heads) for p in self._traces(metadata, location, ref))
+
+
+def _unwrap(store):
+    while hasattr(store, "wrapped"):
+        store = store.wrapped
+    return store
+
+
+def anchors(store) -> bool:
+    """Whether ``store``'s Iceberg tables are anchored: a lakeFS repository's."""
+    raw = _unwrap(store)
+    return hasattr(raw, "repository") and hasattr(raw, "config")
+
+
+def _pyiceberg() -> bool:
+    try:
+        import pyiceberg.io  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def merged_tables(changes) -> list[tuple[str, str]]:
+    """The (db, table) pairs a merge added or changed (``changes``: its entity changes)."""
+    return sorted({tuple(c.path[:2]) for c in changes or ()
+                   if c.kind == "table" and c.change != "removed"})
+
+
+def anchor_after_merge(store, dest: str, source: str, names, author: str = ""):
+    """Anchor on ``dest`` the Iceberg tables among ``names`` ((db, table) pairs a merge of
+    ``source`` brought) and commit them: (the tables anchored, the commit or None). A failure
+    is logged and leaves the merge as it is: its tables read as long as ``source`` lives, and
+    lakeFS's pre-delete-branch hook anchors them before it goes."""
+    if not anchors(store) or not names:
+        return [], None
+    if not _pyiceberg():
+        log.warning("Iceberg tables merged into %s were not anchored there: install "
+                    "'hms-proxy[iceberg]' (pyiceberg)", dest)
+        return [], None
+    try:
+        done = Anchor(store).tables(dest, names)
+        if not done:
+            return [], None
+        commit = store.commit(
+            dest, f"hms-proxy: {len(done)} Iceberg table{'' if len(done) == 1 else 's'} merged "
+                  f"from {source} anchored on {dest}", author or "hms-proxy",
+            {"hms-proxy.anchored": ",".join(a.table for a in done)})
+    except Exception as exc:  # noqa: BLE001 - the merge itself is done
+        log.warning("Iceberg tables merged from %s into %s were not anchored on %s: %s",
+                    source, dest, dest, exc)
+        return [], None
+    return done, commit
+
+
+def anchor_before_delete(store, doomed: str, skip=lambda name: False) -> list[Anchored]:
+    """Anchor, on every other branch, the Iceberg tables that name files through branch
+    ``doomed``, which is about to be deleted; a branch with nothing else uncommitted gets a
+    commit, another keeps them staged with its own changes. ``skip``: branches not to look at
+    (temporary ones)."""
+    if not anchors(store) or not _pyiceberg():
+        return []
+    anchor = Anchor(store)
+    done: list[Anchored] = []
+    for branch in store.list_branches():
+        name = branch.name
+        if name == doomed or skip(name):
+            continue
+        dirty = _uncommitted(store, name)
+        here = anchor.tables(name, through=doomed)
+        if here and not dirty:
+            store.commit(name, f"hms-proxy: {len(here)} Iceberg table"
+                               f"{'' if len(here) == 1 else 's'} anchored on {name} before "
+                               f"branch {doomed} was deleted", "hms-proxy",
+                         {"hms-proxy.anchored": ",".join(a.table for a in here)})
+        done += here
+    return done
+
+
+def _uncommitted(store, branch: str) -> bool:
+    raw = _unwrap(store)
+    if hasattr(raw, "uncommitted"):
+        return raw.uncommitted(branch)
+    return next(iter(store.staged(branch)), None) is not None
+
+
+__all__ = ["Anchor", "Anchored", "anchor_after_merge", "anchor_before_delete", "anchors",
+           "is_iceberg", "merged_tables"]
