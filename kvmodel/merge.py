@@ -96,6 +96,10 @@ class MergeResult:
     # (kvmodel.iceberg_anchor), and the commit that holds them
     anchored: list = field(default_factory=list)
     anchor_commit: Commit | None = None
+    # Iceberg tables merged in Iceberg's terms (kvmodel.iceberg_merge.Plan), the commit after
+    # the merge commit that holds them
+    iceberg: list = field(default_factory=list)
+    iceberg_commit: Commit | None = None
 
     def to_json(self) -> dict:
         return {"source": self.source, "dest": self.dest, "base": self.base,
@@ -104,7 +108,9 @@ class MergeResult:
                 "conflicts": [c.to_json() for c in self.conflicts],
                 "resolved_by": self.resolved_by,
                 "anchored": [a.to_json() for a in self.anchored],
-                "anchor_commit": self.anchor_commit.id if self.anchor_commit else None}
+                "anchor_commit": self.anchor_commit.id if self.anchor_commit else None,
+                "iceberg": [p.to_json() for p in self.iceberg],
+                "iceberg_commit": self.iceberg_commit.id if self.iceberg_commit else None}
 
 
 # --- field-level merge of one entity ----------------------------------------------------------
@@ -231,6 +237,9 @@ class Outcome:
     writes: dict            # key -> new value (None deletes), relative to the dest commit
     dest_values: dict       # key -> the dest commit's value, for every key in ``writes``
     conflicts: list[Conflict]
+    # table key -> kvmodel.iceberg_merge.Plan: Iceberg tables both sides committed to, merged
+    # in Iceberg's terms after the merge commit (which keeps the destination's pointer)
+    iceberg: dict = field(default_factory=dict)
 
     def applied(self) -> list[EntityChange]:
         return [entity_change(k, self.dest_values[k], self.writes[k]) for k in sorted(self.writes)]
@@ -282,6 +291,7 @@ def three_way(store: VersionedStore, base: str, source: str, dest: str,
     writes: dict = {}
     dest_values: dict = {}
     conflicts: list[Conflict] = []
+    iceberg: dict = {}
     if not keys:
         return Outcome(writes, dest_values, conflicts)
     with store.read(dest) as dview, store.read(base) as bview:
@@ -378,6 +388,13 @@ def three_way(store: VersionedStore, base: str, source: str, dest: str,
                 writes[k], dest_values[k] = s, d
         else:
             merged, found = merge_entity(kind, bo, so, do, prefer)
+            if kind == "table" and found:
+                found = _iceberg_table(store, k, path, bo, so, do, found, iceberg, conflicts)
+                if k in iceberg:  # the destination's pointer, merged after the commit
+                    ours, _ = merge_entity(kind, bo, so, do, "dest")
+                    merged.parameters = ours.parameters
+                    if merged.sd is not None and ours.sd is not None:
+                        merged.sd.cols, merged.sd.location = ours.sd.cols, ours.sd.location
             for ctype, fields, sv, dv in found:
                 conflicts.append(Conflict(ctype, kind, path, fields, sv, dv, k))
             if not found or prefer is not None:
@@ -385,7 +402,34 @@ def three_way(store: VersionedStore, base: str, source: str, dest: str,
                 if data != d:
                     writes[k], dest_values[k] = data, d
     conflicts.sort(key=lambda c: (c.key, c.fields))
-    return Outcome(writes, dest_values, conflicts)
+    return Outcome(writes, dest_values, conflicts, iceberg)
+
+
+def _iceberg_table(store, key, path, bo, so, do, found, plans, conflicts) -> list:
+    """The field conflicts of a table both sides changed, less those an Iceberg merge settles
+    (its plan is put in ``plans``); an Iceberg merge that cannot be made is one conflict
+    naming its reasons."""
+    from kvmodel import iceberg_merge
+
+    if not iceberg_merge.is_iceberg(do):
+        return found
+    try:
+        import pyiceberg.io  # noqa: F401
+    except ImportError:  # the pointers' conflict stands
+        return found
+    try:
+        plan = iceberg_merge.plan_tables(iceberg_merge.files_for(store), ".".join(path), bo,
+                                         so, do)
+    except iceberg_merge.IcebergConflict as exc:
+        left = [c for c in found if not all(iceberg_merge.managed(f) for f in c[1])]
+        conflicts.append(Conflict("ICEBERG_CONFLICT", "table", path, tuple(exc.reasons),
+                                  so.parameters.get("metadata_location"),
+                                  do.parameters.get("metadata_location"), key))
+        return left
+    if plan is None:
+        return found
+    plans[key] = plan
+    return [c for c in found if not all(iceberg_merge.managed(f) for f in c[1])]
 
 
 def _subtree_conflict(store, base, dest, parent, dropper, src, keys, b, s, d, prefer, writes,
@@ -552,6 +596,7 @@ def merge_refs(store: VersionedStore, source: str, dest: str, *, strategy: str =
     out.conflicts += [Conflict("DATA_CONFLICT", "data", (path,), (), "changed", "changed", path)
                       for path in in_data]
     result.conflicts = out.conflicts
+    result.iceberg = list(out.iceberg.values())
     if out.conflicts and prefer is None:
         if dry_run:
             return result
@@ -565,7 +610,27 @@ def merge_refs(store: VersionedStore, source: str, dest: str, *, strategy: str =
         dest, [dst_head, src_head], iter(sorted(out.writes.items())),
         message if message is not None else f"Merge '{source}' into '{dest}'", author,
         metadata, expected_head=dst_head, **extra)
+    if out.iceberg:
+        result.iceberg_commit = _merge_iceberg(store, source, dest, out.iceberg, author)
     return result
+
+
+def _merge_iceberg(store: VersionedStore, source: str, dest: str, plans: dict, author: str):
+    """After the merge commit: each Iceberg table both sides committed to gets the source's
+    snapshots replayed on the destination's (kvmodel.iceberg_merge), in one more commit."""
+    from kvmodel import iceberg_merge
+
+    files = iceberg_merge.files_for(store)
+    done = []
+    for key, plan in sorted(plans.items()):
+        _, (db, name) = parse_key(key)
+        if iceberg_merge.apply_to_table(files, store, dest, db, name, plan, ttypes):
+            done.append(f"{db}.{name}: {plan.summary()}")
+    if not done:
+        return None
+    return store.commit(dest, f"hms-proxy: Iceberg merge of {source} into {dest}: "
+                              + "; ".join(done), author or "hms-proxy",
+                        {"hms-proxy.iceberg-merge": source})
 
 
 def revert_commit(store: VersionedStore, branch: str, commit_id: str, *, author: str = "",

@@ -270,6 +270,9 @@ def merge_json(result, strategy: str, dry_run: bool) -> dict:
         "applied": {"total": len(applied), "by_kind": by_kind,
                     "changes": [change_json(c) for c in applied[:MAX_APPLIED]],
                     "truncated": len(applied) > MAX_APPLIED},
+        "iceberg": [p.to_json() for p in getattr(result, "iceberg", None) or ()],
+        "iceberg_commit": (result.iceberg_commit.to_json()
+                           if getattr(result, "iceberg_commit", None) is not None else None),
         "anchored": [a.to_json() for a in getattr(result, "anchored", None) or ()],
         "anchor_commit": (result.anchor_commit.to_json()
                           if getattr(result, "anchor_commit", None) is not None else None),

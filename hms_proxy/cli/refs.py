@@ -761,11 +761,17 @@ def format_merge(result, args) -> list[str]:
     if args.dry_run:
         lines.append(f"dry run: merging {args.source} into {args.dest} would apply "
                      f"{summarize(applied)}")
+        for plan in getattr(result, "iceberg", None) or []:
+            lines.append(f"  Iceberg table {plan.table}: {plan.summary()}")
     elif result.commit is None:
         lines.append(f"{args.dest} is already up to date with {args.source}")
     else:
         lines.append(f"merged {args.source} into {args.dest}: {short(result.commit.id)} "
                      f"({summarize(applied)})")
+        if getattr(result, "iceberg_commit", None) is not None:
+            lines.append(f"Iceberg tables both sides committed to, merged in Iceberg's terms: "
+                         f"{short(result.iceberg_commit.id)} ("
+                         + "; ".join(f"{p.table}: {p.summary()}" for p in result.iceberg) + ")")
         anchored = getattr(result, "anchored", None) or []
         if anchored:
             lines.append(f"anchored {len(anchored)} Iceberg table"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes
+from kvmodel.iceberg_hive import hive_columns
 
 TABLE_TYPE = "table_type"
 ICEBERG = "ICEBERG"
@@ -18,37 +19,10 @@ PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
 # what the HMS parameters hold besides the metadata's own properties
 _OWN = ("EXTERNAL", TABLE_TYPE, METADATA_LOCATION, PREVIOUS_METADATA_LOCATION)
 
-_PRIMITIVES = {
-    "boolean": "boolean", "int": "int", "long": "bigint", "float": "float",
-    "double": "double", "date": "date", "time": "string", "timestamp": "timestamp",
-    "timestamptz": "timestamp", "timestamp_ns": "timestamp", "timestamptz_ns": "timestamp",
-    "string": "string", "uuid": "string", "binary": "binary", "unknown": "void",
-}
-
-
-def hive_type(iceberg_type) -> str:
-    """The Hive type name of a pyiceberg type."""
-    from pyiceberg import types as t
-
-    if isinstance(iceberg_type, t.StructType):
-        return "struct<" + ",".join(f"{f.name}:{hive_type(f.field_type)}"
-                                    for f in iceberg_type.fields) + ">"
-    if isinstance(iceberg_type, t.ListType):
-        return f"array<{hive_type(iceberg_type.element_type)}>"
-    if isinstance(iceberg_type, t.MapType):
-        return f"map<{hive_type(iceberg_type.key_type)},{hive_type(iceberg_type.value_type)}>"
-    if isinstance(iceberg_type, t.DecimalType):
-        return f"decimal({iceberg_type.precision},{iceberg_type.scale})"
-    if isinstance(iceberg_type, t.FixedType):
-        return "binary"
-    text = str(iceberg_type)
-    return _PRIMITIVES.get(text, "string")
-
 
 def storage(metadata) -> ttypes.StorageDescriptor:
-    schema = metadata.schema()
     return ttypes.StorageDescriptor(
-        cols=[ttypes.FieldSchema(f.name, hive_type(f.field_type), f.doc) for f in schema.fields],
+        cols=hive_columns(metadata.schema()),
         location=metadata.location,
         inputFormat="org.apache.hadoop.mapred.FileInputFormat",
         outputFormat="org.apache.hadoop.mapred.FileOutputFormat",
@@ -106,7 +80,7 @@ def view_columns(metadata: dict) -> list[ttypes.FieldSchema]:
                    if v["version-id"] == metadata["current-version-id"])
     schema = next(s for s in metadata["schemas"] if s["schema-id"] == current["schema-id"])
     parsed = Schema.model_validate(schema)
-    return [ttypes.FieldSchema(f.name, hive_type(f.field_type), f.doc) for f in parsed.fields]
+    return hive_columns(parsed)
 
 
 def new_view(db: str, name: str, metadata: dict, metadata_location: str,

@@ -1,0 +1,140 @@
+"""Branches that both committed to one Iceberg table merge in Iceberg's terms: the source's
+appends are replayed on the destination's current snapshot (kvmodel.iceberg_merge), so every
+row of both sides is kept, on the embedded store and on a real lakeFS; what cannot be replayed
+(an overwrite against the other side's changes) is a conflict naming the table, the snapshots
+and their operations, and nothing is written."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pyarrow as pa
+import pytest
+
+from tests.e2e.rest.conftest import start_lakefs_rest_server, start_rest_server
+from tests.support.client import connect
+from tests.support.iceberg import named_paths
+from tests.support.lakefs import LakeFSApi
+from tests.support.process import REPO_ROOT
+
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
+
+
+def rows(*ids):
+    return pa.table({"id": pa.array(ids, pa.int64())})
+
+
+def ids(table, **scan) -> list[int]:
+    return sorted(table.scan(**scan).to_arrow().column("id").to_pylist())
+
+
+def _cli(server, *args):
+    return subprocess.run([sys.executable, "-m", "hms_proxy.cli", *args, "--store",
+                           str(server.store)], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=300, env=server.env)
+
+
+def _appends_on_both_sides(server, name: str, branch: str) -> list[int]:
+    """main: 1; ``branch`` from main: 2, 3 (two snapshots); main since: 10. Returns main's
+    snapshot ids before the merge."""
+    main = server.rest("main")
+    main.create_namespace(name)
+    main.create_table(f"{name}.t", schema=rows(0).schema).append(rows(1))
+    if server.lakefs is None:
+        server.cli("branch", "create", branch, "--from", "main")
+    else:
+        with server.lakefs.sdk() as client:
+            LakeFSApi(client, server.repo).branch(branch, "main")
+    side = server.rest(branch)
+    side.load_table(f"{name}.t").append(rows(2))
+    side.load_table(f"{name}.t").append(rows(3))
+    main.load_table(f"{name}.t").append(rows(10))
+    return [s.snapshot_id for s in main.load_table(f"{name}.t").snapshots()]
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory):
+    server = start_rest_server(tmp_path_factory.mktemp("merge"), "--autocommit")
+    yield server
+    server.proc.stop()
+
+
+def test_appends_on_two_branches_keep_every_row(local):
+    before = _appends_on_both_sides(local, "shop", "b1")
+    preview = json.loads(local.cli("merge", "b1", "main", "--dry-run", "--json").stdout)
+    assert preview["conflicts"] == []
+    [plan] = preview["iceberg"]
+    assert plan["table"] == "shop.t" and plan["operations"] == ["append", "append"]
+    merged = local.cli("merge", "b1", "main")
+    assert "Iceberg" in merged.stdout, merged.stdout
+    table = local.rest("main").load_table("shop.t")
+    assert ids(table) == [1, 2, 3, 10]
+    assert ids(local.hive().load_table("shop.t")) == [1, 2, 3, 10]
+    for snapshot_id, want in zip(before, ([1], [1, 10])):  # main's history as it was
+        assert ids(table, snapshot_id=snapshot_id) == want
+    summary = table.current_snapshot().summary
+    assert summary.operation.value == "append" and summary["total-records"] == "4"
+    table.append(rows(11))  # and it takes commits
+    assert ids(local.rest("main").load_table("shop.t")) == [1, 2, 3, 10, 11]
+    assert ids(local.rest("b1").load_table("shop.t")) == [1, 2, 3]
+
+
+def test_a_new_column_on_one_side_and_appends_on_both_merge(local):
+    from pyiceberg.types import StringType
+
+    main = local.rest("main")
+    main.create_namespace("cols")
+    main.create_table("cols.t", schema=rows(0).schema).append(rows(1))
+    local.cli("branch", "create", "c1", "--from", "main")
+    side = local.rest("c1")
+    with side.load_table("cols.t").update_schema() as update:
+        update.add_column("note", StringType())
+    side.load_table("cols.t").append(pa.table({"id": pa.array([2], pa.int64()),
+                                                "note": ["two"]}))
+    main.load_table("cols.t").append(rows(3))
+    local.cli("merge", "c1", "main")
+    table = main.load_table("cols.t")
+    got = table.scan().to_arrow().sort_by("id").to_pylist()
+    assert got == [{"id": 1, "note": None}, {"id": 2, "note": "two"},
+                   {"id": 3, "note": None}]
+    hive = local.hive().load_table("cols.t")
+    assert [f.name for f in hive.schema().fields] == ["id", "note"]
+    with connect(local.proc) as client:
+        assert [c.name for c in client.get_table("cols", "t").sd.cols] == ["id", "note"]
+
+
+def test_an_overwrite_against_an_append_is_a_conflict_naming_them(local):
+    main = local.rest("main")
+    main.create_namespace("del")
+    main.create_table("del.t", schema=rows(0).schema).append(rows(1, 2))
+    local.cli("branch", "create", "d1", "--from", "main")
+    local.rest("d1").load_table("del.t").delete("id = 1")
+    main.load_table("del.t").append(rows(3))
+    head = main.load_table("del.t").metadata_location
+    done = _cli(local, "merge", "d1", "main")
+    assert done.returncode == 1
+    assert "del.t" in done.stdout and "cannot be replayed" in done.stdout, done.stdout
+    # pyiceberg's delete of some rows of a file writes an overwrite
+    assert "ICEBERG_CONFLICT" in done.stdout and "overwrite" in done.stdout
+    assert "append" in done.stdout
+    assert main.load_table("del.t").metadata_location == head  # nothing written
+    assert ids(main.load_table("del.t")) == [1, 2, 3]
+
+
+def test_appends_on_two_lakefs_branches_keep_every_row_after_the_branch_goes(tmp_path):
+    server = start_lakefs_rest_server(tmp_path / "hms", "icemerge", "--autocommit")
+    repo = server.repo
+    try:
+        _appends_on_both_sides(server, "lake", "b1")
+        merged = server.cli("merge", "b1", "main")
+        assert "Iceberg" in merged.stdout, merged.stdout
+        with server.lakefs.sdk() as client:
+            LakeFSApi(client, repo).delete_branch("b1")
+        table = server.rest("main").load_table("lake.t")
+        assert ids(table) == [1, 2, 3, 10]
+        assert not any(f"/{repo}/b1/" in p for p in named_paths(table))
+        table.append(rows(11))
+        assert ids(server.hive().load_table("lake.t")) == [1, 2, 3, 10, 11]
+    finally:
+        server.proc.stop()
