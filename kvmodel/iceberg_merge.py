@@ -286,7 +286,9 @@ def _added_manifests(files: Files, source: dict, new_id: int, seq: int, version:
         if record.get("added_snapshot_id") != sid:  # written by an earlier snapshot
             continue
         meta, _, entries = read_container(files.read(record["manifest_path"], dest_ref))
-        mine = [e for e in entries if e.get("status") == 1 and e.get("snapshot_id") == sid]
+        # added by that snapshot (a null snapshot id is inherited from the manifest)
+        mine = [e for e in entries
+                if e.get("status") == 1 and e.get("snapshot_id") in (sid, None)]
         if not mine:
             continue
         rows = 0

@@ -99,6 +99,39 @@ def test_rest_on_dev_spark_through_thrift_then_merged(spark_env, tmp_path):
         server.proc.stop()
 
 
+def test_spark_appends_on_two_branches_merge_in_icebergs_terms(spark_env, tmp_path):
+    """Iceberg's Java writer (Spark's INSERT through REST) appends on a branch and on main; the
+    merge replays the branch's append on main's current snapshot: every row, through Spark and
+    pyiceberg, and main's earlier snapshot still reads as it was."""
+    server = start_rest_server(tmp_path / "srv", "--autocommit")
+    try:
+        main = server.rest("main")
+        main.create_namespace("sales")
+        data = pa.table({"id": pa.array([1], pa.int64()), "v": ["a"]})
+        main.create_table("sales.t", schema=data.schema).append(data)
+        server.cli("branch", "create", "feature", "--from", "main")
+        catalogs = {**spark_iceberg.catalog_conf("rest_f", "rest", server.rest_uri, "feature"),
+                    **spark_iceberg.catalog_conf("rest_main", "rest", server.rest_uri, "main")}
+        got = spark_iceberg.run_sql([
+            "INSERT INTO rest_f.sales.t VALUES (2, 'b'), (3, 'c')",
+            "INSERT INTO rest_f.sales.t VALUES (4, 'd')",
+            "INSERT INTO rest_main.sales.t VALUES (10, 'x')"], catalogs, workdir=tmp_path)
+        for result in got:
+            rows(result)
+        before = main.load_table("sales.t").current_snapshot().snapshot_id
+        merged = server.cli("merge", "feature", "main")
+        assert "2 snapshots replayed (append" in merged.stdout, merged.stdout
+        after = spark_iceberg.run_sql(["SELECT id FROM rest_main.sales.t ORDER BY id"],
+                                      catalogs, workdir=tmp_path)
+        assert rows(after[0]) == [[1], [2], [3], [4], [10]]
+        table = server.rest("main").load_table("sales.t")
+        assert ids(table) == [1, 2, 3, 4, 10]
+        assert sorted(table.scan(snapshot_id=before).to_arrow().column("id").to_pylist()) \
+            == [1, 10]
+    finally:
+        server.proc.stop()
+
+
 def test_spark_optimizer_reads_the_ndv_of_stats_compute(spark_env, tmp_path):
     """Spark's Iceberg source reports the ``ndv`` of the Puffin file ``stats compute`` sets to
     Spark's cost-based optimizer (``spark.sql.cbo.enabled``; Iceberg's
