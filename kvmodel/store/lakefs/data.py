@@ -3,6 +3,7 @@ and moving data objects."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 from kvmodel.store.contract import (
     BranchName,
@@ -13,6 +14,9 @@ from kvmodel.store.errors import (
     StoreError,
 )
 from kvmodel.store.lakefs.common import NOT_DATA, PAGE
+
+COPIES_AT_ONCE = 8  # lakeFS copy calls of one move in flight together (within lakefs-sdk's
+# connection pool: 5 per core)
 
 
 class DataObjects:
@@ -90,16 +94,28 @@ class DataObjects:
 
     def move_data(self, branch: BranchName, src: str, dst: str) -> int:
         """Move the objects under ``src/`` to ``dst/`` on ``branch`` (lakeFS copies are
-        metadata only: no data is read or written); how many objects."""
+        metadata only: no data is read or written); how many objects. lakeFS copies one object
+        per call, so the copies go :data:`COPIES_AT_ONCE` at a time (a table of 1,000
+        partitions renamed: 18 s one by one here, a few seconds so)."""
         self._check_open()
         if self._protected(branch):
             raise ProtectedRef(f"branch {branch!r} is protected")
         src_dir = self._data_path(src).rstrip("/") + "/"
         dst_dir = self._data_path(dst).rstrip("/") + "/"
         paths = [p for p, _ in self.data_objects(branch, src_dir)]
-        for path in paths:
+
+        def copy(path):
             self.api(self.api.objects.copy_object, branch, dst_dir + path[len(src_dir):],
                      self.api.sdk.ObjectCopyCreation(src_path=path, src_ref=branch))
+
+        if len(paths) <= 1:
+            for path in paths:
+                copy(path)
+        else:
+            with ThreadPoolExecutor(min(COPIES_AT_ONCE, len(paths)),
+                                    thread_name_prefix="lakefs-copy") as pool:
+                for _ in pool.map(copy, paths):  # the first failure is raised
+                    pass
         for i in range(0, len(paths), PAGE):
             self.api(self.api.objects.delete_objects, branch,
                      self.api.sdk.PathList(paths=paths[i:i + PAGE]))
