@@ -76,6 +76,7 @@ class _Run:
     deep: bool
     lists: dict = field(default_factory=dict)  # old path -> new path
     manifests: dict = field(default_factory=dict)  # old path -> (new path, length)
+    only: set | None = None  # the paths to move (else: every path through another ref)
 
 
 def is_iceberg(table) -> bool:
@@ -157,23 +158,28 @@ class Anchor:
                 return True
         return False
 
+    def _moves(self, run: _Run, path: str) -> bool:
+        if run.only is not None:
+            return path in run.only
+        return self.foreign(path, run.ref)
+
     def _manifest(self, run: _Run, path: str) -> tuple[str, int]:
         """The manifest at ``path`` with its files' paths moved to the run's ref (written
         again when any moves): (its path, its length)."""
         hit = run.manifests.get(path)
         if hit is not None:
             return hit
-        if not run.deep and not self.foreign(path, run.ref):
+        if not run.deep and not self._moves(run, path):
             return path, -1
         meta, _, records = read_container(self._read(path, run.ref))
-        changed = self.foreign(path, run.ref)
+        changed = self._moves(run, path)
         for record in records:
             data_file = record.get("data_file")
             if not isinstance(data_file, dict):
                 continue
             for name in ("file_path", "referenced_data_file"):
                 value = data_file.get(name)
-                if isinstance(value, str) and self.foreign(value, run.ref):
+                if isinstance(value, str) and self._moves(run, value):
                     data_file[name] = self.paths.move(value, run.ref)
                     changed = True
         if not changed:
@@ -189,10 +195,10 @@ class Anchor:
         hit = run.lists.get(path)
         if hit is not None:
             return hit
-        if not run.deep and not self.foreign(path, run.ref):
+        if not run.deep and not self._moves(run, path):
             return path
         meta, _, records = read_container(self._read(path, run.ref))
-        changed = self.foreign(path, run.ref)
+        changed = self._moves(run, path)
         for record in records:
             old = record.get("manifest_path")
             if not isinstance(old, str):
@@ -210,21 +216,26 @@ class Anchor:
         run.lists[path] = new
         return new
 
-    def anchor_metadata(self, location: str, ref: str) -> tuple[str, dict, _Run] | None:
+    def anchor_metadata(self, location: str, ref: str,
+                        only: set | None = None) -> tuple[str, dict, _Run] | None:
         """Write the metadata file at ``location`` again on ``ref`` with every path moved there
         (and the files that name other files); None when it names no other ref. Returns (the
-        new metadata file's location, its JSON, what was rewritten)."""
+        new metadata file's location, its JSON, what was rewritten). ``only``: move these
+        paths only (and the table's location), whatever else names another ref."""
         metadata = json.loads(self._read(location, ref))
-        if not self._traces(metadata, location, ref):
+        if only is None and not self._traces(metadata, location, ref):
             return None
-        run = _Run(ref, deep=self._deep(metadata, location, ref))
-        move = self.paths.move
+        run = _Run(ref, deep=only is None and self._deep(metadata, location, ref), only=only)
+
+        def move(path, ref):
+            return self.paths.move(path, ref) if only is None or path in only else path
+
         new = dict(metadata)
-        new["location"] = move(metadata.get("location"), ref)
+        new["location"] = self.paths.move(metadata.get("location"), ref)
         props = dict(metadata.get("properties") or {})
         for key in PATH_PROPERTIES:
             if key in props:
-                props[key] = move(props[key], ref)
+                props[key] = self.paths.move(props[key], ref)
         if "properties" in metadata:
             new["properties"] = props
         snapshots = []
@@ -244,7 +255,7 @@ class Anchor:
         history = [{**e, "metadata-file": move(e.get("metadata-file"), ref)}
                    for e in metadata.get("metadata-log") or []]
         history.append({"timestamp-ms": metadata.get("last-updated-ms", 0),
-                        "metadata-file": move(location, ref)})
+                        "metadata-file": self.paths.move(location, ref)})
         keep = int(props.get("write.metadata.previous-versions-max", 100) or 100)
         new["metadata-log"] = history[-keep:] if keep > 0 else []
         new["last-updated-ms"] = max(int(time.time() * 1000),
@@ -341,6 +352,89 @@ class Anchor:
         return any(p.startswith(heads) for p in self._traces(metadata, location, ref))
 
 
+class Misplaced(Exception):
+    """A commit whose new files are on another branch and cannot be moved to its own."""
+
+
+def ref_of(paths: RefPaths, location: str) -> str | None:
+    """The ref a path of the repository names (None: not a path of it)."""
+    for head in paths.heads:
+        if location.startswith(head):
+            return location[len(head):].partition("/")[0]
+    return None
+
+
+def new_files(anchor: Anchor, before: dict, after: dict, after_location: str,
+              ref: str) -> set[str]:
+    """The files a commit from metadata ``before`` to ``after`` (at ``after_location``)
+    wrote: its metadata file, its new snapshots' manifest lists, the manifests they added and
+    the data and delete files added in them, new statistics files (read through ``ref``)."""
+    had = {s["snapshot-id"] for s in before.get("snapshots") or []}
+    new_ids = {s["snapshot-id"] for s in after.get("snapshots") or []} - had
+    out = {after_location}
+    for snap in after.get("snapshots") or []:
+        if snap["snapshot-id"] not in new_ids:
+            continue
+        lists = [snap["manifest-list"]] if snap.get("manifest-list") else []
+        out.update(lists)
+        manifests = list(snap.get("manifests") or [])
+        for path in lists:
+            _, _, records = read_container(anchor._read(path, ref))
+            manifests += [r["manifest_path"] for r in records
+                          if r.get("added_snapshot_id") in new_ids]
+        for path in manifests:
+            out.add(path)
+            _, _, entries = read_container(anchor._read(path, ref))
+            for e in entries:
+                if e.get("status") == 1 and e.get("snapshot_id") in new_ids | {None}:
+                    out.add(e["data_file"]["file_path"])
+    old_stats = {s.get("statistics-path") for key in ("statistics", "partition-statistics")
+                 for s in before.get(key) or []}
+    out.update(s.get("statistics-path") for key in ("statistics", "partition-statistics")
+               for s in after.get(key) or [] if s.get("statistics-path") not in old_stats)
+    return {p for p in out if isinstance(p, str)}
+
+
+def relocate_commit(store, branch: str, before_location: str | None,
+                    after_location: str) -> str:
+    """A Hive-catalog client's commit on ``branch`` whose new files went to another branch of
+    the repository (it writes where the table's metadata file says, and a table ``branch``
+    inherited names its source branch): the new files are moved to ``branch`` (copied there
+    by lakeFS, removed from the other branch, where they were uncommitted) and a metadata file
+    naming them on ``branch`` is written; its location. The table's own location moves to
+    ``branch`` too, so that the client's next commit writes there at once. Misplaced when
+    they cannot be moved: then they are removed from the other branch all the same."""
+    anchor = Anchor(store)
+    lakefs = anchor.lakefs
+    other = ref_of(anchor.paths, after_location)
+    if other is None or other in (branch, "@"):
+        return after_location
+    after = json.loads(anchor._read(after_location, other))
+    before = json.loads(anchor._read(before_location, other)) if before_location else {}
+    files = {p for p in new_files(anchor, before, after, after_location, other)
+             if ref_of(anchor.paths, p) == other}
+    heads = tuple(f"{h}{other}/" for h in anchor.paths.heads)
+    keys = sorted(next(p[len(h):] for h in heads if p.startswith(h)) for p in files)
+    staged = set()
+    try:
+        prefix = posixpath.commonpath(keys) if len(keys) > 1 else posixpath.dirname(keys[0])
+        staged = lakefs.staged_data(other, prefix.rstrip("/") + "/" if prefix else "")
+        if set(keys) - staged:
+            raise Misplaced(f"files of this commit are already committed on {other}: "
+                            + ", ".join(sorted(set(keys) - staged)[:3]))
+        lakefs.copy_data(other, branch, keys)
+        done = anchor.anchor_metadata(after_location, branch, only=files)
+        return done[0]
+    except Misplaced:
+        raise
+    except Exception as exc:  # noqa: BLE001 - refused: nothing may stay on the other branch
+        raise Misplaced(str(exc)) from exc
+    finally:
+        ours = [k for k in keys if k in staged]
+        if ours:
+            lakefs.delete_data_paths(other, ours)
+
+
 def _unwrap(store):
     while hasattr(store, "wrapped"):
         store = store.wrapped
@@ -424,5 +518,5 @@ def _uncommitted(store, branch: str) -> bool:
     return next(iter(store.staged(branch)), None) is not None
 
 
-__all__ = ["Anchor", "Anchored", "anchor_after_merge", "anchor_before_delete", "anchors",
-           "is_iceberg", "merged_tables"]
+__all__ = ["Anchor", "Anchored", "Misplaced", "anchor_after_merge", "anchor_before_delete",
+           "anchors", "is_iceberg", "merged_tables", "relocate_commit"]

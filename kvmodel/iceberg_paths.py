@@ -36,7 +36,9 @@ class RefPaths:
         for head in self.heads:
             if location.startswith(head):
                 current, sep, tail = location[len(head):].partition("/")
-                return location if current == ref else head + ref + sep + tail
+                if current in (ref, "@"):  # "@": the catalog's own form, for any ref
+                    return location
+                return head + ref + sep + tail
         return location
 
     def metadata_dict(self, metadata: dict, ref: str) -> dict | None:

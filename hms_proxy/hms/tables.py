@@ -382,6 +382,7 @@ class TableCalls(Family):
             raise errors.InvalidOperation("New table is invalid: null")
         db, name = lower(dbname), lower(tbl_name)
         moves: tuple[str, str] | None = None
+        self._iceberg_on_its_branch(ctx, db, name, new_tbl)
         with self.writing(ctx) as cat:
             old = cat.table(db, name)
             if old is None:
@@ -420,6 +421,38 @@ class TableCalls(Family):
             self.env.cascades.run("table_moved", self.env, old, new)
         if moves:
             warehouse.rename(*moves)
+
+    def _iceberg_on_its_branch(self, ctx, db: str, name: str, new_tbl) -> None:
+        """An Iceberg commit of a Hive-catalog client (pyiceberg's HiveCatalog, Spark's or
+        Trino's Iceberg over Thrift) on a branch of a lakeFS repository writes its files where
+        the table's metadata file says, which for a table the branch inherited is the branch it
+        came from: its new files are moved to this branch before the commit is written
+        (kvmodel.iceberg_anchor.relocate_commit), and the table's location with them; when
+        that cannot be done the commit is refused, its files removed from the other branch."""
+        params = new_tbl.parameters or {}
+        location = params.get("metadata_location")
+        if not location or str(params.get("table_type", "")).upper() != "ICEBERG":
+            return
+        from kvmodel import iceberg_anchor
+
+        if not iceberg_anchor.anchors(self.env.store):
+            return
+        ref = self.ref_of(ctx)
+        other = iceberg_anchor.ref_of(iceberg_anchor.Anchor(self.env.store).paths, location)
+        if other in (None, ref, "@"):
+            return
+        with self.reading(ctx) as cat:
+            old = cat.table(db, name)
+        before = (old.parameters or {}).get("metadata_location") if old is not None else None
+        try:
+            moved = iceberg_anchor.relocate_commit(self.env.store, ref, before, location)
+        except iceberg_anchor.Misplaced as exc:
+            raise errors.MetaError(
+                f"Iceberg commit of {db}.{name} on branch {ref} refused: its files were written "
+                f"on branch {other} (where the table's metadata file points) and could not be "
+                f"moved: {exc}. Commit through the Iceberg REST catalog with warehouse={ref}, "
+                "which writes on the branch") from None
+        new_tbl.parameters = {**params, "metadata_location": moved}
 
     def _drop_stale_column_stats(self, cat, old, new) -> None:
         """As HMS's alter (HiveAlterHandler.alterTableUpdateTableColumnStats): the table-level

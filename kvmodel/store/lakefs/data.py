@@ -92,6 +92,29 @@ class DataObjects:
                      self.api.sdk.PathList(paths=paths[i:i + PAGE]))
         return len(paths)
 
+    def staged_data(self, branch: BranchName, prefix: str) -> set[str]:
+        """The data objects under ``prefix`` added on ``branch`` and not committed yet."""
+        prefix = self._data_path(prefix)
+        return {e.path for e in self._paged(self.api.branches.diff_branch, branch, prefix=prefix)
+                if e.type == "added" and e.path_type == "object"}
+
+    def copy_data(self, src_ref: BranchName, branch: BranchName, paths: list[str]) -> None:
+        """Copy objects of ``src_ref`` to the same paths on ``branch`` (metadata only),
+        :data:`COPIES_AT_ONCE` at a time."""
+        self._check_open()
+        if self._protected(branch):
+            raise ProtectedRef(f"branch {branch!r} is protected")
+
+        def copy(path):
+            self.api(self.api.objects.copy_object, branch, self._data_path(path),
+                     self.api.sdk.ObjectCopyCreation(src_path=self._data_path(path),
+                                                     src_ref=src_ref))
+
+        with ThreadPoolExecutor(max(1, min(COPIES_AT_ONCE, len(paths))),
+                                thread_name_prefix="lakefs-copy") as pool:
+            for _ in pool.map(copy, paths):
+                pass
+
     def move_data(self, branch: BranchName, src: str, dst: str) -> int:
         """Move the objects under ``src/`` to ``dst/`` on ``branch`` (lakeFS copies are
         metadata only: no data is read or written); how many objects. lakeFS copies one object

@@ -146,3 +146,56 @@ def test_a_branch_deleted_under_a_cherry_picked_table_is_anchored_first(tmp_path
             assert ids(server.hive().load_table("lake.events")) == [1, 2, 3, 4]
     finally:
         server.proc.stop()
+
+
+def test_a_thrift_writer_on_a_branch_writes_on_the_branch(tmp_path):
+    """pyiceberg's HiveCatalog over Thrift on dev (``--bind 0=dev``), on a table dev inherited
+    from main: it writes where the metadata file says (main); the server moves the commit's
+    files to dev before it records the commit, so main's lakeFS tree gets nothing, dev reads
+    the append, and the next commit writes on dev at once."""
+    import lakefs_sdk
+
+    server = start_lakefs_rest_server(tmp_path / "hms", "anchorhive", "--autocommit",
+                                      "--bind", "0=dev", branches=("dev",))
+    repo = server.repo
+    try:
+        with server.lakefs.sdk() as client:
+            api = LakeFSApi(client, repo)
+            main = server.rest("main")
+            main.create_namespace("lake")
+            main.create_table("lake.events", schema=rows(0).schema).append(rows(1, 2))
+            api.merge("main", "dev")  # dev gets the table, as lakeFS's merge brings it
+            from pyiceberg.catalog.hive import HiveCatalog
+
+            dev_port = server.proc.ref_port("dev")
+            hive_dev = HiveCatalog("dev", uri=f"thrift://127.0.0.1:{dev_port}", **server.keys,
+                                   **{"s3.endpoint": server.lakefs.endpoint,
+                                      "s3.region": "us-east-1"})
+            table = wait_until(lambda: _loaded(hive_dev, "lake.events"), what="dev's table")
+            assert table.location().startswith(f"s3a://{repo}/main/")  # what it inherited
+            table.append(rows(3))
+            staged_main = [d.path for d in lakefs_sdk.BranchesApi(client).diff_branch(
+                repo, "main").results]
+            assert not any("lake.db/events" in p for p in staged_main), staged_main
+            table = hive_dev.load_table("lake.events")
+            assert ids(table) == [1, 2, 3]
+            assert table.location().startswith(f"s3a://{repo}/dev/")
+            assert ids(main.load_table("lake.events")) == [1, 2]
+            table.append(rows(4))  # now straight onto dev
+            assert ids(server.rest("dev").load_table("lake.events")) == [1, 2, 3, 4]
+            assert not any(f"/{repo}/main/" in p for p in named_paths(table)
+                           if "/data/" in p and p.endswith(".parquet")
+                           and p.rsplit("/", 1)[-1] not in _main_files(main))
+    finally:
+        server.proc.stop()
+
+
+def _loaded(catalog, name):
+    try:
+        return catalog.load_table(name)
+    except Exception:  # noqa: BLE001 - not there yet
+        return None
+
+
+def _main_files(main) -> set[str]:
+    return {p.rsplit("/", 1)[-1] for p in named_paths(main.load_table("lake.events"))}
