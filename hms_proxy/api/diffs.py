@@ -24,6 +24,7 @@ from kvmodel.catalog import path_prefix, table_key
 from kvmodel.hooks import merge_with_hooks
 from kvmodel.merge import STRATEGIES
 from kvmodel.store.errors import MergeConflict
+from kvmodel import iceberg_diff
 from kvmodel.versioning import diff_refs
 
 TOP_KINDS = ("database", "function", "database_item")
@@ -134,6 +135,7 @@ def diff_page(app, left: str, right: str, path: str | None, offset: int, limit: 
     sides = {"left": _resolved(store, left), "right": _resolved(store, right)}
     report = app.reports.get(store, left, right, prefix)
     groups: dict = {}
+    tables: dict = {}
     global_changes, totals = [], {}
     for change in report.changes:
         if not _under(change.key, prefix):
@@ -148,9 +150,12 @@ def diff_page(app, left: str, right: str, path: str | None, offset: int, limit: 
         group = groups.get((db, table))
         if group is None:
             group = groups[(db, table)] = {"db": db, "table": table, "changes": [],
-                                           "children": {}, "partitions": counts()}
+                                           "children": {}, "partitions": counts(),
+                                           "iceberg": None}
         if change.kind in TOP_KINDS or change.kind == "table":
             group["changes"].append(change_json(change))
+            if change.kind == "table":
+                tables[(db, table)] = change
         else:
             kind = child_kind(change)
             group["children"].setdefault(kind, counts())[change.change] += 1
@@ -158,8 +163,18 @@ def diff_page(app, left: str, right: str, path: str | None, offset: int, limit: 
                 group["partitions"][change.change] += 1
     ordered = [groups[k] for k in sorted(groups, key=lambda k: (k[0], k[1] is not None,
                                                                  k[1] or ""))]
+    shown = ordered[offset:offset + limit]
+    # the page's Iceberg tables in Iceberg's terms: their two metadata files read
+    iceberg = iceberg_diff.for_changes(
+        store, [tables[(g["db"], g["table"])] for g in shown if (g["db"], g["table"]) in tables],
+        left, right)
+    for group in shown:
+        summary = iceberg.get(f"{group['db']}.{group['table']}")
+        if summary is not None:
+            group["iceberg"] = {**summary, "lines": [summary["error"]] if "error" in summary
+                                else iceberg_diff.text(summary)}
     return {**sides, "path": path or None, "totals": totals, "global": global_changes,
-            "groups": ordered[offset:offset + limit], **page(ordered, offset, limit)}
+            "groups": shown, **page(ordered, offset, limit)}
 
 
 # --- handlers ----------------------------------------------------------------------------------

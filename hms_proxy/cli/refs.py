@@ -22,6 +22,7 @@ from collections import defaultdict
 from contextlib import contextmanager
 
 from hms_proxy.security import audit
+from kvmodel import iceberg_diff
 from kvmodel.catalog import path_prefix, under
 from kvmodel.hooks import HookVeto, commit_with_hooks, merge_with_hooks
 from kvmodel.locations import open_catalog_store
@@ -487,12 +488,13 @@ def cmd_diff(args) -> int:
     prefix = _path_prefix(args.path) if args.path else ""
     with _open(args) as store:
         report = diff_refs(store, args.left, args.right, prefix)
-    if prefix:  # db.orders must not bring db.orders2 along
-        report = _filtered(report, prefix)
+        if prefix:  # db.orders must not bring db.orders2 along
+            report = _filtered(report, prefix)
+        iceberg = iceberg_diff.for_changes(store, report.changes, args.left, args.right)
     if args.json:
-        _emit_json(report)
+        _emit_json({**report.to_json(), "iceberg": iceberg})
         return 0
-    lines = format_diff(report, partitions=args.partitions)
+    lines = format_diff(report, partitions=args.partitions, iceberg=iceberg)
     print("\n".join(lines) if lines else "(no changes)")
     return 0
 
@@ -650,9 +652,11 @@ def _rollup(counts: dict[str, int]) -> str:
     return " ".join(parts)
 
 
-def format_diff(report, partitions: bool = False) -> list[str]:
+def format_diff(report, partitions: bool = False, iceberg: dict | None = None) -> list[str]:
     """The human diff: by database, then table; a table's own field changes on its line, what
-    lies under it (partitions, statistics) rolled up per kind unless ``partitions``."""
+    lies under it (partitions, statistics) rolled up per kind unless ``partitions``; an
+    Iceberg table's snapshots, columns and properties under it (``iceberg``:
+    :func:`kvmodel.iceberg_diff.for_changes`)."""
     top: list = []  # path of one element and not a database (roles...)
     dbs: dict[str, dict] = defaultdict(lambda: {"self": None, "tables": defaultdict(
         lambda: {"self": None, "children": []}), "other": []})
@@ -689,6 +693,10 @@ def format_diff(report, partitions: bool = False) -> list[str]:
                 lines.append(_entity_line("  ", entry["self"], f"{db}.{tbl}"))
             else:
                 lines.append(f"  ~ {db}.{tbl}")
+            summary = (iceberg or {}).get(f"{db}.{tbl}")
+            if summary is not None:
+                lines += [f"    iceberg: {line}" for line in (
+                    [summary["error"]] if "error" in summary else iceberg_diff.text(summary))]
             children = sorted(entry["children"], key=lambda c: (c.kind, tuple(c.path)))
             if partitions:
                 for change in children:

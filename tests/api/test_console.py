@@ -104,12 +104,20 @@ def console(chromium, tmp_path_factory):
                   "PARTITIONED BY (ds STRING) STORED AS PARQUET")
         for i, day in enumerate(MAIN_DAYS):
             spark.sql(f"INSERT INTO shop.orders PARTITION (ds='{day}') " + _day_rows(i * 1000, 1000))
+        # an Iceberg table (pyiceberg's HiveCatalog over Thrift): one append on main, one on dev
+        import pyarrow as pa
+        from pyiceberg.catalog.hive import HiveCatalog
+
+        hive = HiveCatalog("hive", uri=server.proc.uri)
+        ids = pa.schema([pa.field("id", pa.int64())])
+        hive.create_table("shop.events", schema=ids).append(pa.table({"id": [1]}, schema=ids))
         store = open_store(store_path)
         store.commit("main", "shop.orders: three days", author="spark")
         store.create_branch("dev", "main")
         for i, day in enumerate(DEV_DAYS):
             spark.sql(f"INSERT INTO `shop@dev`.orders PARTITION (ds='{day}') "
                       + _day_rows(5000 + i * 1000, 600))
+        hive.load_table("shop@dev.events").append(pa.table({"id": [2, 3]}, schema=ids))
         spark.sql("ALTER TABLE `shop@dev`.orders ADD COLUMNS (discount DOUBLE)")
         spark.sql("ALTER TABLE `shop@dev`.orders SET TBLPROPERTIES ('owner_team' = 'growth')")
         spark.sql("ALTER TABLE shop.orders SET TBLPROPERTIES ('owner_team' = 'finance')")
@@ -194,6 +202,18 @@ def test_diff_between_branches_shows_the_column_and_partition_counts(page):
     toggle.focus()
     page.keyboard.press(" ")
     expect(toggle).to_have_attribute("aria-expanded", "false")
+
+
+def test_diff_of_an_iceberg_table_reads_in_icebergs_terms(page):
+    from playwright.sync_api import expect
+
+    page.goto("/console/#/diff?left=main&right=dev")
+    events = page.locator('article[data-entity="shop.events"]')
+    expect(events).to_be_visible(timeout=30_000)
+    changes = events.get_by_role("list", name="Iceberg changes of shop.events")
+    expect(changes.locator("li")).to_have_count(1)
+    expect(changes.locator("li").first).to_have_text(re.compile(r"^append \d+: \+1 files, \+2 rows$"))
+    shot(page, "diff-iceberg")
 
 
 def test_merge_preview_lists_the_conflict(page):

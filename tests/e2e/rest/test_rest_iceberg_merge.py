@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import urllib.request
 
 import pyarrow as pa
 import pytest
@@ -27,6 +28,11 @@ def rows(*ids):
 
 def ids(table, **scan) -> list[int]:
     return sorted(table.scan(**scan).to_arrow().column("id").to_pylist())
+
+
+def lines_of(diff: str) -> list[str]:
+    return [line.strip().removeprefix("iceberg: ") for line in diff.splitlines()
+            if "iceberg:" in line]
 
 
 def _cli(server, *args):
@@ -55,13 +61,29 @@ def _appends_on_both_sides(server, name: str, branch: str) -> list[int]:
 
 @pytest.fixture(scope="module")
 def local(tmp_path_factory):
-    server = start_rest_server(tmp_path_factory.mktemp("merge"), "--autocommit")
+    server = start_rest_server(tmp_path_factory.mktemp("merge"), "--autocommit",
+                               "--http-port", "0")
     yield server
     server.proc.stop()
 
 
 def test_appends_on_two_branches_keep_every_row(local):
     before = _appends_on_both_sides(local, "shop", "b1")
+    # the diff reads in Iceberg's terms: the branch's two appends
+    diff = local.cli("diff", "main", "b1").stdout
+    lines = [line.strip() for line in diff.splitlines() if "iceberg:" in line]
+    assert len(lines) == 3, diff
+    assert all(line.startswith("iceberg: append ") and line.endswith(": +1 files, +1 rows")
+               for line in lines[:2]), diff
+    assert lines[2] == "iceberg: 1 snapshot only on the left (committed there since, or " \
+        "expired or rolled back on the right)"
+    as_json = json.loads(local.cli("diff", "main", "b1", "--json").stdout)["iceberg"]["shop.t"]
+    assert [s["operation"] for s in as_json["snapshots_added"]] == ["append", "append"]
+    assert len(as_json["snapshots_removed"]) == 1  # main's own append, not on b1
+    api = f"http://127.0.0.1:{local.proc.announced_port('http')}/api/v1"
+    with urllib.request.urlopen(f"{api}/diff?left=main&right=b1", timeout=60) as answer:
+        [group] = [g for g in json.load(answer)["groups"] if g["table"] == "t"]
+    assert group["iceberg"]["lines"] == lines_of(diff)
     preview = json.loads(local.cli("merge", "b1", "main", "--dry-run", "--json").stdout)
     assert preview["conflicts"] == []
     [plan] = preview["iceberg"]

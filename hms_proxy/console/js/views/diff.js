@@ -132,6 +132,11 @@ function entity(label, change, group, sides, childrenOf) {
       `${(KIND_LABEL[kind] || kind).toLowerCase()} `, countsView(counts)));
   }
   head.append(chips);
+  const iceberg = group.iceberg ? group.iceberg.lines || [] : [];
+  if (iceberg.length) {  // an Iceberg table's snapshots, columns and properties, in its terms
+    article.insertBefore(h('ul', { class: 'iceberg-changes', 'aria-label': `Iceberg changes of ${label}` },
+      iceberg.map((line) => h('li', { class: 'mono' }, line))), body);
+  }
   if (!expandable) return article;
   let filled = false;
   title.addEventListener('click', () => {
