@@ -65,6 +65,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     # (and func); plain `hms-proxy bench --target ...` is unchanged.
     from hms_proxy.tools.bench import (  # light: heavy imports
         hive4_bench,
+        iceberg_merge,
         importing,
         per_test,
         plans,
@@ -76,7 +77,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     )
 
     modes = p.add_subparsers(dest="bench_mode",
-                             metavar="{versioning,import,stats,plans,throughput,visibility,per-test,hive4,rest}",
+                             metavar="{versioning,import,stats,plans,throughput,visibility,per-test,hive4,rest,"
+                                     "iceberg-merge}",
                              title="modes (optional)")
     throughput.register(modes)
     visibility.register(modes)
@@ -87,6 +89,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     per_test.register(modes)
     hive4_bench.register(modes)
     rest_bench.register(modes)
+    iceberg_merge.register(modes)
     return p
 
 
