@@ -1,6 +1,7 @@
 """Iceberg tables branch with the catalog: pyiceberg's HiveCatalog keeps a table's
 ``metadata_location`` in its parameters, so an append on ``dev`` leaves main's snapshot
-untouched, merging moves main to the new snapshot, and appends on both sides conflict."""
+untouched, merging moves main to the new snapshot, appends on both sides merge in Iceberg's
+terms (the branch's replayed on main's), and an overwrite against an append conflicts."""
 from __future__ import annotations
 
 import subprocess
@@ -39,7 +40,7 @@ def ids(table) -> list[int]:
     return sorted(table.scan().to_arrow().column("id").to_pylist())
 
 
-def test_iceberg_tables_branch_merge_and_conflict(tmp_path):
+def test_iceberg_tables_branch_merge_and_both_sides(tmp_path):
     from pyiceberg.schema import Schema
     from pyiceberg.types import LongType, NestedField, StringType
 
@@ -71,21 +72,29 @@ def test_iceberg_tables_branch_merge_and_conflict(tmp_path):
         assert ids(main_table) == [1, 2, 3]
         assert main_table.metadata_location == dev.load_table("shop.events").metadata_location
 
-        # Both sides append: the table's metadata_location conflicts.
+        # Both sides append: the branch's append is replayed on main's (Iceberg's terms).
         main.load_table("shop.events").append(batch(4))
         dev.load_table("shop.events").append(batch(5))
         assert cli(store, "commit", "main", "-m", "batch 4").returncode == 0
         assert cli(store, "commit", "dev", "-m", "batch 5").returncode == 0
+        merged = cli(store, "merge", "dev", "main")
+        assert merged.returncode == 0, merged.stdout + merged.stderr
+        assert ids(main.load_table("shop.events")) == [1, 2, 3, 4, 5]
+        # An overwrite on dev against an append on main: a conflict, nothing written.
+        dev.load_table("shop.events").delete("id = 1")
+        main.load_table("shop.events").append(batch(6))
+        assert cli(store, "commit", "main", "-m", "batch 6").returncode == 0
+        assert cli(store, "commit", "dev", "-m", "no 1").returncode == 0
         conflict = cli(store, "merge", "dev", "main")
         assert conflict.returncode == 1
-        assert "shop.events" in conflict.stdout and "metadata_location" in conflict.stdout
-        assert ids(main.load_table("shop.events")) == [1, 2, 3, 4]
+        assert "ICEBERG_CONFLICT" in conflict.stdout and "shop.events" in conflict.stdout
+        assert ids(main.load_table("shop.events")) == [1, 2, 3, 4, 5, 6]
     finally:
         if dev_srv is not None:
             dev_srv.stop()
         main_srv.stop()
     check = open_store(store)
     try:
-        assert [c.message for c in check.log("main", limit=1)] == ["batch 4"]
+        assert [c.message for c in check.log("main", limit=1)] == ["batch 6"]
     finally:
         check.close()
