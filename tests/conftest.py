@@ -18,6 +18,16 @@ pytest_plugins = ["tests.support.schedule"]
 os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 
+def pytest_sessionfinish(session, exitstatus):
+    """The session's Trino and lakeFS stop with it: a pytest-xdist worker leaves without
+    running atexit's functions, and a Trino left behind kept 2 GB and a core's share after a
+    run of make test."""
+    from tests.support import lakefs, trino
+
+    trino.stop()
+    lakefs.stop()
+
+
 @pytest.fixture(scope="session")
 def oracle(tmp_path_factory):
     """The stock HMS 2.3.10 (PySpark's jars, embedded Derby), shared by the whole session."""

@@ -73,11 +73,24 @@ def real_lakefs() -> RealLakeFS:
         return _SERVER
     from hms_proxy.tools import lakefs_local
 
-    proc = lakefs_local.start_lakefs()  # a temporary work directory, removed by stop()
+    global _PROC
+    proc = _PROC = lakefs_local.start_lakefs()  # a temporary work directory, removed by stop()
     atexit.register(proc.stop)
     _SERVER = RealLakeFS(proc.endpoint, proc.access_key_id, proc.secret_access_key,
                          str(proc.log_path))
     return _SERVER
+
+
+_PROC = None
+
+
+def stop() -> None:
+    """Stop the lakeFS this process started (at the end of a pytest session: an xdist worker
+    leaves without running atexit's functions)."""
+    global _SERVER, _PROC
+    if _PROC is not None:
+        _PROC.stop()
+        _PROC = _SERVER = None
 
 
 def new_repository(prefix: str = "r", branch: str = "main") -> str:

@@ -28,6 +28,15 @@ def real_trino():
     return _SERVER
 
 
+def stop() -> None:
+    """Stop the session's Trino (at the end of a pytest session: an xdist worker leaves
+    without running atexit's functions, and a Trino left behind outlives the run)."""
+    global _SERVER
+    if _SERVER is not None:
+        _SERVER.stop()
+        _SERVER = None
+
+
 def add_catalog(metastore_uri: str, prefix: str = "c", **kwargs) -> str:
     """A new Hive catalog over ``metastore_uri`` (see trino_local.hive_catalog); its name."""
     from hms_proxy.tools import trino_local
@@ -37,4 +46,4 @@ def add_catalog(metastore_uri: str, prefix: str = "c", **kwargs) -> str:
     return name
 
 
-__all__ = ["real_trino", "add_catalog"]
+__all__ = ["real_trino", "add_catalog", "stop"]
