@@ -79,7 +79,9 @@ SCHEMAS = {
     "DiffGroup": _obj({"db": S, "table": _null(S), "changes": _arr(_ref("Change")),
                        "children": {"type": "object", "additionalProperties": _ref("Counts")},
                        "partitions": _ref("Counts"),
-                       "iceberg": {"type": ["object", "null"]}}),
+                       "iceberg": _null({"type": "object", "description":
+                                         "an Iceberg table's changes in Iceberg's terms "
+                                         "(snapshots, columns, properties; lines: as text)"})}),
     "Diff": _paged({"left": _ref("ResolvedRef"), "right": _ref("ResolvedRef"),
                     "path": _null(S),
                     "totals": {"type": "object", "additionalProperties": _ref("Counts")},
