@@ -154,12 +154,14 @@ def register(subparsers) -> None:
     # lakefs-hooks
     hooks = subparsers.add_parser(
         "lakefs-hooks", help="the lakeFS action that keeps the catalog with the data",
-        description="lakeFS runs the hooks of the action files of a ref before it commits or "
-                    "merges. This action calls hms-proxy's HTTP API (serve --http-port): "
-                    "before a commit made by lakectl, the UI or the API the branch's write log "
-                    "is folded into per-key objects, and a merge whose catalog conflicts, or "
-                    "that would keep one side's whole table where both changed it, is refused "
-                    "with the tables and fields named (docs/lakefs.md).")
+        description="lakeFS runs the hooks of the action files of a ref around its commits, "
+                    "merges and branch deletions. This action calls hms-proxy's HTTP API (serve "
+                    "--http-port): before a commit made by lakectl, the UI or the API the "
+                    "branch's write log is folded into per-key objects; a merge whose catalog "
+                    "conflicts, or that would keep one side's whole table where both changed "
+                    "it, is refused with the tables and fields named; after a merge the Iceberg "
+                    "tables it brought are anchored on the destination, and before a branch is "
+                    "deleted the other branches' Iceberg tables that name it are (docs/lakefs.md).")
     hsub = hooks.add_subparsers(dest="hooks_command", required=True, metavar="ACTION")
     p = hsub.add_parser("install", help="write the action on a branch and commit it", **kw)
     p.add_argument("--url", required=True, metavar="URL",
