@@ -125,7 +125,12 @@ def register(subparsers) -> None:
 
     # merge
     p = subparsers.add_parser("merge", help="merge one ref into a branch",
-                              description="Merge SOURCE into the branch DEST.", **kw)
+                              description="Merge SOURCE into the branch DEST, 3-way, field by "
+                                          "field. An Iceberg table both sides committed to "
+                                          "is merged in Iceberg's terms (SOURCE's appends "
+                                          "replayed on DEST's snapshot, one more commit); on a "
+                                          "lakeFS store the Iceberg tables merged are anchored "
+                                          "on DEST (docs/branching.md).", **kw)
     p.add_argument("source")
     p.add_argument("dest")
     p.add_argument("--strategy", choices=STRATEGIES, default="fail",
