@@ -402,8 +402,10 @@ def relocate_commit(store, branch: str, before_location: str | None,
     inherited names its source branch): the new files are moved to ``branch`` (copied there
     by lakeFS, removed from the other branch, where they were uncommitted) and a metadata file
     naming them on ``branch`` is written; its location. The table's own location moves to
-    ``branch`` too, so that the client's next commit writes there at once. Misplaced when
-    they cannot be moved: then they are removed from the other branch all the same."""
+    ``branch`` too, so that the client's next commit writes there at once. A commit that wrote
+    nothing there (it points the table at files committed on the other branch: a rollback, a
+    registration) is left as it is. Misplaced when they cannot be moved: then they are
+    removed from the other branch all the same."""
     anchor = Anchor(store)
     lakefs = anchor.lakefs
     other = ref_of(anchor.paths, after_location)
@@ -419,6 +421,8 @@ def relocate_commit(store, branch: str, before_location: str | None,
     try:
         prefix = posixpath.commonpath(keys) if len(keys) > 1 else posixpath.dirname(keys[0])
         staged = lakefs.staged_data(other, prefix.rstrip("/") + "/" if prefix else "")
+        if not set(keys) & staged:  # files already there (a rollback, a registration): as is
+            return after_location
         if set(keys) - staged:
             raise Misplaced(f"files of this commit are already committed on {other}: "
                             + ", ".join(sorted(set(keys) - staged)[:3]))
