@@ -17,6 +17,12 @@ pytest_plugins = ["tests.support.schedule"]
 # Trino keeps its own collector (hms_proxy.tools.trino_local). Set it to "" to run them as is.
 os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
+# The machine's downloads and builds (~/.cache/hms-proxy: lakeFS, Trino, the stock metastores)
+# stay where they are when a test moves HOME: pytester runs a test with HOME at its tmp_path,
+# and the session's lakeFS first asked for there was built again from its Go module (15 minutes
+# on a loaded machine: the pytest plugin's lakeFS test ran into its 900 s timeout).
+os.environ.setdefault("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
+
 
 def pytest_sessionfinish(session, exitstatus):
     """The session's Trino and lakeFS stop with it: a pytest-xdist worker leaves without
