@@ -29,11 +29,9 @@ the HTTP API, the console) anchors the tables it brought; lakeFS's own merges ar
 """
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import posixpath
-import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -42,12 +40,19 @@ from hms_proxy.thrift.gen.hive_metastore import ttypes
 from kvmodel import codec
 from kvmodel.avro_files import read_container, write_container
 from kvmodel.catalog import CatalogReader, CatalogWriter, table_key
-from kvmodel.iceberg_paths import PATH_PROPERTIES, RefPaths, gateway_io_properties
+from kvmodel.iceberg_files import (
+    METADATA_LOCATION,
+    files_for,
+    has_pyiceberg,
+    is_iceberg,
+    is_lakefs,
+    next_metadata_location,
+    unwrap,
+)
+from kvmodel.iceberg_paths import PATH_PROPERTIES, RefPaths
 from kvmodel.store.errors import decided_again
 
 log = logging.getLogger("kvmodel.iceberg_anchor")
-_VERSION = re.compile(r"(\d+)-[^/]*\.metadata\.json(?:\.gz)?$")
-METADATA_LOCATION = "metadata_location"
 PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
 ATTEMPTS = 5  # a table committed to while it was anchored is anchored again from its new state
 
@@ -79,44 +84,25 @@ class _Run:
     only: set | None = None  # the paths to move (else: every path through another ref)
 
 
-def is_iceberg(table) -> bool:
-    params = table.parameters or {}
-    return str(params.get("table_type", "")).upper() == "ICEBERG" and bool(
-        params.get(METADATA_LOCATION))
-
-
 class Anchor:
     """Anchoring of the Iceberg tables of one lakeFS store (``store.repository``,
-    ``store.config``); ``io``: a pyiceberg FileIO (else one through lakeFS's S3 gateway with
-    the store's keys)."""
+    ``store.config``), its files through lakeFS's S3 gateway with the store's keys."""
 
-    def __init__(self, store, io=None):
+    def __init__(self, store):
         self.store = store  # reads and writes go through it (a server's wrappers included)
-        self.lakefs = _unwrap(store)
-        self.paths = RefPaths(self.lakefs.repository)
-        self._io = io
+        self.lakefs = unwrap(store)
+        self.files = files_for(store)
+        self.paths = self.files.paths
 
     # --- files ------------------------------------------------------------------------------
-    @property
-    def io(self):
-        if self._io is None:
-            from pyiceberg.io import load_file_io
-
-            self._io = load_file_io(gateway_io_properties(self.lakefs.config),
-                                    f"s3a://{self.lakefs.repository}/")
-        return self._io
-
     def foreign(self, path: str | None, ref: str) -> bool:
         return bool(path) and self.paths.move(path, ref) != path
 
     def _read(self, path: str, ref: str) -> bytes:
-        with self.io.new_input(self.paths.move(path, ref)).open() as stream:
-            data = stream.read()
-        return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+        return self.files.read(path, ref)
 
     def _write(self, path: str, data: bytes) -> None:
-        with self.io.new_output(path).create(overwrite=False) as stream:
-            stream.write(data)
+        self.files.write(path, data)
 
     def _new_path(self, path: str, ref: str) -> str:
         """A new file beside ``path`` moved to ``ref``: ``<stem>-anchored-<hex>.avro``."""
@@ -260,17 +246,11 @@ class Anchor:
         new["metadata-log"] = history[-keep:] if keep > 0 else []
         new["last-updated-ms"] = max(int(time.time() * 1000),
                                      int(metadata.get("last-updated-ms", 0)) + 1)
-        after = self._next_location(new, location, ref)
+        directory = (props.get("write.metadata.path")
+                     or new["location"].rstrip("/") + "/metadata")
+        after = next_metadata_location(directory, location)
         self._write(after, json.dumps(new, separators=(",", ":")).encode())
         return after, new, run
-
-    def _next_location(self, metadata: dict, previous: str, ref: str) -> str:
-        match = _VERSION.search(previous)
-        version = int(match.group(1)) + 1 if match else 0
-        props = metadata.get("properties") or {}
-        directory = (props.get("write.metadata.path")
-                     or metadata["location"].rstrip("/") + "/metadata").rstrip("/")
-        return f"{directory}/{version:05d}-{uuid.uuid4()}.metadata.json"
 
     # --- tables of the catalog -----------------------------------------------------------------
     def table(self, ref: str, db: str, name: str) -> Anchored | None:
@@ -439,24 +419,9 @@ def relocate_commit(store, branch: str, before_location: str | None,
             lakefs.delete_data_paths(other, ours)
 
 
-def _unwrap(store):
-    while hasattr(store, "wrapped"):
-        store = store.wrapped
-    return store
-
-
 def anchors(store) -> bool:
     """Whether ``store``'s Iceberg tables are anchored: a lakeFS repository's."""
-    raw = _unwrap(store)
-    return hasattr(raw, "repository") and hasattr(raw, "config")
-
-
-def _pyiceberg() -> bool:
-    try:
-        import pyiceberg.io  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return is_lakefs(store)
 
 
 def merged_tables(changes) -> list[tuple[str, str]]:
@@ -472,7 +437,7 @@ def anchor_after_merge(store, dest: str, source: str, names, author: str = ""):
     lakeFS's pre-delete-branch hook anchors them before it goes."""
     if not anchors(store) or not names:
         return [], None
-    if not _pyiceberg():
+    if not has_pyiceberg():
         log.warning("Iceberg tables merged into %s were not anchored there: install "
                     "'hms-proxy[iceberg]' (pyiceberg)", dest)
         return [], None
@@ -496,7 +461,7 @@ def anchor_before_delete(store, doomed: str, skip=lambda name: False) -> list[An
     ``doomed``, which is about to be deleted; a branch with nothing else uncommitted gets a
     commit, another keeps them staged with its own changes. ``skip``: branches not to look at
     (temporary ones)."""
-    if not anchors(store) or not _pyiceberg():
+    if not anchors(store) or not has_pyiceberg():
         return []
     anchor = Anchor(store)
     done: list[Anchored] = []
@@ -516,7 +481,7 @@ def anchor_before_delete(store, doomed: str, skip=lambda name: False) -> list[An
 
 
 def _uncommitted(store, branch: str) -> bool:
-    raw = _unwrap(store)
+    raw = unwrap(store)
     if hasattr(raw, "uncommitted"):
         return raw.uncommitted(branch)
     return next(iter(store.staged(branch)), None) is not None

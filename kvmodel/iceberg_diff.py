@@ -128,13 +128,10 @@ def for_changes(store, changes, left_ref: str, right_ref: str) -> dict:
         for f in change.fields:
             if f.field == METADATA_LOCATION and f.before and f.after:
                 moved[".".join(change.path)] = (f.before, f.after)
-    if not moved:
+    from kvmodel.iceberg_files import files_for, has_pyiceberg
+
+    if not moved or not has_pyiceberg():
         return {}
-    try:
-        import pyiceberg.io  # noqa: F401
-    except ImportError:
-        return {}
-    from kvmodel.iceberg_merge import files_for
 
     files = files_for(store)
     refs = [_readable(store, r) if files.paths is not None else None

@@ -28,17 +28,21 @@ On a lakeFS store the files the replayed manifests name are moved to the destina
 """
 from __future__ import annotations
 
-import gzip
 import json
 import random
-import re
 import time
 import uuid
 from dataclasses import dataclass, field
 
 from kvmodel.avro_files import read_container, write_container
+from kvmodel.iceberg_files import (
+    METADATA_LOCATION,
+    Files,
+    files_for,
+    is_iceberg,
+    next_metadata_location,
+)
 
-_VERSION = re.compile(r"(\d+)-[^/]*\.metadata\.json(?:\.gz)?$")
 # metadata keys that are history, merged by replaying snapshots, not key by key
 _HISTORY = {"snapshots", "snapshot-log", "metadata-log", "current-snapshot-id", "refs",
             "last-sequence-number", "last-updated-ms", "statistics", "partition-statistics",
@@ -84,41 +88,6 @@ class Plan:
                 "taken": sorted(self.taken), "properties": sorted(self.properties)}
 
 
-class Files:
-    """Reading and writing a table's files (pyiceberg's FileIO by scheme; ``io_properties``:
-    lakeFS's gateway on a lakeFS store); ``paths`` (a :class:`~kvmodel.iceberg_paths.RefPaths`)
-    moves paths to a ref on a lakeFS store."""
-
-    def __init__(self, io_properties: dict | None = None, paths=None):
-        self.io_properties = dict(io_properties or {})
-        self.paths = paths
-        self._ios: dict = {}
-
-    def _io(self, path: str):
-        from pyiceberg.io import load_file_io
-
-        scheme = path.split("://", 1)[0] if "://" in path else "file"
-        if scheme not in self._ios:
-            self._ios[scheme] = load_file_io(dict(self.io_properties), path)
-        return self._ios[scheme]
-
-    def move(self, path, ref):
-        return path if self.paths is None or ref is None else self.paths.move(path, ref)
-
-    def read(self, path: str, ref: str | None = None) -> bytes:
-        path = self.move(path, ref)
-        with self._io(path).new_input(path).open() as stream:
-            data = stream.read()
-        return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
-
-    def write(self, path: str, data: bytes) -> None:
-        with self._io(path).new_output(path).create(overwrite=False) as stream:
-            stream.write(data)
-
-    def metadata(self, path: str, ref: str | None = None) -> dict:
-        return json.loads(self.read(path, ref))
-
-
 def _ops(snapshots) -> str:
     return ", ".join(f"{s.get('summary', {}).get('operation', '?')} {s['snapshot-id']}"
                      for s in snapshots)
@@ -150,26 +119,28 @@ def plan(table: str, base_loc: str, src_loc: str, dst_loc: str, base: dict, src:
                        f"over the destination's {_ops(dst_new) or 'changes'} (only appends "
                        "are merged)")
     out = Plan(table, base_loc, src_loc, dst_loc, src_new)
-    for key in sorted((set(base) | set(src) | set(dst)) - _HISTORY):
+    _take(base, src, dst, (set(base) | set(src) | set(dst)) - _HISTORY, out.taken, reasons,
+          f"table {table}: both sides changed ")
+    bp, sp, dp = (m.get("properties") or {} for m in (base, src, dst))
+    _take(bp, sp, dp, set(bp) | set(sp) | set(dp), out.properties, reasons,
+          f"table {table}: both sides changed property ")
+    if reasons:
+        raise IcebergConflict(reasons)
+    return out
+
+
+def _take(base: dict, src: dict, dst: dict, keys, taken: dict, reasons: list,
+          clash: str) -> None:
+    """3-way by key: what only the source changed goes in ``taken``; a key both changed
+    differently is a reason (``clash`` + the key)."""
+    for key in sorted(keys):
         b, s, d = base.get(key), src.get(key), dst.get(key)
         if s == b or s == d:
             continue
         if d == b:
-            out.taken[key] = s
+            taken[key] = s
         else:
-            reasons.append(f"table {table}: both sides changed {key}")
-    bp, sp, dp = (m.get("properties") or {} for m in (base, src, dst))
-    for name in sorted(set(bp) | set(sp) | set(dp)):
-        b, s, d = bp.get(name), sp.get(name), dp.get(name)
-        if s == b or s == d:
-            continue
-        if d == b:
-            out.properties[name] = s
-        else:
-            reasons.append(f"table {table}: both sides changed property {name}")
-    if reasons:
-        raise IcebergConflict(reasons)
-    return out
+            reasons.append(clash + key)
 
 
 def _ancestry(metadata: dict) -> set[int]:
@@ -268,9 +239,7 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
                     "metadata-file": files.move(p.dest, dest_ref)})
     keep = int(props.get("write.metadata.previous-versions-max", 100) or 100)
     merged["metadata-log"] = history[-keep:] if keep > 0 else []
-    match = _VERSION.search(p.dest)
-    number = int(match.group(1)) + 1 if match else 0
-    path = f"{metadata_dir}/{number:05d}-{uuid.uuid4()}.metadata.json"
+    path = next_metadata_location(metadata_dir, p.dest)
     files.write(path, json.dumps(merged, separators=(",", ":")).encode())
     return path, merged
 
@@ -336,28 +305,8 @@ def _summary(source: dict, parent: dict) -> dict:
     return out
 
 
-def files_for(store) -> Files:
-    """The files of ``store``'s Iceberg tables: through lakeFS's S3 gateway on a lakeFS
-    store (paths moved to the ref read), else wherever their paths say."""
-    raw = store
-    while hasattr(raw, "wrapped"):
-        raw = raw.wrapped
-    if hasattr(raw, "repository") and hasattr(raw, "config"):
-        from kvmodel.iceberg_paths import RefPaths, gateway_io_properties
-
-        return Files(gateway_io_properties(raw.config), RefPaths(raw.repository))
-    return Files()
-
-
-METADATA_LOCATION = "metadata_location"
 # the fields of an Iceberg table's HMS entry its metadata decides: merged by the plan
 _MANAGED = ("parameters.", "columns", "location")
-
-
-def is_iceberg(table) -> bool:
-    params = getattr(table, "parameters", None) or {}
-    return str(params.get("table_type", "")).upper() == "ICEBERG" and bool(
-        params.get(METADATA_LOCATION))
 
 
 def plan_tables(files: Files, name: str, base, src, dst) -> Plan | None:

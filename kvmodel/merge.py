@@ -410,12 +410,9 @@ def _iceberg_table(store, key, path, bo, so, do, found, plans, conflicts) -> lis
     (its plan is put in ``plans``); an Iceberg merge that cannot be made is one conflict
     naming its reasons."""
     from kvmodel import iceberg_merge
+    from kvmodel.iceberg_files import has_pyiceberg
 
-    if not iceberg_merge.is_iceberg(do):
-        return found
-    try:
-        import pyiceberg.io  # noqa: F401
-    except ImportError:  # the pointers' conflict stands
+    if not iceberg_merge.is_iceberg(do) or not has_pyiceberg():  # the pointers' conflict stands
         return found
     try:
         plan = iceberg_merge.plan_tables(iceberg_merge.files_for(store), ".".join(path), bo,

@@ -78,6 +78,14 @@ def _main_outlives_dev(server, api, repo, before):
     assert ids(server.hive().load_table("lake.events")) == [1, 2, 3, 5]
 
 
+def _events_on_main(server):
+    """main's REST catalog, with table lake.events of rows 1 and 2 on it."""
+    main = server.rest("main")
+    main.create_namespace("lake")
+    main.create_table("lake.events", schema=rows(0).schema).append(rows(1, 2))
+    return main
+
+
 def _head_message(api, branch) -> str:
     return api.refs.log_commits(api.repo, branch, amount=1).results[0].message
 
@@ -121,9 +129,7 @@ def test_a_branch_deleted_under_a_cherry_picked_table_is_anchored_first(tmp_path
     try:
         with server.lakefs.sdk() as client:
             api = LakeFSApi(client, repo)
-            main = server.rest("main")
-            main.create_namespace("lake")
-            main.create_table("lake.events", schema=rows(0).schema).append(rows(1, 2))
+            main = _events_on_main(server)
             api.commit("main", "the table")
             api.branch("dev", "main")
             dev = server.rest("dev")
@@ -161,9 +167,7 @@ def test_a_thrift_writer_on_a_branch_writes_on_the_branch(tmp_path):
     try:
         with server.lakefs.sdk() as client:
             api = LakeFSApi(client, repo)
-            main = server.rest("main")
-            main.create_namespace("lake")
-            main.create_table("lake.events", schema=rows(0).schema).append(rows(1, 2))
+            main = _events_on_main(server)
             api.merge("main", "dev")  # dev gets the table, as lakeFS's merge brings it
             from pyiceberg.catalog.hive import HiveCatalog
 
