@@ -130,6 +130,8 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--writes", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--first-round", type=int, default=1, metavar="N",
+                   help="start at round N of --rounds (same seeds): to carry a stopped run on")
     p.add_argument("--json", metavar="FILE")
     p.add_argument("--lakefs", action="store_true",
                    help="a fresh repository of a real lakeFS each round (started once)")
@@ -137,7 +139,7 @@ def main(argv=None) -> int:
     results = []
     bad = 0
     with tempfile.TemporaryDirectory(prefix="hms-killrun-") as tmp:
-        for r in range(args.rounds):
+        for r in range(args.first_round - 1, args.rounds):
             res = one_round(Path(tmp) / f"round{r}", args.writes, args.seed * 1000 + r,
                             lakefs=args.lakefs)
             results.append(res)
@@ -158,7 +160,7 @@ def main(argv=None) -> int:
                      if res.get("reopened")
                      else f"STORE DID NOT REOPEN: {res.get('error')}"), flush=True)
     acked = sum(r.get("acked", 0) for r in results)
-    print(f"{args.rounds} rounds, {acked} acknowledged writes checked, "
+    print(f"{len(results)} rounds, {acked} acknowledged writes checked, "
           f"{sum(len(r.get('lost', [])) for r in results)} lost, "
           f"{sum(len(r.get('partial', [])) for r in results)} half-applied, "
           f"{sum(1 for r in results if r.get('started', True) and not r.get('reopened'))} "
