@@ -42,6 +42,10 @@ HOOK_PATH = "/api/v1/lakefs/hooks"
 log = logging.getLogger("kvmodel.lakefs_actions")
 
 
+class BranchNotClean(StoreError):
+    """The branch has uncommitted changes of its own: the action's commit would take them."""
+
+
 class HookRefusal(StoreError):
     """A hook's answer that aborts lakeFS's operation: ``problems``, one line each."""
 
@@ -71,27 +75,51 @@ def action_yaml(base_url: str, timeout: str = "60s") -> str:
 
 
 def install(store, base_url: str, branch: str) -> str:
-    """Write the action file on ``branch`` and commit it, unless it is there already; what was
-    done, in a line. The branch must have no other uncommitted change (a commit takes the
-    whole branch); lakeFS runs the new action on that very commit, so the server at
-    ``base_url`` must answer."""
+    """Write the action file on ``branch`` and commit it, unless the branch's head holds it
+    already; what was done, in a line. The branch must have no other uncommitted change (a
+    commit takes the whole branch); lakeFS runs the new action on that very commit, so the
+    server at ``base_url`` must answer.
+
+    Servers started together each install: the action file another one uploaded and has not
+    committed yet is not a change of the user's (it is overwritten, and the commit of either
+    takes it); a commit that finds nothing left to commit found the other's commit. With
+    one URL for every server (the service's address) they all end with it; with a URL of
+    their own (``self``) the commit made last names its server, and the line says so."""
     want = action_yaml(base_url).encode()
-    try:
-        have = store.data_object(branch, ACTION_PATH)
-    except StoreError:
-        have = None
-    if have == want:
+    if _committed_action(store, branch) == want:
         return f"the lakeFS action is on {branch} already ({ACTION_PATH})"
-    if store.uncommitted(branch):
-        raise StoreError(f"branch {branch!r} has uncommitted changes: commit or reset them "
+    if store.uncommitted(branch, besides=(ACTION_PATH,)):
+        raise BranchNotClean(f"branch {branch!r} has uncommitted changes: commit or reset them "
                          "before installing the lakeFS action (its commit would take them)")
     store.api.upload(branch, ACTION_PATH, want)
     try:
         commit = store.commit(branch, "hms-proxy: lakeFS action keeping the catalog with the "
                                       "data", author="hms-proxy")
-    except NothingToCommit:
-        return f"the lakeFS action is on {branch} already ({ACTION_PATH})"
-    return f"installed {ACTION_PATH} on {branch} (commit {commit.id[:12]})"
+    except NothingToCommit:  # another server's commit took our upload, or the same file
+        commit = None
+    have = _committed_action(store, branch)
+    if have == want:
+        return (f"installed {ACTION_PATH} on {branch} (commit {commit.id[:12]})" if commit
+                else f"the lakeFS action is on {branch} already ({ACTION_PATH}, committed "
+                     "by another server at the same time)")
+    return (f"the lakeFS action on {branch} calls {_hook_url(have)}: another server installed "
+            "its own at the same time (give every server of a deployment the same URL)")
+
+
+def _committed_action(store, branch: str) -> bytes | None:
+    """The action file as ``branch``'s head commit holds it (``branch@``: staged objects
+    aside), or None."""
+    try:
+        return store.data_object(f"{branch}@", ACTION_PATH)
+    except StoreError:
+        return None
+
+
+def _hook_url(action: bytes | None) -> str:
+    for line in (action or b"").decode(errors="replace").splitlines():
+        if line.strip().startswith("url:"):
+            return line.split(":", 1)[1].strip().strip('"')
+    return "no hms-proxy"
 
 
 def on_event(store, event: dict) -> dict:

@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from dataclasses import dataclass
 
 from hms_proxy.api.app import App
@@ -322,6 +323,7 @@ def run_serve(config: ServeConfig, argv: list[str]) -> int:
 
 
 # --- the HTTP API alone ------------------------------------------------------------------------
+HOOKS_SETTLE = 10.0  # seconds a branch may stay dirty from other servers' start-up writes
 def install_lakefs_hooks(store, url: str, branch: str, http) -> None:
     """``--lakefs-hooks URL``: the lakeFS action on ``branch``, installed once the HTTP API
     (``http``: its host and port, or None) answers, since lakeFS runs the action on its own
@@ -343,14 +345,39 @@ def install_lakefs_hooks(store, url: str, branch: str, http) -> None:
         print("hms-proxy: warning: --lakefs-hooks needs --http-port (lakeFS calls the HTTP "
               "API); not installed", file=sys.stderr, flush=True)
         return
-    try:
-        done = lakefs_actions.install(store, url, branch)
-    except Exception as exc:  # noqa: BLE001 - lakeFS's refusal, a dirty branch: said, not fatal
+    def attempt() -> bool:
+        """One try; False when only the branch's uncommitted changes stood in the way."""
+        try:
+            done = lakefs_actions.install(store, url, branch)
+        except lakefs_actions.BranchNotClean:
+            return False
+        except Exception as exc:  # noqa: BLE001 - lakeFS's refusal: said, not fatal
+            warn(exc)
+            return True
+        log.info("%s", done)
+        print(f"hms-proxy lakeFS hooks: {done}", flush=True)
+        return True
+
+    def warn(exc) -> None:
         print(f"hms-proxy: warning: --lakefs-hooks: not installed: "
               f"{str(exc).splitlines()[0] if str(exc) else exc!r}", file=sys.stderr, flush=True)
-        return
-    log.info("%s", done)
-    print(f"hms-proxy lakeFS hooks: {done}", flush=True)
+
+    def settle() -> None:
+        # servers started together: another's start-up writes (the default database, its
+        # marker) are uncommitted for a moment before its own commit; a branch still dirty
+        # after HOOKS_SETTLE seconds is the user's
+        deadline = time.monotonic() + HOOKS_SETTLE
+        while time.monotonic() < deadline:
+            time.sleep(0.25)
+            if attempt():
+                return
+        try:
+            lakefs_actions.install(store, url, branch)
+        except Exception as exc:  # noqa: BLE001 - said, not fatal
+            warn(exc)
+
+    if not attempt():  # the server starts serving meanwhile
+        threading.Thread(target=settle, name="lakefs-hooks", daemon=True).start()
 
 
 def run_api(config: ApiConfig) -> int:

@@ -37,7 +37,11 @@ class DatabaseCalls(Family):
         # On a branch with nothing else uncommitted the new database is committed at once: left
         # staged, it would make the branch dirty though no one wrote to it, and lakeFS (like
         # `hms-proxy merge`) refuses to merge into a dirty branch.
-        clean = next(iter(store.staged(self.env.ref)), None) is None
+        # (on lakeFS a file a user uploaded and did not commit makes it dirty too: the commit
+        # would take it)
+        dirty = getattr(store, "uncommitted", None)
+        clean = not dirty(self.env.ref) if dirty is not None else \
+            next(iter(store.staged(self.env.ref)), None) is None
         with store.write(self.env.ref) as txn:
             if txn.get(keys.db_key(DEFAULT_DB)) is not None:
                 return  # another server's, made since the read above

@@ -255,6 +255,9 @@ def spawn(name: str, cmd: list[str] | Callable[[int], list[str]], *, workdir: Pa
     return ports.start_on_a_port(start, port)
 
 
+POLL = 0.05  # seconds between two looks at a starting metastore: a server up waits no longer
+
+
 def wait_ready(proc: MetastoreProcess, timeout: float) -> None:
     """Poll get_all_databases until it succeeds, the process dies, or time runs out."""
     from thrift.protocol import TBinaryProtocol
@@ -275,10 +278,10 @@ def wait_ready(proc: MetastoreProcess, timeout: float) -> None:
             with socket.create_connection((proc.host, proc.port), timeout=1.0):
                 pass
         except OSError:
-            time.sleep(0.3)
+            time.sleep(POLL)
             continue
         if ports.listens(proc.popen.pid, proc.port) is False:  # another program's listener
-            time.sleep(0.3)
+            time.sleep(POLL)
             continue
         sock = TSocket.TSocket(proc.host, proc.port)
         sock.setTimeout(10_000)
@@ -289,7 +292,7 @@ def wait_ready(proc: MetastoreProcess, timeout: float) -> None:
             return
         except Exception as exc:  # noqa: BLE001 - any failure means "not ready yet"
             last = exc
-            time.sleep(0.5)
+            time.sleep(2 * POLL)
         finally:
             transport.close()
     raise TimeoutError(

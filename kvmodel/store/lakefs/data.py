@@ -76,9 +76,11 @@ class DataObjects:
                      self.api.sdk.PathList(paths=paths[i:i + PAGE]))
         return len(paths)
 
-    def uncommitted(self, branch: BranchName) -> bool:
-        """Whether ``branch`` has any uncommitted change: catalog keys or data objects."""
-        return next(iter(self.staged(branch)), None) is not None or self._data_staged(branch)
+    def uncommitted(self, branch: BranchName, besides: tuple[str, ...] = ()) -> bool:
+        """Whether ``branch`` has any uncommitted change: catalog keys or data objects (other
+        than the objects ``besides``)."""
+        return (next(iter(self.staged(branch)), None) is not None
+                or self._data_staged(branch, besides))
 
     def delete_data(self, branch: BranchName, directory: str) -> int:
         """Delete everything under ``directory/`` on ``branch`` (uncommitted, as a client's

@@ -146,10 +146,11 @@ class Writes:
         return [DiffEntry(k, c, state.staged[k]) for k, c in zip(keys, committed)
                 if c != state.staged[k]]
 
-    def _data_staged(self, branch: str) -> bool:
-        """Whether the branch has uncommitted changes outside the catalog and its log."""
+    def _data_staged(self, branch: str, besides: tuple[str, ...] = ()) -> bool:
+        """Whether the branch has uncommitted changes outside the catalog and its log (and
+        the objects ``besides``)."""
         for entry in self._paged(self.api.branches.diff_branch, branch):
-            if not entry.path.startswith(NOT_DATA):
+            if not entry.path.startswith(NOT_DATA) and entry.path not in besides:
                 return True
         return False
 

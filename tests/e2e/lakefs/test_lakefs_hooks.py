@@ -23,6 +23,7 @@ from tests.support.client import connect, wait_served
 from tests.support.lakefs import LakeFSApi, new_repository, real_lakefs
 from tests.support.process import REPO_ROOT
 from tests.support.proxy import start_proxy
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -171,3 +172,34 @@ def test_a_merge_lakefs_would_make_wrongly_is_refused_by_the_hook(lake):
     assert "shop.orders" in output and "HookRefused" in output, output
     with connect(server) as client:
         assert client.get_all_tables("shop@prod") == []  # prod did not move
+
+
+def test_a_branch_with_changes_of_its_own_gets_no_action_and_loses_nothing(tmp_path):
+    """The action's commit would take whatever the branch has uncommitted: a file a user
+    uploaded is not the server's to commit. The server serves at once, waits a moment (other
+    servers' start-up writes settle so), then says in one line that it did not install."""
+    real = real_lakefs()
+    repo = new_repository("dirty")
+    client = real.sdk()
+    api = LakeFSApi(client, repo)
+    upload = tmp_path / "orders.csv"
+    upload.write_bytes(b"1,a\n")
+    api.objects.upload_object(repo, "main", "raw/orders.csv", content=str(upload))
+    env = dict(os.environ, **real.env(), PYTHONPATH=str(REPO_ROOT))
+    server = start_proxy(tmp_path, "--http-port", "0", "--lakefs-hooks", "self",
+                         store=f"lakefs://{repo}", warehouse=False, env=env)
+    try:
+        with connect(server) as hms:
+            assert hms.get_all_databases() == ["default"]
+        wait_until(lambda: "--lakefs-hooks: not installed" in server.log_text(),
+                   what="the server says it did not install")
+        assert "uncommitted changes" in server.log_text()
+        assert api.paths("main", "_lakefs_actions/") == []
+        assert api.paths("main", "raw/") == ["raw/orders.csv"]
+        # nothing committed on the user's behalf, nor with the default database
+        assert api.paths("main@", "raw/") == []
+        assert [c.message for c in api.refs.log_commits(repo, "main").results] == \
+            ["Repository created"]
+    finally:
+        server.stop()
+        client.close()

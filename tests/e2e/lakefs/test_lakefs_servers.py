@@ -14,10 +14,11 @@ import pytest
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
 from tests.support.client import connect, wait_served
-from tests.support.lakefs import new_repository, real_lakefs
+from kvmodel import lakefs_actions
+from tests.support.lakefs import LakeFSApi, new_repository, real_lakefs
 from tests.support.process import REPO_ROOT
 from tests.support.proxy import start_proxy
-from tests.support.wait import DEADLINE
+from tests.support.wait import DEADLINE, wait_until
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -186,3 +187,42 @@ def test_servers_started_together_over_a_fresh_repository_all_serve(tmp_path, pr
         finally:
             stop_together(servers)
         assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_servers_started_together_with_lakefs_hooks_all_install_the_action(tmp_path):
+    """Five servers with ``--lakefs-hooks`` started at once over a fresh repository: each
+    one's install meets the others' start-up writes and action uploads, uncommitted for a
+    moment; none gives up, the branch's head holds one action naming one of them, and a lakeFS
+    commit runs its hooks (the catalog folded into objects)."""
+    real = real_lakefs()
+    env = dict(os.environ, **real.env(), PYTHONPATH=str(REPO_ROOT))
+    client = real.sdk()
+    try:
+        for round_ in range(5):
+            repo = new_repository("hooks-together")
+            servers, failed = start_together(5, repo, tmp_path / f"round{round_}", env,
+                                             "--http-port", "0", "--lakefs-hooks", "self")
+            try:
+                assert failed == []
+                for server in servers:
+                    wait_until(lambda: "hms-proxy lakeFS hooks:" in server.log_text()
+                               or "--lakefs-hooks: not installed" in server.log_text(),
+                               what=f"{server.name} says what became of its install")
+                    assert "not installed" not in server.log_text(), server.log_text()
+                api = LakeFSApi(client, repo)
+                action = bytes(api.objects.get_object(repo, "main@", lakefs_actions.ACTION_PATH))
+                urls = {f"http://127.0.0.1:{s.announced_port('http')}" for s in servers}
+                assert any(f'url: "{u}{lakefs_actions.HOOK_PATH}"' in action.decode()
+                           for u in urls), action
+                assert api.paths("main@", "_lakefs_actions/") == [lakefs_actions.ACTION_PATH]
+                api.branch("etl")  # made after the install: lakeFS reads its actions afresh
+                with connect(servers[round_ % 5]) as hms:
+                    hms.create_database(T.Database("shop@etl", "", None, {}))
+                commit = api.commit("etl")  # lakectl commit: prepare-commit folds the log
+                assert "_hms/db/shop" in api.paths(commit, "_hms/")
+            finally:
+                stop_together(servers)
+    finally:
+        client.close()
+
