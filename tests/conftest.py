@@ -28,10 +28,11 @@ def pytest_sessionfinish(session, exitstatus):
     """The session's Trino and lakeFS stop with it: a pytest-xdist worker leaves without
     running atexit's functions, and a Trino left behind kept 2 GB and a core's share after a
     run of make test."""
-    from tests.support import lakefs, trino
+    from tests.support import lakefs, spark_runs, trino
 
     trino.stop()
     lakefs.stop()
+    spark_runs.close_all()
 
 
 @pytest.fixture(scope="session")

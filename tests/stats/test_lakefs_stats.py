@@ -22,6 +22,7 @@ from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
 from hms_proxy.tools import spark_s3  # noqa: E402
 from tests.support.client import connect, wait_served  # noqa: E402
 from tests.support.lakefs import new_repository, past_staleness_bound, real_lakefs  # noqa: E402
+from tests.support import spark_runs  # noqa: E402
 from tests.support.process import REPO_ROOT  # noqa: E402
 from tests.support.proxy import start_proxy  # noqa: E402
 
@@ -53,8 +54,7 @@ def _spark_writes(tmp_path, server, lakefs, repo: str, env: dict, statements: li
     for key, value in spark_s3.spark_conf(lakefs.endpoint, lakefs.access_key_id,
                                           lakefs.secret_access_key).items():
         cmd += ["--conf", f"{key}={value}"]
-    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=600)
+    done = spark_runs.run(cmd, cwd=tmp_path, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return [json.loads(line)["result"] for line in
             Path(tmp_path / "out.jsonl").read_text().splitlines()]

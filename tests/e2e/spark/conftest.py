@@ -1,9 +1,10 @@
 """Fixtures for the Spark end-to-end suite: run the statement list once per side.
 
-Each side (the stock HMS oracle and our proxy) gets its own Python subprocess running
-tests/e2e/spark/runner.py, because a JVM can hold only one metastore client configuration.
-The two subprocesses run concurrently; results are cached per module and also written
-to tests/.artifacts/spark/<side>.jsonl for inspection.
+Each side (the stock HMS oracle and our proxy) gets its own runner (tests/e2e/spark/runner.py),
+because a Spark session holds one metastore client configuration: a JVM kept for the test
+process (tests.support.spark_runs), or a process of its own for another Hive client version.
+The two run concurrently; results are cached per module and also written to
+tests/.artifacts/spark/<side>.jsonl for inspection.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+import traceback
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.spark.statements import all_items
+from tests.support import spark_runs as kept_runners
 from tests.support.process import REPO_ROOT
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
@@ -43,8 +47,7 @@ class SideRun:
         self.results: list[dict] = []
         self.seconds = 0.0
         self.returncode = None
-        self._log = None
-        self._popen = None
+        self._thread = None
         self._started = 0.0
 
     def start(self) -> None:
@@ -54,22 +57,28 @@ class SideRun:
         for key, value in self.conf.items():
             cmd += ["--conf", f"{key}={value}"]
         env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYSPARK_PYTHON=sys.executable)
-        self._log = open(self.log_path, "wb")
         self._started = time.monotonic()
-        # cwd = the work dir, so stray files (derby.log, spark-warehouse) never land in the repo.
-        self._popen = subprocess.Popen(cmd, cwd=self.workdir, env=env, stdout=self._log,
-                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       start_new_session=True)
+
+        def run() -> None:
+            # cwd = the work dir, so stray files (derby.log, spark-warehouse) never land in the
+            # repo; a kept JVM when the settings allow (tests.support.spark_runs)
+            try:
+                done = kept_runners.run(cmd, cwd=self.workdir, env=env, timeout=RUNNER_TIMEOUT)
+                self.returncode, log = done.returncode, (done.stdout or "") + done.stderr
+            except subprocess.TimeoutExpired as exc:
+                self.returncode, log = -9, f"timed out after {exc.timeout} s\n"
+            except BaseException:  # noqa: BLE001 - reported by the test, with the log
+                self.returncode, log = -1, traceback.format_exc()
+            self.log_path.write_text(log)
+
+        self._thread = threading.Thread(target=run, name=f"spark-{self.name}")
+        self._thread.start()
 
     def wait(self) -> None:
         try:
-            self.returncode = self._popen.wait(RUNNER_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(self._popen.pid, 9)
-            self.returncode = self._popen.wait()
+            self._thread.join()
         finally:
             self.seconds = time.monotonic() - self._started
-            self._log.close()
         if self.output_path.exists():
             self.results = [json.loads(line) for line in self.output_path.read_text().splitlines()
                             if line.strip()]

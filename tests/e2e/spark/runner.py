@@ -6,6 +6,12 @@ configuration):
     python tests/e2e/spark/runner.py --uri thrift://127.0.0.1:9083 --warehouse DIR \
         --statements statements.json --output results.jsonl
 
+``--serve`` (no other option): a runner kept for several runs (:mod:`tests.support.spark_runs`),
+one JVM for all: each line on stdin is a run's options as JSON (``uri``, ``warehouse``,
+``statements``, ``output``, ``conf``, ``cwd``); each run gets a new Spark session and context
+(the previous one stopped: nothing of a run is seen by the next, the metastore client
+included), and ends with a line ``@@runner-done {"exit": 0}`` on stdout.
+
 ``--statements -``: a session that takes one JSON item a line on stdin and answers each with
 one JSON line on stdout (``{"index": i, "result": R}``, after a first ``{"ready": s}``), for
 tests that do other things between statements (:mod:`tests.support.spark`).
@@ -94,7 +100,7 @@ def error_result(exc: BaseException) -> dict:
 def build_session(uri: str, warehouse: str, conf: dict | None = None):
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder
+    builder = SparkSession.Builder()  # a new one: the options of an earlier build stay out
     for key, value in (conf or {}).items():  # --conf: e.g. the s3a settings of a lakeFS
         builder = builder.config(key, value)
     spark = (builder
@@ -156,15 +162,71 @@ def substitute(value, warehouse: str):
     return value
 
 
+def run_file(spark, statements: str, output: str, warehouse: str, started: float) -> None:
+    """The statements of the file ``statements``, one record each into ``output``."""
+    with open(statements) as f:
+        items = json.load(f)
+    with open(output, "w") as out:
+        for index, raw in enumerate(items):
+            item = {"sql": raw} if isinstance(raw, str) else dict(raw)
+            # Recorded before substitution, so both sides record the same statement text.
+            text = item.get("sql") or json.dumps({k: v for k, v in item.items() if k != "section"})
+            item = substitute(item, warehouse)
+            t0 = time.monotonic()
+            try:
+                result = run_python(spark, item) if "python" in item else run_sql(spark, item)
+            except Exception as exc:  # noqa: BLE001 - every failure is an outcome to compare
+                result = error_result(exc)
+                if not type(exc).__module__.startswith("pyspark"):
+                    result["traceback"] = traceback.format_exc()
+            record = {"index": index, "section": item.get("section"), "statement": text,
+                      "seconds": round(time.monotonic() - t0, 3), "result": result}
+            out.write(json.dumps(record, default=str) + "\n")
+            out.flush()
+    print(f"runner: {len(items)} statements in {time.monotonic() - started:.1f}s",
+          file=sys.stderr, flush=True)
+
+
+def serve() -> int:
+    """``--serve``: runs one after the other, each in a new session (see the module doc)."""
+    import os
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        run = json.loads(line)
+        started = time.monotonic()
+        code = 0
+        try:
+            os.chdir(run.get("cwd") or ".")
+            spark = build_session(run["uri"], run["warehouse"], run.get("conf") or {})
+            print(f"runner: session ready in {time.monotonic() - started:.1f}s",
+                  file=sys.stderr, flush=True)
+            try:
+                run_file(spark, run["statements"], run["output"], run["warehouse"], started)
+            finally:
+                spark.stop()
+        except Exception:  # noqa: BLE001 - the run fails, as a runner process would exit
+            traceback.print_exc()
+            code = 1
+        print("@@runner-done " + json.dumps({"exit": code}), flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--uri", required=True)
-    parser.add_argument("--warehouse", required=True)
-    parser.add_argument("--statements", required=True)
+    parser.add_argument("--serve", action="store_true", help="runs read from stdin, one JVM")
+    parser.add_argument("--uri")
+    parser.add_argument("--warehouse")
+    parser.add_argument("--statements")
     parser.add_argument("--output", default="-", help="results file (not with --statements -)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting (repeatable)")
     args = parser.parse_args(argv)
+    if args.serve:
+        return serve()
+    if not (args.uri and args.warehouse and args.statements):
+        parser.error("--uri, --warehouse and --statements are needed (or --serve)")
     conf = dict(item.split("=", 1) for item in args.conf)
 
     started = time.monotonic()
@@ -182,29 +244,9 @@ def main(argv=None) -> int:
             print(json.dumps({"index": index, "result": result}, default=str), flush=True)
         spark.stop()
         return 0
-    with open(args.statements) as f:
-        items = json.load(f)
     spark = build_session(args.uri, args.warehouse, conf)
     print(f"runner: session ready in {time.monotonic() - started:.1f}s", file=sys.stderr, flush=True)
-    with open(args.output, "w") as out:
-        for index, raw in enumerate(items):
-            item = {"sql": raw} if isinstance(raw, str) else dict(raw)
-            # Recorded before substitution, so both sides record the same statement text.
-            text = item.get("sql") or json.dumps({k: v for k, v in item.items() if k != "section"})
-            item = substitute(item, args.warehouse)
-            t0 = time.monotonic()
-            try:
-                result = run_python(spark, item) if "python" in item else run_sql(spark, item)
-            except Exception as exc:  # noqa: BLE001 - every failure is an outcome to compare
-                result = error_result(exc)
-                if not type(exc).__module__.startswith("pyspark"):
-                    result["traceback"] = traceback.format_exc()
-            record = {"index": index, "section": item.get("section"), "statement": text,
-                      "seconds": round(time.monotonic() - t0, 3), "result": result}
-            out.write(json.dumps(record, default=str) + "\n")
-            out.flush()
-    print(f"runner: {len(items)} statements in {time.monotonic() - started:.1f}s",
-          file=sys.stderr, flush=True)
+    run_file(spark, args.statements, args.output, args.warehouse, started)
     spark.stop()
     return 0
 

@@ -23,6 +23,7 @@ import pytest
 from hms_proxy.tools.metastores import start_proxy
 from kvmodel.store import open_store
 from tests.support.client import wait_served
+from tests.support import spark_runs
 from tests.support.process import REPO_ROOT
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
@@ -42,7 +43,7 @@ def spark(workdir: Path, uri: str, name: str, statements: list) -> list[dict]:
     for key, value in _SPARK.items():
         if key != "warehouse":
             cmd += ["--conf", f"{key}={value}"]
-    done = subprocess.run(cmd, cwd=run, env=env, capture_output=True, text=True, timeout=600)
+    done = spark_runs.run(cmd, cwd=run, env=env, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return [json.loads(line)["result"] for line in (run / "out.jsonl").read_text().splitlines()]
 

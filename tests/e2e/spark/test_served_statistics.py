@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 
 import pytest
@@ -26,6 +25,7 @@ from kvmodel import codec  # noqa: E402
 from kvmodel.store import open_store  # noqa: E402
 from stats import compute, layout  # noqa: E402
 from tests.support.client import connect  # noqa: E402
+from tests.support import spark_runs  # noqa: E402
 from tests.support.process import REPO_ROOT  # noqa: E402
 from tests.support.proxy import start_proxy  # noqa: E402
 
@@ -83,7 +83,7 @@ def run_spark(env, name: str, statements: list, conf=CBO) -> list[dict]:
            "--output", str(work / "out.jsonl")]
     for item in conf:
         cmd += ["--conf", item]
-    proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=600,
+    proc = spark_runs.run(cmd, cwd=work, timeout=600,
                           env=dict(os.environ, PYTHONPATH=str(REPO_ROOT),
                                    PYSPARK_PYTHON=sys.executable))
     assert proc.returncode == 0, proc.stderr[-3000:]
