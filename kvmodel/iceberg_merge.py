@@ -185,6 +185,7 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
     now = max(int(time.time() * 1000), int(merged.get("last-updated-ms", 0)) + 1)
     snapshots = list(merged.get("snapshots") or [])
     log = list(merged.get("snapshot-log") or [])
+    written: dict[int, tuple] = {}  # the manifest lists written here, kept: not read back
     for source in p.replay:
         new_id = _new_id(ids)
         ids.add(new_id)
@@ -193,7 +194,9 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
         parent = by_id.get(current) if current is not None else None
         carried = []
         list_meta = None
-        if parent is not None and parent.get("manifest-list"):
+        if current in written:
+            list_meta, carried = written[current]
+        elif parent is not None and parent.get("manifest-list"):
             list_meta, _, carried = read_container(files.read(parent["manifest-list"],
                                                               dest_ref))
         added, template_meta = _added_manifests(files, source, new_id, seq, version,
@@ -210,6 +213,7 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
             list_meta["sequence-number"] = str(seq).encode()
         list_path = f"{metadata_dir}/snap-{new_id}-1-{uuid.uuid4()}.avro"
         files.write(list_path, write_container(list_meta, added + carried))
+        written[new_id] = (list_meta, added + carried)
         summary = _summary(source.get("summary") or {}, (parent or {}).get("summary") or {})
         snapshot = {"snapshot-id": new_id, "timestamp-ms": now, "summary": summary,
                     "manifest-list": list_path}

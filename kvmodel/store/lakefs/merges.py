@@ -214,7 +214,7 @@ class Merges:
         writes = {}
         for key, value in changes:
             writes[key] = value
-        with self._branch_lock(branch):
+        with self._whole(branch):
             state = self._refresh(branch)
             if expected_head is not None and state.head != expected_head:
                 raise HeadMoved(f"branch {branch!r} is at {state.head[:12]}, not "

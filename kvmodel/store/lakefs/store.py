@@ -98,6 +98,7 @@ class LakeFSStore(BranchStates, CommittedReads, Writes, Merges, DataObjects, Ver
         self._commit_logs = _CommitCache(max(cache_bytes // 16, 1 << 20), redis_url,
                                          repository + ":log")
         self._branch_locks: dict[str, threading.RLock] = {}
+        self._write_lanes: dict = {}  # branch -> its write groups (groups.Lanes)
         self._refresh_locks: dict[str, threading.Lock] = {}
         self._failures: dict[str, tuple[float, StoreError]] = {}  # the last failed refresh
         self._moved: dict[str, float] = {}  # when this process last moved a branch's head

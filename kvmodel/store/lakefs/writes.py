@@ -40,6 +40,7 @@ from kvmodel.store.lakefs.common import (
     VERSIONING_TIMEOUT,
     _path,
 )
+from kvmodel.store.lakefs.groups import Lanes
 from kvmodel.store.lakefs.views import _BranchState, _Snapshot, _Write
 
 
@@ -63,30 +64,74 @@ class Writes:
         name = branch if self._fresh(branch) is not None else self.resolve(branch).branch
         if name is None:
             raise ReadOnlyRef(f"{branch!r} is not a branch: only branches can be written")
+        lanes = self._lanes(name)
         with self._branch_lock(name):
+            lanes.wait_open()
             state = self._fresh(name, news=True) or self._refresh(name)
             read_at = state.checked
-            txn = _Write(self, ResolvedRef(branch, state.head, name, None), state, None)
+            # over the changes of the groups not acknowledged yet (kvmodel.store.lakefs.groups)
+            seen = lanes.over(state)
+            txn = _Write(self, ResolvedRef(branch, seen.head, name, None), seen, None)
             yield txn
-            if txn.changes:
-                # lakeFS applies a new protection rule to writes only after its settings cache
-                # expires (1 s, seconds in practice): ask for the rules themselves (ours are
-                # always current; another server's within RULES_TTL)
-                if self._protected(name):
-                    raise ProtectedRef(f"branch {name!r} is protected: it changes only by "
-                                       "merges")
-                if time.monotonic() - read_at > lakefs_log.RETAIN / 2:
-                    # a fold may have freed slots this old state does not know were used
-                    self._outdate(name)
-                    raise WriteConflict(f"branch {name!r} was read too long ago; read again")
-                self._log_write(name, state, txn.changes)
+            if not txn.changes:
+                return
+            # lakeFS applies a new protection rule to writes only after its settings cache
+            # expires (1 s, seconds in practice): ask for the rules themselves (ours are
+            # always current; another server's within RULES_TTL)
+            if self._protected(name):
+                raise ProtectedRef(f"branch {name!r} is protected: it changes only by merges")
+            if time.monotonic() - read_at > lakefs_log.RETAIN / 2:
+                # a fold may have freed slots this old state does not know were used
+                self._outdate(name)
+                raise WriteConflict(f"branch {name!r} was read too long ago; read again")
+            group, leads = lanes.join(txn.changes)
+            if leads and not lanes.take_off(group, lambda: self._next_seq(name, state)):
+                raise group.error
+        if not leads:
+            group.done.wait()
+            if group.error is not None:
+                raise group.error
+            return
+        error = None
+        try:
+            self._log_write(name, state, group.changes, group.seq)
+        except BaseException as exc:  # the upload may have landed or not: read again
+            error = exc
+            self._outdate(name)
+            raise
+        finally:
+            with self._branch_lock(name):
+                lanes.land(group, error)
 
-    def _log_write(self, branch: str, state: _BranchState, changes: dict) -> None:
-        """One log entry with all of ``changes``, in the branch's next slot: uploaded whole, or
-        not at all; :class:`WriteConflict` when another server took the slot first (this
-        state did not have its write)."""
+    def _lanes(self, branch: str) -> Lanes:
+        """The branch's write groups (created with its lock)."""
+        lock = self._branch_lock(branch)
+        with self._lock:
+            lanes = self._write_lanes.get(branch)
+            if lanes is None:
+                lanes = self._write_lanes[branch] = Lanes(lock)
+            return lanes
+
+    @contextmanager
+    def _whole(self, branch: str):
+        """The branch's lock with no write group in flight or forming (a commit, a fold, a
+        reset, a snapshot: they see and move the branch whole)."""
+        lanes = self._lanes(branch)
+        with self._branch_lock(branch), lanes.exclusive():
+            yield
+
+    def _next_seq(self, branch: str, state: _BranchState) -> int:
         current = self._branches.get(branch) or state
-        seq = current.last_seq + 1
+        return current.last_seq + 1
+
+    def _log_write(self, branch: str, state: _BranchState, changes: dict,
+                   seq: int | None = None) -> None:
+        """One log entry with all of ``changes``, in the branch's next slot (``seq``, else the
+        one after the last known): uploaded whole, or not at all; :class:`WriteConflict` when
+        another server took the slot first (this state did not have its write)."""
+        current = self._branches.get(branch) or state
+        if seq is None:
+            seq = current.last_seq + 1
         stamp = max(time.time_ns(), current.last_time + 1)
         data = lakefs_log.encode(changes)
         path = lakefs_log.slot_path(branch, seq)
@@ -162,7 +207,7 @@ class Writes:
             raise RefNotFound(f"no branch {branch!r}")
         if self._protected(branch, fresh=True):  # lakeFS's own check may lag (see write)
             raise ProtectedRef(f"branch {branch!r} is protected: it changes only by merges")
-        with self._branch_lock(branch):
+        with self._whole(branch):
             state = self._refresh(branch)
             if expected_head is not None and state.head != expected_head:
                 raise HeadMoved(f"branch {branch!r} is at {state.head[:12]}, not "
@@ -187,7 +232,7 @@ class Writes:
         ``prepare-commit`` hook calls this before a commit that ``lakectl``, the UI or the API
         asked for); whether there was anything to fold."""
         self._check_open()
-        with self._branch_lock(branch):
+        with self._whole(branch):
             folded = self._fold_retrying(branch, self._refresh(branch))
             self._outdate(branch)
             self._announce(branch)
@@ -301,7 +346,7 @@ class Writes:
     def _fold_branch(self, branch: str) -> None:
         """Fold a branch's log now (a temporary branch whose head holds live log entries, before
         per-key objects are written on it)."""
-        with self._branch_lock(branch):
+        with self._whole(branch):
             self._fold_retrying(branch, self._refresh(branch))
             self._outdate(branch)
 
@@ -333,7 +378,7 @@ class Writes:
             raise RefNotFound(f"no branch {branch!r}")
         if self._protected(branch):
             raise ProtectedRef(f"branch {branch!r} is protected")
-        with self._branch_lock(branch):
+        with self._whole(branch):
             state = self._refresh(branch)
             dropped = len(self._real_staged(branch, state))
             self._reset_catalog(branch)

@@ -1,0 +1,183 @@
+"""Group commit on lakeFS (:mod:`kvmodel.store.lakefs.groups`): the writes of one branch that
+arrive while its log upload is in flight go together into the next slot. Against the real
+lakeFS of the session; the failed upload is an injected fault (a test double for a lakeFS that
+refuses one upload), beside the real-system tests."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("lakefs_sdk")
+
+from kvmodel.store.errors import WriteConflict, decided_again  # noqa: E402
+from kvmodel.store.lakefs import LakeFSError, LakeFSStore  # noqa: E402
+from kvmodel.store.lakefs import log as lakefs_log  # noqa: E402
+from tests.support.lakefs import new_repository, real_lakefs  # noqa: E402
+from tests.support.wait import wait_until  # noqa: E402
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def lake():
+    store = LakeFSStore(new_repository("groups"), real_lakefs().config())
+    yield store
+    store.close()
+
+
+def _log_entries(store) -> list[str]:
+    return [o.path for o in store.api.objects.list_objects(
+        store.repository, "main", prefix=lakefs_log.LOG, amount=1000).results]
+
+
+def _writers(store, count: int, per_writer: int, work) -> list[BaseException]:
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(count)
+
+    def one(w):
+        barrier.wait()
+        try:
+            for i in range(per_writer):
+                work(w, i)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(w,)) for w in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(240)
+    assert not any(t.is_alive() for t in threads), "a writer never finished"
+    return errors
+
+
+def test_concurrent_writes_share_uploads_and_each_is_kept(lake):
+    lake.get("main", "x")
+
+    def put(w, i):
+        with lake.write("main") as txn:
+            txn.put(f"db/d/table/w{w}/part/p={i:03d}", b"%d-%d" % (w, i))
+
+    errors = _writers(lake, 8, 25, put)
+    assert errors == []
+    with lake.read("main") as view:
+        assert len(list(view.scan_prefix("db/d/table/"))) == 200
+    entries = _log_entries(lake)
+    assert len(entries) < 200, entries  # writes in flight together went into one slot
+    reopened = LakeFSStore(lake.repository, real_lakefs().config())
+    try:  # what lakeFS holds, read by another server
+        with reopened.read("main") as view:
+            assert {k: v for k, v in view.scan_prefix("db/d/table/w3/")} == {
+                f"db/d/table/w3/part/p={i:03d}": b"3-%d" % i for i in range(25)}
+    finally:
+        reopened.close()
+
+
+def test_each_write_is_checked_against_the_writes_before_it_in_its_group(lake):
+    """A counter incremented by 8 writers 20 times each, read-modify-write in each transaction:
+    no increment is lost, as none is with one write at a time."""
+    with lake.write("main") as txn:
+        txn.put("counter", b"0")
+
+    def increment(w, i):
+        with lake.write("main") as txn:
+            txn.put("counter", b"%d" % (int(txn.get("counter")) + 1))
+
+    assert _writers(lake, 8, 20, increment) == []
+    assert lake.get("main", "counter") == b"160"
+    other = LakeFSStore(lake.repository, real_lakefs().config())
+    try:
+        assert other.get("main", "counter") == b"160"
+    finally:
+        other.close()
+
+
+def test_a_failed_upload_fails_its_group_and_the_one_formed_over_it(lake, monkeypatch):
+    """Injected fault: lakeFS refuses the upload of one group. Every write of that group and
+    of the group formed over it fails (nothing of them is in the log); decided again, each
+    goes through; nothing is half applied."""
+    lake.get("main", "x")
+    real_upload = lake.api.upload_new
+    refused = threading.Event()
+    started = threading.Event()
+
+    def upload_new(branch, path, data, headers):
+        if not refused.is_set():
+            refused.set()
+            started.set()
+            time.sleep(0.3)  # writes arrive meanwhile and form the next group
+            raise LakeFSError("injected: lakeFS refused the upload")
+        return real_upload(branch, path, data, headers)
+
+    monkeypatch.setattr(lake.api, "upload_new", upload_new)
+    outcomes: dict = {}
+    lock = threading.Lock()
+
+    def write(w, i):
+        if w:
+            started.wait(10)
+
+        def decide():
+            with lake.write("main") as txn:
+                txn.put(f"k{w}", b"a")
+                txn.put(f"k{w}-twin", b"a")  # both keys of a write, or neither
+        try:
+            decided_again(decide)
+            result = "written"
+        except WriteConflict:
+            result = "conflict"
+        except LakeFSError:
+            result = "refused"
+        with lock:
+            outcomes[w] = result
+
+    assert _writers(lake, 6, 1, write) == []
+    assert outcomes[0] == "refused"
+    assert [w for w, r in outcomes.items() if r == "refused"] == [0]
+    assert all(outcomes[w] == "written" for w in range(1, 6)), outcomes
+    other = LakeFSStore(lake.repository, real_lakefs().config())
+    try:
+        with other.read("main") as view:
+            got = dict(view.scan_prefix("k"))
+    finally:
+        other.close()
+    assert got == {**{f"k{w}": b"a" for w in range(1, 6)},
+                   **{f"k{w}-twin": b"a" for w in range(1, 6)}}
+
+
+def test_a_commit_waits_for_the_groups_in_flight(lake):
+    """A commit takes the branch whole: each writer's writes before it are all in it (a
+    prefix of what each wrote, never a write without the ones before it), the rest in the
+    next commit."""
+    lake.get("main", "x")
+    stop = threading.Event()
+    written: dict[int, list[int]] = {t: [] for t in range(3)}
+
+    def writer(t):
+        i = 0
+        while not stop.is_set():
+            with lake.write("main") as txn:
+                txn.put(f"n/{t}/{i:05d}", b"v")
+            written[t].append(i)
+            i += 1
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(3)]
+    for t in threads:
+        t.start()
+    wait_until(lambda: sum(len(w) for w in written.values()) >= 30, what="30 writes")
+    commit = lake.commit("main", "while writing")
+    stop.set()
+    for t in threads:
+        t.join(60)
+    with lake.read(commit.id) as view:
+        in_commit = [k for k, _ in view.scan_prefix("n/")]
+    for t in range(3):
+        mine = sorted(int(k.rsplit("/", 1)[1]) for k in in_commit if k.startswith(f"n/{t}/"))
+        assert mine == list(range(len(mine))), (t, mine)
+    assert len(in_commit) >= 30
+    last = lake.commit("main", "the rest")
+    with lake.read(last.id) as view:
+        assert sorted(k for k, _ in view.scan_prefix("n/")) == sorted(
+            f"n/{t}/{i:05d}" for t, ids in written.items() for i in ids)
