@@ -11,7 +11,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from hms_proxy.hms import names
+from hms_proxy.hms import names, warehouse
 from hms_proxy.hms.cascades import Cascades
 from hms_proxy.hms.warehouse import Warehouse
 from hms_proxy.thrift import errors
@@ -134,7 +134,7 @@ class Family:
     def _transaction(self, ctx, ref: str, state: "_Applied"):
         store = self.env.store
         inside = getattr(store, "exact_snapshots", True)  # commit inside the transaction
-        with store.write(ref) as txn:
+        with warehouse.markers_beside_the_write(), store.write(ref) as txn:
             yield txn
             if self.env.autocommit and inside:
                 self._autocommit(ctx, store, ref)

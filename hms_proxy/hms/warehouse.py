@@ -12,12 +12,14 @@ left alone: a metadata server here has no credentials for them.
 """
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import posixpath
 import shutil
 import threading
 import time
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
@@ -47,6 +49,28 @@ def _remote(location: str | None):
 
 _POOL: list = []
 _POOL_LOCK = threading.Lock()
+# the marker uploads of the write transaction in progress (markers_beside_the_write)
+_DEFERRED: contextvars.ContextVar[list | None] = contextvars.ContextVar("hms_markers",
+                                                                        default=None)
+
+
+@contextmanager
+def markers_beside_the_write():
+    """The directory markers a write transaction makes on lakeFS are uploaded while it goes on
+    (its catalog write is then one upload on the branch's critical path, not one plus a marker
+    under the branch's lock) and waited for when the block ends: the call is answered, and a
+    commit made after it, only with them there."""
+    if _DEFERRED.get() is not None:  # an outer transaction waits for them
+        yield
+        return
+    pending: list = []
+    token = _DEFERRED.set(pending)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+        for future in pending:
+            future.result()  # a marker that failed was logged: nothing raises here
 
 
 def _marker_pool():
@@ -89,14 +113,22 @@ class LakeFSFiles:
     def mkdirs(self, location: str) -> bool:
         """A directory marker (an empty object named ``path/``, what S3A writes for a
         directory): what Spark and Trino check before they write or list a table that has no
-        file yet. None when something is there already, or at a commit or tag."""
+        file yet. None when something is there already, or at a commit or tag. Inside
+        :func:`markers_beside_the_write` the upload goes on beside the write's own."""
         ref, path = self._split(location)
         if not self._branch(ref) or self.exists(location):
             return False
+        deferred = _DEFERRED.get()
+        if deferred is not None:
+            deferred.append(_marker_pool().submit(self._marker, ref, path))
+            return True
+        return self._marker(ref, path)
+
+    def _marker(self, ref: str, path: str) -> bool:
         try:
             self.store.api.upload(ref, path + "/", b"")
         except Exception as exc:  # noqa: BLE001 - a protected branch: lakeFS refuses, as for Spark
-            log.debug("no directory marker for %s: %s", location, exc)
+            log.debug("no directory marker for %s/%s: %s", ref, path, exc)
             return False
         return True
 
@@ -120,15 +152,14 @@ class LakeFSFiles:
                 if branches[ref] and (ref, path) not in there]
 
         def make(item):
-            ref, path = item
-            try:
-                self.store.api.upload(ref, path + "/", b"")
-            except Exception as exc:  # noqa: BLE001 - a protected branch: lakeFS refuses
-                log.debug("no directory marker for %s/%s: %s", ref, path, exc)
-                return item, False
-            return item, True
+            return item, self._marker(*item)
 
-        made = dict(_marker_pool().map(make, todo) if len(todo) > 1 else map(make, todo))
+        deferred = _DEFERRED.get()
+        if deferred is not None:  # beside the write's own upload
+            deferred.extend(_marker_pool().submit(self._marker, *item) for item in todo)
+            made = {item: True for item in todo}
+        else:
+            made = dict(_marker_pool().map(make, todo) if len(todo) > 1 else map(make, todo))
         return {loc: made.get(split[loc], False) for loc in locations}
 
     def exists(self, location: str) -> bool:

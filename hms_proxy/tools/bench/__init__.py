@@ -74,11 +74,12 @@ def register(subparsers) -> argparse.ArgumentParser:
         throughput,
         versioning,  # inside
         visibility,
+        writes,
     )
 
     modes = p.add_subparsers(dest="bench_mode",
                              metavar="{versioning,import,stats,plans,throughput,visibility,per-test,hive4,rest,"
-                                     "iceberg-merge}",
+                                     "iceberg-merge,writes}",
                              title="modes (optional)")
     throughput.register(modes)
     visibility.register(modes)
@@ -90,6 +91,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     hive4_bench.register(modes)
     rest_bench.register(modes)
     iceberg_merge.register(modes)
+    writes.register(modes)
     return p
 
 

@@ -179,6 +179,21 @@ def test_add_partitions_makes_the_missing_directories_only(lake):
         f"{base}/ds={d}/" for d in "bdf"}
 
 
+def test_add_partition_answers_with_its_marker_there(lake):
+    """One add_partition: its directory marker is uploaded beside the write's log entry (not
+    under the branch's lock), and the call is answered only once both are in lakeFS."""
+    base = "warehouse/one.db/t"
+    store = lake["store"]
+    with connect(lake["server"]) as client:
+        client.create_database(T.Database("one", "", f"s3a://{REPO}/main/warehouse/one.db", {}))
+        client.create_table(T.Table("t", "one", "ann", 0, 0, 0, sd(f"s3a://{REPO}/main/{base}"),
+                                    [T.FieldSchema("ds", "string", None)], {}, None, None,
+                                    "MANAGED_TABLE"))
+        for day in ("a", "b", "c"):
+            client.add_partition(T.Partition([day], "one", "t", 0, 0, sd(None), {}))
+            assert f"{base}/ds={day}/" in {p for p, _ in store.data_objects("main", base)}
+
+
 def test_ten_thousand_partitions_list_in_pages(lake, tmp_path):
     """get_partitions of 10,000 partitions reads listing pages (values inline in the objects'
     user metadata), not 10,000 objects; the warm listing comes from the caches. lakeFS counts
