@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import random
@@ -46,7 +47,8 @@ from tests.support.wait import DEADLINE
 STARTUP_TIMEOUT = 180.0
 
 
-def one_round(work: Path, writes: int, seed: int, lakefs: bool = False) -> dict:
+def one_round(work: Path, writes: int, seed: int, lakefs: bool = False,
+              writers: int = 1) -> dict:
     rng = random.Random(seed)
     if lakefs:  # a fresh repository of the tests' real lakeFS
         from tests.support.lakefs import new_repository, real_lakefs
@@ -62,13 +64,16 @@ def one_round(work: Path, writes: int, seed: int, lakefs: bool = False) -> dict:
     except Exception as exc:  # noqa: BLE001 - nothing written yet: a round that did not start
         return {"seed": seed, "kill_at": kill_at, "started": False,
                 "error": str(exc).splitlines()[0]}
-    writer = None
+    workers: list[workload.Writer] = []
     killing = threading.Event()  # set just before the kill: a failure after it is expected
     killed = threading.Event()
 
+    def acked() -> int:
+        return sum(len(w.ledger.acked) for w in workers)
+
     def killer():
         while not killed.is_set():
-            if writer is not None and len(writer.ledger.acked) >= kill_at:
+            if workers and acked() >= kill_at:
                 # a fraction of a millisecond later; on lakeFS up to 0.3 s, the length of its
                 # heavy writes, so the kill also lands inside an add_partitions of 1,000
                 time.sleep(rng.random() * (0.3 if lakefs else 0.001))
@@ -79,26 +84,42 @@ def one_round(work: Path, writes: int, seed: int, lakefs: bool = False) -> dict:
             time.sleep(0.0005)
 
     started = time.monotonic()
+    clients = contextlib.ExitStack()
     try:
-        with connect(server, timeout=30) as client:
-            workload.setup(client)
-            writer = workload.Writer(client, seed, heavy=lakefs)
-            thread = threading.Thread(target=killer, daemon=True)
-            thread.start()
-            ledger = writer.run(writes)
-            # what ended the writer early must be the kill: a socket error or an end of file
-            # (TSocket makes either a TTransportException) once the kill began
-            stop = ledger.stopped_by
-            unexpected = None if stop is None or (
-                killing.is_set() and type(stop) is TTransportException) else repr(stop)
-            if not killed.is_set():  # it finished first: kill it now (an idle server)
-                killing.set()
-                os.killpg(server.popen.pid, signal.SIGKILL)
-                killed.set()
-            thread.join(DEADLINE)
-            if thread.is_alive():
-                raise AssertionError("the killer thread did not end after the kill")
+        # several writers: each its own connection and its own names (its ledger checked
+        # alone), all on the one branch at once (on lakeFS their writes go in groups)
+        for w in range(writers):
+            client = clients.enter_context(connect(server, timeout=30))
+            workload.setup(client, workload.namespace(w)[0])
+            # writer 0 keeps the round's own seed: one writer replays the runs made before
+            workers.append(workload.Writer(client, seed if w == 0 else seed * 100 + w,
+                                           heavy=lakefs, writer=w))
+        thread = threading.Thread(target=killer, daemon=True)
+        thread.start()
+        share = max(1, writes // writers)
+        runs = [threading.Thread(target=w.run, args=(share,)) for w in workers]
+        for run in runs:
+            run.start()
+        for run in runs:
+            run.join()
+        # what ended a writer early must be the kill: a socket error or an end of file
+        # (TSocket makes either a TTransportException) once the kill began
+        unexpected = next((repr(w.ledger.stopped_by) for w in workers
+                           if w.ledger.stopped_by is not None and not (
+                               killing.is_set()
+                               and type(w.ledger.stopped_by) is TTransportException)), None)
+        if not killed.is_set():  # they finished first: kill it now (an idle server)
+            killing.set()
+            os.killpg(server.popen.pid, signal.SIGKILL)
+            killed.set()
+        thread.join(DEADLINE)
+        if thread.is_alive():
+            raise AssertionError("the killer thread did not end after the kill")
     finally:
+        try:
+            clients.close()
+        except Exception:  # noqa: BLE001 - the server is gone
+            pass
         server.popen.wait(30)
         server.stop()
     took = time.monotonic() - started
@@ -111,17 +132,20 @@ def one_round(work: Path, writes: int, seed: int, lakefs: bool = False) -> dict:
     try:
         restart_s = time.monotonic() - reopened
         with connect(again, timeout=60) as client:
-            result = workload.check(client, ledger)
+            results = [workload.check(client, w.ledger, i) for i, w in enumerate(workers)]
     finally:
         again.stop()
-    return {"seed": seed, "kill_at": kill_at, "reopened": True, "acked": result["acked"],
-            "unexpected": unexpected,
-            "lost": [f"{o.kind} {o.i}" for o in result["lost"]],
-            "partial": [f"{o.kind} {o.i}" for o in result["partial"]],
-            "in_flight": result["in_flight"], "seconds": round(took, 1),
-            "kinds": dict(collections.Counter(op.kind for op in ledger.acked)),
-            "in_flight_kind": ledger.in_flight.kind if ledger.in_flight else None,
-            "restart_s": round(restart_s, 2)}
+    flights = [(r["in_flight"], w.ledger.in_flight.kind)
+               for r, w in zip(results, workers) if w.ledger.in_flight is not None]
+    return {"seed": seed, "kill_at": kill_at, "reopened": True,
+            "acked": sum(r["acked"] for r in results), "unexpected": unexpected,
+            "lost": [f"{o.kind} {o.i}" for r in results for o in r["lost"]],
+            "partial": [f"{o.kind} {o.i}" for r in results for o in r["partial"]],
+            "in_flight": "; ".join(f for f, _ in flights) or None,
+            "seconds": round(took, 1),
+            "kinds": dict(collections.Counter(op.kind for w in workers for op in w.ledger.acked)),
+            "in_flight_kind": "; ".join(k for _, k in flights) or None,
+            "writers": writers, "restart_s": round(restart_s, 2)}
 
 
 def main(argv=None) -> int:
@@ -133,6 +157,9 @@ def main(argv=None) -> int:
     p.add_argument("--first-round", type=int, default=1, metavar="N",
                    help="start at round N of --rounds (same seeds): to carry a stopped run on")
     p.add_argument("--json", metavar="FILE")
+    p.add_argument("--writers", type=int, default=1, metavar="N",
+                   help="N writers at once on the server's one branch, each with its own "
+                        "names (--writes shared between them)")
     p.add_argument("--lakefs", action="store_true",
                    help="a fresh repository of a real lakeFS each round (started once)")
     args = p.parse_args(argv)
@@ -141,7 +168,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="hms-killrun-") as tmp:
         for r in range(args.first_round - 1, args.rounds):
             res = one_round(Path(tmp) / f"round{r}", args.writes, args.seed * 1000 + r,
-                            lakefs=args.lakefs)
+                            lakefs=args.lakefs, writers=args.writers)
             results.append(res)
             if res.get("started") is False:  # no write was made: not a finding about writes
                 bad += 1

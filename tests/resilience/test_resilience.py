@@ -49,6 +49,19 @@ def test_kill_nine_during_heavy_writes_on_lakefs_loses_nothing(tmp_path):
         assert res["acked"] >= 1
 
 
+def test_kill_nine_during_eight_writers_on_lakefs_loses_nothing(tmp_path):
+    """Eight writers at once on one branch of a real lakeFS, so that their writes go in
+    groups (kvmodel/store/lakefs/groups.py), the server killed among them: every write
+    acknowledged to any writer is there, whole; each writer's write in flight took effect
+    whole or not at all."""
+    for r in range(2):
+        res = killrun.one_round(tmp_path / f"group{r}", 240, 300 + r, lakefs=True, writers=8)
+        assert res.get("reopened"), res
+        assert res["unexpected"] is None, res
+        assert res["lost"] == [] and res["partial"] == [], res
+        assert res["acked"] >= 1
+
+
 def test_concurrent_add_partitions_lose_none(server):
     """HIVE-24428: partitions added to one table by 8 clients at once are all there."""
     errors = []

@@ -45,13 +45,19 @@ def sd(location=None):
         parameters={})
 
 
-def table(name: str) -> T.Table:
-    return T.Table(name, DB, "rz", 0, 0, 0, sd(), [T.FieldSchema("p", "string", None)], {},
+def table(name: str, db: str = DB) -> T.Table:
+    return T.Table(name, db, "rz", 0, 0, 0, sd(), [T.FieldSchema("p", "string", None)], {},
                    None, None, "MANAGED_TABLE")
 
 
-def partitions(tbl: str, values: list[str]) -> list[T.Partition]:
-    return [T.Partition([v], DB, tbl, 0, 0, sd(), {}) for v in values]
+def partitions(tbl: str, values: list[str], db: str = DB) -> list[T.Partition]:
+    return [T.Partition([v], db, tbl, 0, 0, sd(), {}) for v in values]
+
+
+def namespace(writer: int) -> tuple[str, str]:
+    """The database and the prefix of the databases of writer number ``writer`` (several
+    writers at once each write their own names: a ledger is checked alone)."""
+    return (DB, "x_") if writer == 0 else (f"{DB}{writer}", f"x{writer}_")
 
 
 @dataclass
@@ -69,16 +75,17 @@ class Ledger:
     stopped_by: BaseException | None = None  # what ended the run early (the server killed?)
 
 
-def setup(client) -> None:
-    client.create_database(T.Database(DB, "", None, {}))
-    client.create_table(table("base"))
+def setup(client, db: str = DB) -> None:
+    client.create_database(T.Database(db, "", None, {}))
+    client.create_table(table("base", db))
 
 
 class Writer:
     """Issues the workload's operations on a client, recording them in a ledger."""
 
-    def __init__(self, client, seed: int, heavy: bool = False):
+    def __init__(self, client, seed: int, heavy: bool = False, writer: int = 0):
         self.client = client
+        self.db, self.xp = namespace(writer)
         self.heavy = heavy
         self.bulks: list[int] = []  # tables of 1,000 partitions, not renamed
         self.dbs: list[int] = []  # databases with a filled table, not dropped
@@ -114,42 +121,43 @@ class Writer:
     def _do(self, op: Op) -> None:
         c = self.client
         if op.kind == "add":
-            c.add_partitions(partitions("base", [f"{op.i}_{k}" for k in range(5)]))
+            c.add_partitions(partitions("base", [f"{op.i}_{k}" for k in range(5)], self.db))
             self.adds.append(op.i)
         elif op.kind == "table":
-            c.create_table(table(f"t_{op.i}"))
+            c.create_table(table(f"t_{op.i}", self.db))
         elif op.kind == "fill":
-            c.add_partitions(partitions(f"t_{op.i}", [f"f{k}" for k in range(3)]))
+            c.add_partitions(partitions(f"t_{op.i}", [f"f{k}" for k in range(3)], self.db))
             self.filled.append(op.i)
         elif op.kind == "param":
-            base = c.get_table(DB, "base")
+            base = c.get_table(self.db, "base")
             base.parameters[f"k_{op.i}"] = "v"
-            c.alter_table(DB, "base", base)
+            c.alter_table(self.db, "base", base)
         elif op.kind == "drop":
-            c.drop_table(DB, f"t_{op.target}", True)
+            c.drop_table(self.db, f"t_{op.target}", True)
         elif op.kind == "unpart":
-            c.drop_partition(DB, "base", [f"{op.target}_0"], True)
+            c.drop_partition(self.db, "base", [f"{op.target}_0"], True)
         elif op.kind == "bulk":
-            c.create_table(table(f"b_{op.i}"))
+            c.create_table(table(f"b_{op.i}", self.db))
         elif op.kind == "bulkfill":
-            c.add_partitions(partitions(f"b_{op.i}", [f"{k:04d}" for k in range(BULK)]))
+            c.add_partitions(partitions(f"b_{op.i}", [f"{k:04d}" for k in range(BULK)],
+                                        self.db))
             self.bulks.append(op.i)
         elif op.kind == "rename":
-            moved = c.get_table(DB, f"b_{op.target}")
+            moved = c.get_table(self.db, f"b_{op.target}")
             moved.tableName = f"r_{op.target}"
-            c.alter_table(DB, f"b_{op.target}", moved)
+            c.alter_table(self.db, f"b_{op.target}", moved)
         elif op.kind == "dbmake":
-            c.create_database(T.Database(f"x_{op.i}", "", None, {}))
+            c.create_database(T.Database(f"{self.xp}{op.i}", "", None, {}))
         elif op.kind == "dbtable":
             made = table("t")
-            made.dbName = f"x_{op.i}"
+            made.dbName = f"{self.xp}{op.i}"
             c.create_table(made)
         elif op.kind == "dbfill":
-            c.add_partitions([T.Partition([f"f{k}"], f"x_{op.i}", "t", 0, 0, sd(), {})
+            c.add_partitions([T.Partition([f"f{k}"], f"{self.xp}{op.i}", "t", 0, 0, sd(), {})
                               for k in range(3)])
             self.dbs.append(op.i)
         elif op.kind == "dropdb":
-            c.drop_database(f"x_{op.target}", True, True)
+            c.drop_database(f"{self.xp}{op.target}", True, True)
 
     def run(self, count: int) -> Ledger:
         """Up to ``count`` operations; stops at the first failure (the server died), which
@@ -171,12 +179,13 @@ class Writer:
         return self.ledger
 
 
-def check(client, ledger: Ledger) -> dict:
+def check(client, ledger: Ledger, writer: int = 0) -> dict:
     """The state after a restart against the ledger: ``{"lost": [...], "partial": [...],
-    "acked": n, "in_flight": "took effect" | "did not" | None}``."""
-    base_parts = set(client.get_partition_names(DB, "base", -1))
-    tables = set(client.get_all_tables(DB))
-    params = client.get_table(DB, "base").parameters or {}
+    "acked": n, "in_flight": "took effect" | "did not" | None}`` (``writer``: whose names)."""
+    db, xp = namespace(writer)
+    base_parts = set(client.get_partition_names(db, "base", -1))
+    tables = set(client.get_all_tables(db))
+    params = client.get_table(db, "base").parameters or {}
     databases = set(client.get_all_databases())
 
     def count(db, tbl):
@@ -197,7 +206,7 @@ def check(client, ledger: Ledger) -> dict:
         if op.kind == "fill":
             if f"t_{op.i}" not in tables:
                 return None  # dropped later: judged by the drop
-            names = set(client.get_partition_names(DB, f"t_{op.i}", -1))
+            names = set(client.get_partition_names(db, f"t_{op.i}", -1))
             there = [f"p=f{k}" in names for k in range(3)]
             return all(there) if all(there) or not any(there) else "partial"
         if op.kind == "param":
@@ -205,7 +214,7 @@ def check(client, ledger: Ledger) -> dict:
         if op.kind == "drop":
             if f"t_{op.target}" not in tables:
                 return True
-            names = set(client.get_partition_names(DB, f"t_{op.target}", -1))
+            names = set(client.get_partition_names(db, f"t_{op.target}", -1))
             return False if len(names) == 3 else "partial"
         if op.kind == "unpart":
             return f"p={op.target}_0" not in base_parts
@@ -213,27 +222,27 @@ def check(client, ledger: Ledger) -> dict:
             return f"b_{op.i}" in tables or f"r_{op.i}" in tables
         if op.kind == "bulkfill":
             name = f"b_{op.i}" if f"b_{op.i}" in tables else f"r_{op.i}"
-            return whole(count(DB, name), BULK) if name in tables else False
+            return whole(count(db, name), BULK) if name in tables else False
         if op.kind == "rename":
             old, new = f"b_{op.target}" in tables, f"r_{op.target}" in tables
             if old == new:
                 return "partial"
-            return whole(count(DB, f"r_{op.target}"), BULK) if new else False
+            return whole(count(db, f"r_{op.target}"), BULK) if new else False
         if op.kind == "dbmake":
-            return f"x_{op.i}" in databases
+            return f"{xp}{op.i}" in databases
         if op.kind == "dbtable":
-            if f"x_{op.i}" not in databases:
+            if f"{xp}{op.i}" not in databases:
                 return None  # dropped later: judged by the drop
-            return "t" in client.get_all_tables(f"x_{op.i}")
+            return "t" in client.get_all_tables(f"{xp}{op.i}")
         if op.kind == "dbfill":
-            if f"x_{op.i}" not in databases:
+            if f"{xp}{op.i}" not in databases:
                 return None
-            return whole(count(f"x_{op.i}", "t"), 3)
+            return whole(count(f"{xp}{op.i}", "t"), 3)
         if op.kind == "dropdb":
-            if f"x_{op.target}" not in databases:
+            if f"{xp}{op.target}" not in databases:
                 return True
-            there = "t" in client.get_all_tables(f"x_{op.target}")
-            return False if there and count(f"x_{op.target}", "t") == 3 else "partial"
+            there = "t" in client.get_all_tables(f"{xp}{op.target}")
+            return False if there and count(f"{xp}{op.target}", "t") == 3 else "partial"
         raise ValueError(op.kind)
 
     dropped = {op.target for op in ledger.acked if op.kind == "drop"}
