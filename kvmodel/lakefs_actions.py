@@ -29,6 +29,8 @@ keeps the change written last.
 from __future__ import annotations
 
 import logging
+import random
+import time
 
 from kvmodel.entities import parse_key
 from kvmodel.iceberg_anchor import anchor_after_merge, anchor_before_delete
@@ -37,6 +39,7 @@ from kvmodel.store.errors import NothingToCommit, StoreError
 from kvmodel.store.lakefs.common import TEMP_BRANCH
 
 ACTION_PATH = "_lakefs_actions/hms-proxy.yaml"
+INSTALL_ATTEMPTS = 8  # servers started together commit the branch at the same moments
 ACTION_NAME = "hms-proxy catalog"
 HOOK_PATH = "/api/v1/lakefs/hooks"
 log = logging.getLogger("kvmodel.lakefs_actions")
@@ -86,22 +89,33 @@ def install(store, base_url: str, branch: str) -> str:
     one URL for every server (the service's address) they all end with it; with a URL of
     their own (``self``) the commit made last names its server, and the line says so."""
     want = action_yaml(base_url).encode()
-    if _committed_action(store, branch) == want:
-        return f"the lakeFS action is on {branch} already ({ACTION_PATH})"
-    if store.uncommitted(branch, besides=(ACTION_PATH,)):
-        raise BranchNotClean(f"branch {branch!r} has uncommitted changes: commit or reset them "
-                         "before installing the lakeFS action (its commit would take them)")
-    store.api.upload(branch, ACTION_PATH, want)
-    try:
-        commit = store.commit(branch, "hms-proxy: lakeFS action keeping the catalog with the "
-                                      "data", author="hms-proxy")
-    except NothingToCommit:  # another server's commit took our upload, or the same file
-        commit = None
+    commit, failed, raced = None, None, False
+    for _ in range(INSTALL_ATTEMPTS):
+        have = _committed_action(store, branch)
+        if have == want:
+            break
+        if store.uncommitted(branch, besides=(ACTION_PATH,)):
+            raise BranchNotClean(f"branch {branch!r} has uncommitted changes: commit or reset "
+                                 "them before installing the lakeFS action (its commit would "
+                                 "take them)")
+        store.api.upload(branch, ACTION_PATH, want)
+        try:
+            commit = store.commit(branch, "hms-proxy: lakeFS action keeping the catalog with "
+                                          "the data", author="hms-proxy")
+            break
+        except NothingToCommit:  # another server's commit took our upload, or the same file
+            raced = True
+            break
+        except StoreError as exc:  # another server's commit moved the branch meanwhile
+            failed, raced = exc, True  # (lakeFS: "predicate failed"): read again
+            time.sleep(random.uniform(0.05, 0.3))
     have = _committed_action(store, branch)
     if have == want:
         return (f"installed {ACTION_PATH} on {branch} (commit {commit.id[:12]})" if commit
-                else f"the lakeFS action is on {branch} already ({ACTION_PATH}, committed "
-                     "by another server at the same time)")
+                else f"the lakeFS action is on {branch} already ({ACTION_PATH}"
+                     + (", committed by another server at the same time)" if raced else ")"))
+    if have is None and failed is not None:
+        raise failed
     return (f"the lakeFS action on {branch} calls {_hook_url(have)}: another server installed "
             "its own at the same time (give every server of a deployment the same URL)")
 
