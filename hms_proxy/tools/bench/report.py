@@ -33,6 +33,18 @@ def write_outputs(args, result: dict, markdown: str | Callable[[], str] | None =
             log(f"wrote {args.markdown}")
 
 
+def counts(text: str, option: str, example: str) -> list[int]:
+    """A comma-separated list of counts of at least 1 (``--processes 1,2,3``); SystemExit
+    naming ``option`` otherwise."""
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise SystemExit(f"{option} takes numbers like {example}, not {text!r}") from None
+    if not out or min(out) < 1:
+        raise SystemExit(f"{option} takes counts of at least 1")
+    return out
+
+
 def figure(value: float | None, unit: str = "ms") -> str:
     """A measured value as the benchmark pages show it: ``—`` for none; milliseconds with the
     digits that matter (``1,234 ms``, ``12.3 ms``, ``1.23 ms``, ``0.123 ms``); a ratio

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from hms_proxy.tools import metastores
-from hms_proxy.tools.bench.report import load_average, machine_info, write_outputs
+from hms_proxy.tools.bench.report import counts, load_average, machine_info, write_outputs
 from hms_proxy.tools.bench.runner import JavaClient, compile_client, log
 
 TABLE = "events"
@@ -45,25 +45,15 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_throughput)
 
 
-def _counts(text: str) -> list[int]:
-    try:
-        counts = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise SystemExit(f"--processes takes numbers like 1,2,3, not {text!r}") from None
-    if not counts or min(counts) < 1:
-        raise SystemExit("--processes takes counts of at least 1")
-    return counts
-
-
 def run(args) -> dict:
-    counts = _counts(args.processes)
+    sizes = counts(args.processes, "--processes", "1,2,3")
     work = Path(tempfile.mkdtemp(prefix="hms-proxy-throughput-"))
     servers = {}
     client = None
     load_start = load_average()
     try:
         classes = compile_client()
-        for n in counts:
+        for n in sizes:
             name = f"proxy x{n}"
             extra = ["--log-level", "WARNING"] + (["--processes", str(n)] if n > 1 else [])
             log(f"starting our server with {n} process{'es' if n > 1 else ''}")

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from hms_proxy.tools import lakefs_local, metastores
-from hms_proxy.tools.bench.report import load_average, logger, machine_info, write_outputs
+from hms_proxy.tools.bench.report import counts, load_average, logger, machine_info, write_outputs
 
 log = logger("writes")
 SHARED_PARTITIONS = 100
@@ -52,16 +52,6 @@ def register(subparsers) -> None:
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     p.add_argument("--markdown", metavar="FILE", help="write the table as Markdown")
     p.set_defaults(func=cmd_writes)
-
-
-def _counts(text: str) -> list[int]:
-    try:
-        counts = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise SystemExit(f"--writers takes numbers like 1,8,32, not {text!r}") from None
-    if not counts or min(counts) < 1:
-        raise SystemExit("--writers takes counts of at least 1")
-    return counts
 
 
 def _names(text: str, allowed: tuple[str, ...], option: str) -> list[str]:
@@ -179,7 +169,7 @@ def _measure(server, mode: str, writers: int, duration: float, tag: str) -> dict
 
 
 def run(args) -> dict:
-    counts = _counts(args.writers)
+    sizes = counts(args.writers, "--writers", "1,8,32")
     modes = _names(args.modes, ("add", "alter"), "--modes")
     kinds = _names(args.servers, ("stock", "embedded", "lakefs"), "--servers")
     work = Path(tempfile.mkdtemp(prefix="hms-proxy-writes-"))
@@ -207,7 +197,7 @@ def run(args) -> dict:
                     warehouse=False, env=dict(os.environ, **lake.env()))
         rows = []
         for mode in modes:
-            for n in counts:
+            for n in sizes:
                 for name, server in started.items():
                     log(f"{mode}: {n} writer{'s' if n > 1 else ''} on {name}")
                     figure = _measure(server, mode, n, args.duration, str(len(rows)))
