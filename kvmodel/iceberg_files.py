@@ -67,6 +67,10 @@ class Files:
     def move(self, path, ref):
         return path if self.paths is None or ref is None else self.paths.move(path, ref)
 
+    def ident(self, path: str) -> str:
+        """What names one file whatever ref a path reads it through."""
+        return path if self.paths is None else self.paths.key(path)
+
     def read(self, path: str, ref: str | None = None) -> bytes:
         path = self.move(path, ref)
         with self._io(path).new_input(path).open() as stream:

@@ -12,8 +12,13 @@ same across branches:
   destination's current snapshot as parent) whose manifest list is the destination's current
   manifests plus new manifests holding the files that snapshot added (read from its own
   manifests, so a merged manifest of an append does not bring older files twice);
-- what the snapshots did decides: appends always replay; anything else (overwrite, delete,
-  replace) is a conflict naming the table, the snapshots and their operations;
+- what the snapshots did decides: appends always replay; deletes, overwrites and replacements
+  replay where Iceberg's own validation of a concurrent commit passes (the other side changed
+  none of the same files or partitions since the base: :func:`_clashes`), their removed files
+  marked deleted in the destination's manifests that hold them; otherwise a conflict names the
+  table, the snapshots, their operations and the files or partitions;
+- a replayed snapshot names its original (``source-snapshot-id``, as Iceberg's cherry-pick
+  does), so that merging back the other way does not replay it again;
 - the rest of the metadata is merged key by key from the base: a key only one side changed takes
   that side's value, properties property by property; a key both changed differently (two schema
   changes, two partition specs) is a conflict naming it;
@@ -76,6 +81,8 @@ class Plan:
     replay: list[dict] = field(default_factory=list)
     taken: dict = field(default_factory=dict)
     properties: dict = field(default_factory=dict)  # name -> value (None: removed)
+    # source snapshot id -> (the files it removed, by Files.ident; the manifests it rewrote)
+    removed: dict = field(default_factory=dict)
 
     def summary(self) -> str:
         ops = ", ".join(f"{s.get('summary', {}).get('operation', '?')} {s['snapshot-id']}"
@@ -94,9 +101,11 @@ def _ops(snapshots) -> str:
 
 
 def plan(table: str, base_loc: str, src_loc: str, dst_loc: str, base: dict, src: dict,
-         dst: dict) -> Plan:
+         dst: dict, files: Files | None = None) -> Plan:
     """What merging ``src`` into ``dst`` from ``base`` (three metadata JSON objects) does;
-    IcebergConflict when it cannot be merged."""
+    IcebergConflict when it cannot be merged. ``files`` reads the manifests of the snapshots
+    that are not appends (which files and partitions they changed); without it only appends
+    merge."""
     if src.get("table-uuid") != dst.get("table-uuid") or base.get("table-uuid") != dst.get(
             "table-uuid"):
         raise IcebergConflict([f"table {table}: the two sides are different Iceberg tables "
@@ -104,21 +113,33 @@ def plan(table: str, base_loc: str, src_loc: str, dst_loc: str, base: dict, src:
     if int(dst.get("format-version", 1)) != int(src.get("format-version", 1)):
         raise IcebergConflict([f"table {table}: format version {src.get('format-version')} "
                                f"on the source, {dst.get('format-version')} on the destination"])
-    had = {s["snapshot-id"] for s in base.get("snapshots") or []}
-    src_new = sorted((s for s in src.get("snapshots") or [] if s["snapshot-id"] not in had),
+    # a snapshot replayed by an earlier merge names its original (``source-snapshot-id``, as
+    # Iceberg's cherry-pick does): the same change, not a new one of either side
+    had = _known(base)
+    in_dst = _known(dst)
+    src_new = sorted((s for s in src.get("snapshots") or []
+                      if not _origins(s) & (had | in_dst)),
                      key=lambda s: (s.get("sequence-number", 0), s.get("timestamp-ms", 0)))
     # only what the source's main branch holds: snapshots of its own Iceberg branches or
     # unreachable ones are not replayed
     chain = _ancestry(src)
     src_new = [s for s in src_new if s["snapshot-id"] in chain]
     reasons = []
-    not_appends = [s for s in src_new if s.get("summary", {}).get("operation") != "append"]
-    if not_appends:
-        dst_new = [s for s in dst.get("snapshots") or [] if s["snapshot-id"] not in had]
-        reasons.append(f"table {table}: the source's {_ops(not_appends)} cannot be replayed "
-                       f"over the destination's {_ops(dst_new) or 'changes'} (only appends "
-                       "are merged)")
-    out = Plan(table, base_loc, src_loc, dst_loc, src_new)
+    dst_chain = _ancestry(dst)
+    dst_new = sorted((s for s in dst.get("snapshots") or []
+                      if not _origins(s) & had and s["snapshot-id"] in dst_chain),
+                     key=lambda s: (s.get("sequence-number", 0), s.get("timestamp-ms", 0)))
+    removed: dict[int, list] = {}
+    if any(_op(s) != "append" for s in src_new + dst_new):
+        if files is None:
+            reasons.append(f"table {table}: the source's {_ops(src_new)} and the destination's "
+                           f"{_ops(dst_new)} need the table's manifests to be merged")
+        else:
+            src_side = _Side.of(files, src_new, src)
+            dst_side = _Side.of(files, dst_new, dst)
+            reasons += [f"table {table}: {r}" for r in _clashes(src_side, dst_side)]
+            removed = src_side.removed_by
+    out = Plan(table, base_loc, src_loc, dst_loc, src_new, removed=removed)
     _take(base, src, dst, (set(base) | set(src) | set(dst)) - _HISTORY, out.taken, reasons,
           f"table {table}: both sides changed ")
     bp, sp, dp = (m.get("properties") or {} for m in (base, src, dst))
@@ -150,6 +171,150 @@ def _ancestry(metadata: dict) -> set[int]:
     while current is not None and current != -1 and current in by_id and current not in out:
         out.add(current)
         current = by_id[current].get("parent-snapshot-id")
+    return out
+
+
+def _origins(snapshot: dict) -> set[int]:
+    """The snapshot's id, and the one it was replayed from, if it was."""
+    out = {snapshot["snapshot-id"]}
+    origin = (snapshot.get("summary") or {}).get("source-snapshot-id")
+    try:
+        out.add(int(origin))
+    except (TypeError, ValueError):
+        pass
+    return out
+
+
+def _known(metadata: dict) -> set[int]:
+    out = set()
+    for snapshot in metadata.get("snapshots") or []:
+        out |= _origins(snapshot)
+    return out
+
+
+def _op(snapshot: dict) -> str:
+    return (snapshot.get("summary") or {}).get("operation", "append")
+
+
+def _freeze(value):
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _partition_text(part) -> str:
+    spec, values = part
+    if not values:
+        return "the whole table (its partition spec is unpartitioned)" if spec == 0 else \
+            f"the whole table (partition spec {spec} is unpartitioned)"
+    return "partition " + "/".join(f"{k}={v}" for k, v in values)
+
+
+def _content(record: dict, entry_file: dict) -> int:
+    content = entry_file.get("content")
+    return int(content if content is not None else record.get("content") or 0)
+
+
+class _Side:
+    """What one side's new snapshots changed, from the manifests each one wrote: the partitions
+    its appends added data files to, the partitions its overwrites and deletes changed, the
+    files it removed (by :meth:`Files.ident`)."""
+
+    def __init__(self):
+        self.appended: dict = {}       # partition -> snapshot
+        self.changed: dict = {}        # partition -> snapshot
+        self.removed: dict = {}        # file ident -> (snapshot, path)
+        self.removed_parts: dict = {}  # partition -> snapshot
+        self.specs: set = set()
+        # snapshot id -> (idents it removed, the manifest paths it rewrote)
+        self.removed_by: dict = {}
+        self.by_id: dict = {}
+
+    @classmethod
+    def of(cls, files: Files, snapshots: list[dict], metadata: dict) -> _Side:
+        side = cls()
+        side.by_id = {s["snapshot-id"]: s for s in metadata.get("snapshots") or []}
+        for snapshot in snapshots:
+            side._add(files, snapshot)
+        return side
+
+    def _add(self, files: Files, snapshot: dict) -> None:
+        sid, op = snapshot["snapshot-id"], _op(snapshot)
+        if not snapshot.get("manifest-list"):
+            return
+        _, _, records = read_container(files.read(snapshot["manifest-list"]))
+        gone = set()
+        for record in records:
+            if record.get("added_snapshot_id") != sid:
+                continue
+            spec = int(record.get("partition_spec_id") or 0)
+            _, _, entries = read_container(files.read(record["manifest_path"]))
+            for entry in entries:
+                status = entry.get("status")
+                if status not in (1, 2) or entry.get("snapshot_id") not in (sid, None):
+                    continue
+                data_file = entry["data_file"]
+                part = (spec, _freeze(data_file.get("partition") or {}))
+                self.specs.add(spec)
+                if status == 2:
+                    ident = files.ident(data_file["file_path"])
+                    gone.add(ident)
+                    self.removed.setdefault(ident, (snapshot, data_file["file_path"]))
+                    self.removed_parts.setdefault(part, snapshot)
+                elif op == "append" and _content(record, data_file) == 0:
+                    self.appended.setdefault(part, snapshot)
+                if op not in ("append", "replace"):
+                    self.changed.setdefault(part, snapshot)
+        if gone:
+            # the manifests it rewrote (its parent's it does not carry): where the destination
+            # most likely holds the removed files too
+            parent = self.by_id.get(snapshot.get("parent-snapshot-id"))
+            rewrote = set()
+            if parent is not None and parent.get("manifest-list"):
+                own = {r["manifest_path"] for r in records}
+                _, _, before = read_container(files.read(parent["manifest-list"]))
+                rewrote = {files.ident(r["manifest_path"]) for r in before} - {
+                    files.ident(p) for p in own}
+            self.removed_by[sid] = (frozenset(gone), frozenset(rewrote))
+
+
+def _clashes(src: _Side, dst: _Side, most: int = 5) -> list[str]:
+    """Why the source's changes cannot be replayed on the destination's, as Iceberg's own
+    validation of a concurrent commit sees it: a file both removed; a partition an overwrite or
+    a delete of one side changed that the other side added to, changed or removed from."""
+    out = []
+
+    def name(side: str, snapshot: dict) -> str:
+        return f"the {side}'s {_op(snapshot)} {snapshot['snapshot-id']}"
+
+    for ident in sorted(set(src.removed) & set(dst.removed)):
+        (s, path), (d, _) = src.removed[ident], dst.removed[ident]
+        out.append(f"{name('source', s)} cannot be replayed: it and {name('destination', d)} "
+                   f"both remove file {path}")
+    seen = set()
+    for part, s in src.changed.items():
+        for other in (dst.appended, dst.changed, dst.removed_parts):
+            if part in other and part not in seen:
+                seen.add(part)
+                out.append(f"{name('source', s)} cannot be replayed: it changes "
+                           f"{_partition_text(part)}, which {name('destination', other[part])} "
+                           "also changed since the merge base")
+    for part, d in dst.changed.items():
+        for other, did in ((src.appended, "adds files to it"),
+                           (src.removed_parts, "removes files from it")):
+            if part in other and part not in seen:
+                seen.add(part)
+                out.append(f"{name('source', other[part])} cannot be replayed: "
+                           f"{name('destination', d)} changed {_partition_text(part)} since "
+                           f"the merge base, and the source {did}")
+    if (src.changed or dst.changed) and len(src.specs | dst.specs) > 1:
+        out.append(f"the two sides wrote with different partition specs "
+                   f"({', '.join(map(str, sorted(src.specs | dst.specs)))}): their overwrites "
+                   "and deletes cannot be checked against each other")
+    if len(out) > most:
+        out = out[:most] + [f"and {len(out) - most} more"]
     return out
 
 
@@ -201,6 +366,9 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
                                                               dest_ref))
         added, template_meta = _added_manifests(files, source, new_id, seq, version,
                                                 metadata_dir, dest_ref)
+        if p.removed.get(source["snapshot-id"]):
+            carried = _without(files, carried, p.removed[source["snapshot-id"]], new_id, seq,
+                               version, metadata_dir, dest_ref)
         if list_meta is None:
             list_meta = template_meta
         list_meta = dict(list_meta)
@@ -214,7 +382,8 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
         list_path = f"{metadata_dir}/snap-{new_id}-1-{uuid.uuid4()}.avro"
         files.write(list_path, write_container(list_meta, added + carried))
         written[new_id] = (list_meta, added + carried)
-        summary = _summary(source.get("summary") or {}, (parent or {}).get("summary") or {})
+        summary = _summary(source.get("summary") or {}, (parent or {}).get("summary") or {},
+                           source["snapshot-id"])
         snapshot = {"snapshot-id": new_id, "timestamp-ms": now, "summary": summary,
                     "manifest-list": list_path}
         if current is not None:
@@ -284,19 +453,96 @@ def _added_manifests(files: Files, source: dict, new_id: int, seq: int, version:
                     "added_snapshot_id": new_id})
         if version >= 2:
             new.update({"sequence_number": seq, "min_sequence_number": seq})
-        for name, value in (("added_files_count", len(mine)), ("existing_files_count", 0),
-                            ("deleted_files_count", 0), ("added_rows_count", rows),
-                            ("existing_rows_count", 0), ("deleted_rows_count", 0)):
-            if name in new:
-                new[name] = value
+        _set_counts(new, added=(len(mine), rows))
         out.append(new)
     return out, list_meta
 
 
-def _summary(source: dict, parent: dict) -> dict:
+def _set_counts(record: dict, added=(0, 0), existing=(0, 0), deleted=(0, 0)) -> None:
+    """A manifest list record's file and row counts (v1 names its file counts
+    ``*_data_files_count``)."""
+    for kind, (count, rows) in (("added", added), ("existing", existing),
+                                ("deleted", deleted)):
+        for name in (f"{kind}_files_count", f"{kind}_data_files_count"):
+            if name in record:
+                record[name] = count
+        if f"{kind}_rows_count" in record:
+            record[f"{kind}_rows_count"] = rows
+
+
+def _count(record: dict, kind: str):
+    for name in (f"{kind}_files_count", f"{kind}_data_files_count"):
+        if record.get(name) is not None:
+            return int(record[name])
+    return None
+
+
+def _without(files: Files, records: list, removed, new_id: int, seq: int, version: int,
+             metadata_dir: str, dest_ref: str | None) -> list:
+    """The destination's manifests (list records) with the files ``removed`` (idents, and the
+    manifests the source rewrote, looked in first) marked deleted by ``new_id``: each manifest
+    holding one is written again, its other live files as existing, as Iceberg's own delete
+    does. A file the destination no longer holds is left: it is gone there already."""
+    left = set(removed[0])
+    rewrote = removed[1]
+    out = list(records)
+    order = sorted(range(len(records)),
+                   key=lambda i: files.ident(records[i]["manifest_path"]) not in rewrote)
+    for i in order:
+        if not left:
+            break
+        record = records[i]
+        live_count = [_count(record, "added"), _count(record, "existing")]
+        if None not in live_count and sum(live_count) == 0:
+            continue
+        meta, _, entries = read_container(files.read(record["manifest_path"], dest_ref))
+        live = [e for e in entries if e.get("status") != 2]
+        if not any(files.ident(e["data_file"]["file_path"]) in left for e in live):
+            continue
+        inherited = record.get("sequence_number")
+        kept = [0, 0]
+        dropped = [0, 0]
+        min_seq = None
+        for entry in live:
+            if entry.get("snapshot_id") is None:
+                entry["snapshot_id"] = record.get("added_snapshot_id")
+            for name in ("sequence_number", "file_sequence_number"):
+                if version >= 2 and name in entry and entry[name] is None:
+                    entry[name] = inherited
+            ident = files.ident(entry["data_file"]["file_path"])
+            rows = int(entry["data_file"].get("record_count") or 0)
+            if ident in left:
+                left.discard(ident)
+                entry["status"] = 2
+                entry["snapshot_id"] = new_id
+                dropped[0] += 1
+                dropped[1] += rows
+            else:
+                entry["status"] = 0
+                kept[0] += 1
+                kept[1] += rows
+                if entry.get("sequence_number") is not None:
+                    min_seq = min(min_seq if min_seq is not None else entry["sequence_number"],
+                                  entry["sequence_number"])
+        data = write_container(meta, live)
+        path = f"{metadata_dir}/{uuid.uuid4()}-m1.avro"
+        files.write(path, data)
+        new = dict(record)
+        new.update({"manifest_path": path, "manifest_length": len(data),
+                    "added_snapshot_id": new_id})
+        if version >= 2:
+            new.update({"sequence_number": seq,
+                        "min_sequence_number": min_seq if min_seq is not None else seq})
+        _set_counts(new, existing=tuple(kept), deleted=tuple(dropped))
+        out[i] = new
+    return out
+
+
+def _summary(source: dict, parent: dict, snapshot_id: int) -> dict:
     """The replayed snapshot's summary: the source's own counts, totals on the new parent."""
     out = {k: v for k, v in source.items() if not k.startswith("total-")}
     out["operation"] = source.get("operation", "append")
+    out.setdefault("source-snapshot-id", str(snapshot_id))
     for total, added, removed in _TOTALS:
         if total not in source and total not in parent:
             continue
@@ -326,7 +572,7 @@ def plan_tables(files: Files, name: str, base, src, dst) -> Plan | None:
     except Exception as exc:  # noqa: BLE001 - unreadable: the pointer conflict stands
         raise IcebergConflict([f"table {name}: its metadata could not be read to merge it in "
                                f"Iceberg's terms: {exc}"]) from None
-    return plan(name, *locs, *mds)
+    return plan(name, *locs, *mds, files=files)
 
 
 def managed(field_name: str) -> bool:

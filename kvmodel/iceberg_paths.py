@@ -41,6 +41,14 @@ class RefPaths:
                 return head + ref + sep + tail
         return location
 
+    def key(self, location: str) -> str:
+        """``location`` without its ref: one file named through two refs has one key."""
+        for head in self.heads:
+            if location.startswith(head):
+                _, sep, tail = location[len(head):].partition("/")
+                return head + "*" + sep + tail
+        return location
+
     def metadata_dict(self, metadata: dict, ref: str) -> dict | None:
         """The metadata JSON object moved to ``ref``, or None when nothing moves."""
         location = metadata.get("location")

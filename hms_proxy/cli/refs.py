@@ -127,8 +127,9 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("merge", help="merge one ref into a branch",
                               description="Merge SOURCE into the branch DEST, 3-way, field by "
                                           "field. An Iceberg table both sides committed to "
-                                          "is merged in Iceberg's terms (SOURCE's appends "
-                                          "replayed on DEST's snapshot, one more commit); on a "
+                                          "is merged in Iceberg's terms (SOURCE's snapshots "
+                                          "replayed on DEST's where Iceberg's own checks "
+                                          "pass, one more commit); on a "
                                           "lakeFS store the Iceberg tables merged are anchored "
                                           "on DEST (docs/branching.md).", **kw)
     p.add_argument("source")

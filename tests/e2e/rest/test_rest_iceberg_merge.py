@@ -100,6 +100,12 @@ def test_appends_on_two_branches_keep_every_row(local):
     table.append(rows(11))  # and it takes commits
     assert ids(local.rest("main").load_table("shop.t")) == [1, 2, 3, 10, 11]
     assert ids(local.rest("b1").load_table("shop.t")) == [1, 2, 3]
+    # merged back the other way, main's replays of b1's appends are not b1's rows again
+    assert summary["source-snapshot-id"] in {str(s.snapshot_id) for s in
+                                             local.rest("b1").load_table("shop.t").snapshots()}
+    local.rest("b1").load_table("shop.t").append(rows(4))
+    local.cli("merge", "main", "b1")
+    assert ids(local.rest("b1").load_table("shop.t")) == [1, 2, 3, 4, 10, 11]
 
 
 def test_a_new_column_on_one_side_and_appends_on_both_merge(local):
@@ -144,6 +150,87 @@ def test_an_overwrite_against_an_append_is_a_conflict_naming_them(local):
     assert ids(main.load_table("del.t")) == [1, 2, 3]
 
 
+def _by_day(server, name: str, branch: str):
+    """``name``.t partitioned by day: (1, a), (2, b), (3, c), (4, c), one file per day, on
+    main; ``branch`` made from main."""
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    main = server.rest("main")
+    main.create_namespace(name)
+    schema = Schema(NestedField(1, "id", LongType(), required=False),
+                    NestedField(2, "day", StringType(), required=False))
+    spec = PartitionSpec(PartitionField(source_id=2, field_id=1000,
+                                        transform=IdentityTransform(), name="day"))
+    table = main.create_table(f"{name}.t", schema=schema, partition_spec=spec)
+    table.append(day_rows((1, "a"), (2, "b"), (3, "c"), (4, "c")))
+    server.cli("branch", "create", branch, "--from", "main")
+    return main, server.rest(branch)
+
+
+def day_rows(*pairs):
+    return pa.table({"id": pa.array([p[0] for p in pairs], pa.int64()),
+                     "day": pa.array([p[1] for p in pairs], pa.string())})
+
+
+def test_deletes_and_overwrites_merge_with_appends_to_other_partitions(local):
+    main, side = _by_day(local, "parts", "p1")
+    side.load_table("parts.t").delete("day = 'a'")  # whole files: a delete
+    side.load_table("parts.t").delete("id = 3")     # part of c's file: an overwrite
+    ops = [s.summary.operation.value for s in side.load_table("parts.t").snapshots()]
+    assert ops[-2:] == ["delete", "overwrite"], ops
+    main.load_table("parts.t").append(day_rows((10, "b")))
+    before = [s.snapshot_id for s in main.load_table("parts.t").snapshots()]
+    preview = json.loads(local.cli("merge", "p1", "main", "--dry-run", "--json").stdout)
+    assert preview["conflicts"] == [], preview
+    assert preview["iceberg"][0]["operations"] == ["delete", "overwrite"]
+    local.cli("merge", "p1", "main")
+    table = main.load_table("parts.t")
+    assert ids(table) == [2, 4, 10]
+    assert ids(local.hive().load_table("parts.t")) == [2, 4, 10]
+    for snapshot_id, want in zip(before, ([1, 2, 3, 4], [1, 2, 3, 4, 10])):
+        assert ids(table, snapshot_id=snapshot_id) == want
+    summary = table.current_snapshot().summary
+    assert summary.operation.value == "overwrite" and summary["total-records"] == "3"
+    table.append(day_rows((11, "a")))
+    assert ids(main.load_table("parts.t")) == [2, 4, 10, 11]
+    # the other way round: main's delete, the branch's append elsewhere
+    main.load_table("parts.t").delete("day = 'b'")
+    local.cli("branch", "create", "p2", "--from", "p1")
+    local.rest("p2").load_table("parts.t").append(day_rows((20, "c")))
+    local.cli("merge", "p2", "main")
+    assert ids(main.load_table("parts.t")) == [4, 11, 20]
+
+
+def test_a_file_both_sides_delete_or_a_partition_overwritten_and_appended_is_a_conflict(local):
+    main, side = _by_day(local, "clash", "q1")
+    side.load_table("clash.t").delete("day = 'a'")
+    main.load_table("clash.t").delete("day = 'a'")
+    head = main.load_table("clash.t").metadata_location
+    done = _cli(local, "merge", "q1", "main")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "ICEBERG_CONFLICT" in done.stdout and "clash.t" in done.stdout
+    assert "both remove file" in done.stdout and ".parquet" in done.stdout, done.stdout
+    assert main.load_table("clash.t").metadata_location == head  # nothing written
+    # an overwrite of a partition the other side appended to, either way round
+    local.cli("branch", "create", "q2", "--from", "main")
+    local.rest("q2").load_table("clash.t").delete("id = 3")
+    main.load_table("clash.t").append(day_rows((5, "c")))
+    done = _cli(local, "merge", "q2", "main")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "overwrite" in done.stdout and "partition day=c" in done.stdout, done.stdout
+    assert "append" in done.stdout
+    local.cli("branch", "create", "q3", "--from", "main")
+    local.rest("q3").load_table("clash.t").append(day_rows((6, "b")))
+    main.load_table("clash.t").delete("id = 2")  # an overwrite of b on main
+    done = _cli(local, "merge", "q3", "main")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "partition day=b" in done.stdout, done.stdout
+    assert ids(main.load_table("clash.t")) == [3, 4, 5]
+
+
 def test_appends_on_two_lakefs_branches_keep_every_row_after_the_branch_goes(tmp_path):
     server = start_lakefs_rest_server(tmp_path / "hms", "icemerge", "--autocommit")
     repo = server.repo
@@ -158,5 +245,21 @@ def test_appends_on_two_lakefs_branches_keep_every_row_after_the_branch_goes(tmp
         assert not any(f"/{repo}/b1/" in p for p in named_paths(table))
         table.append(rows(11))
         assert ids(server.hive().load_table("lake.t")) == [1, 2, 3, 10, 11]
+        # a delete and an overwrite on a branch, an append to another partition on main
+        main, side = _by_day(server, "lparts", "p1")
+        side.load_table("lparts.t").delete("day = 'a'")
+        side.load_table("lparts.t").delete("id = 3")
+        main.load_table("lparts.t").append(day_rows((10, "b")))
+        before = [s.snapshot_id for s in main.load_table("lparts.t").snapshots()]
+        server.cli("merge", "p1", "main")
+        with server.lakefs.sdk() as client:
+            LakeFSApi(client, repo).delete_branch("p1")
+        table = server.rest("main").load_table("lparts.t")
+        assert ids(table) == [2, 4, 10]
+        assert not any(f"/{repo}/p1/" in p for p in named_paths(table))
+        for snapshot_id, want in zip(before, ([1, 2, 3, 4], [1, 2, 3, 4, 10])):
+            assert ids(table, snapshot_id=snapshot_id) == want
+        table.append(day_rows((11, "a")))
+        assert ids(server.hive().load_table("lparts.t")) == [2, 4, 10, 11]
     finally:
         server.proc.stop()

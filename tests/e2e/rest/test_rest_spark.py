@@ -7,6 +7,8 @@ visible on main through both protocols at once; main never saw it before."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 
 import pyarrow as pa
 import pytest
@@ -14,6 +16,7 @@ import pytest
 from hms_proxy.tools import spark_iceberg
 from tests.e2e.rest.conftest import start_rest_server
 from tests.support.iceberg import named_paths
+from tests.support.process import REPO_ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(1200)]
 
@@ -128,6 +131,58 @@ def test_spark_appends_on_two_branches_merge_in_icebergs_terms(spark_env, tmp_pa
         assert ids(table) == [1, 2, 3, 4, 10]
         assert sorted(table.scan(snapshot_id=before).to_arrow().column("id").to_pylist()) \
             == [1, 10]
+    finally:
+        server.proc.stop()
+
+
+def test_spark_deletes_on_a_branch_merge_with_appends_to_other_partitions(spark_env,
+                                                                         tmp_path):
+    """Iceberg's Java writer deletes on a branch (a whole partition: a delete of its files;
+    rows of another, merge-on-read: a position delete file) while main appends to a third
+    partition: the merge replays the deletes on main's snapshot; a delete of a partition main
+    appended to is a conflict naming it."""
+    server = start_rest_server(tmp_path / "srv", "--autocommit")
+    try:
+        catalogs = {**spark_iceberg.catalog_conf("rest_f", "rest", server.rest_uri, "feature"),
+                    **spark_iceberg.catalog_conf("rest_main", "rest", server.rest_uri, "main")}
+        made = spark_iceberg.run_sql([
+            "CREATE NAMESPACE rest_main.sales",
+            "CREATE TABLE rest_main.sales.t (id bigint, day string) USING iceberg "
+            "PARTITIONED BY (day) TBLPROPERTIES ('write.delete.mode'='merge-on-read')",
+            "INSERT INTO rest_main.sales.t VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'c')",
+        ], catalogs, workdir=tmp_path)
+        for result in made:
+            rows(result)
+        server.cli("branch", "create", "feature", "--from", "main")
+        got = spark_iceberg.run_sql([
+            "DELETE FROM rest_f.sales.t WHERE day = 'a'",
+            "DELETE FROM rest_f.sales.t WHERE id = 3",
+            "INSERT INTO rest_main.sales.t VALUES (10, 'b')",
+        ], catalogs, workdir=tmp_path)
+        for result in got:
+            rows(result)
+        ops = [s.summary.operation.value
+               for s in server.rest("feature").load_table("sales.t").snapshots()]
+        assert ops[-2:] == ["delete", "delete"], ops
+        merged = server.cli("merge", "feature", "main")
+        assert "2 snapshots replayed (delete" in merged.stdout, merged.stdout
+        assert ids(server.rest("main").load_table("sales.t")) == [2, 4, 10]
+        after = spark_iceberg.run_sql([
+            "SELECT id FROM rest_main.sales.t ORDER BY id",
+            "DELETE FROM rest_main.sales.t WHERE day = 'b'",
+            "INSERT INTO rest_f.sales.t VALUES (11, 'b')",
+        ], catalogs, workdir=tmp_path)
+        assert rows(after[0]) == [[2], [4], [10]]
+        rows(after[1])
+        rows(after[2])
+        done = subprocess.run([sys.executable, "-m", "hms_proxy.cli", "merge", "feature",
+                               "main", "--store", str(server.store)], cwd=REPO_ROOT,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "ICEBERG_CONFLICT" in done.stdout and "partition day=b" in done.stdout, \
+            done.stdout
+        assert "adds files to it" in done.stdout
+        assert ids(server.rest("main").load_table("sales.t")) == [4]  # nothing written
     finally:
         server.proc.stop()
 
