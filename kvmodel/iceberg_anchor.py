@@ -40,6 +40,7 @@ from hms_proxy.thrift.gen.hive_metastore import ttypes
 from kvmodel import codec
 from kvmodel.avro_files import read_container, write_container
 from kvmodel.catalog import CatalogReader, CatalogWriter, table_key
+from kvmodel.iceberg_deletes import is_position_deletes, move_position_deletes
 from kvmodel.iceberg_files import (
     METADATA_LOCATION,
     files_for,
@@ -163,6 +164,12 @@ class Anchor:
             data_file = record.get("data_file")
             if not isinstance(data_file, dict):
                 continue
+            if is_position_deletes(data_file) and move_position_deletes(
+                    data_file,
+                    lambda p: self.paths.move(p, run.ref) if self._moves(run, p) else p,
+                    lambda p: self._read(p, run.ref), self._write,
+                    lambda p: self._new_path(p, run.ref)):
+                changed = True  # written again on the ref, its rows' paths moved
             for name in ("file_path", "referenced_data_file"):
                 value = data_file.get(name)
                 if isinstance(value, str) and self._moves(run, value):

@@ -40,6 +40,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from kvmodel.avro_files import read_container, write_container
+from kvmodel.iceberg_deletes import beside, is_position_deletes, move_position_deletes
 from kvmodel.iceberg_files import (
     METADATA_LOCATION,
     Files,
@@ -441,6 +442,10 @@ def _added_manifests(files: Files, source: dict, new_id: int, seq: int, version:
             if "file_sequence_number" in entry:
                 entry["file_sequence_number"] = None
             data_file = entry["data_file"]
+            if dest_ref is not None and is_position_deletes(data_file):
+                move_position_deletes(data_file, lambda p: files.move(p, dest_ref),
+                                      lambda p: files.read(p, dest_ref), files.write,
+                                      lambda p: beside(files.move(p, dest_ref), "merged"))
             for name in ("file_path", "referenced_data_file"):
                 if isinstance(data_file.get(name), str):
                     data_file[name] = files.move(data_file[name], dest_ref)

@@ -298,3 +298,56 @@ def test_spark_on_lakefs_rest_on_dev_thrift_reads_lakefs_merges(spark_env, tmp_p
         if on_dev is not None:
             on_dev.stop()
         server.proc.stop()
+
+
+def test_spark_position_deletes_on_a_lakefs_branch_still_delete_after_it_goes(spark_env,
+                                                                            tmp_path):
+    """Merge-on-read deletes (Iceberg's position delete files, which name the data files they
+    delete from by path) on a lakeFS branch: after ``hms-proxy merge`` and the branch deleted
+    with lakeFS's API, the rows they deleted stay deleted on main, read by Spark and by
+    pyiceberg: the delete files are anchored with the data files they name."""
+    from tests.e2e.rest.conftest import start_lakefs_rest_server
+    from tests.support.lakefs import LakeFSApi
+
+    server = start_lakefs_rest_server(tmp_path / "hms", "posdel", "--autocommit")
+    lakefs, repo = server.lakefs, server.repo
+    s3 = {"io-impl": "org.apache.iceberg.aws.s3.S3FileIO", "s3.endpoint": lakefs.endpoint,
+          "s3.path-style-access": "true", "client.region": "us-east-1",
+          "s3.chunked-encoding-enabled": "false"}
+    try:
+        catalogs = {
+            **spark_iceberg.catalog_conf("rest_dev", "rest", server.rest_uri, "dev",
+                                         {**server.keys, **s3}),
+            **spark_iceberg.catalog_conf("rest_main", "rest", server.rest_uri, "main",
+                                         {**server.keys, **s3})}
+        made = spark_iceberg.run_sql([
+            "CREATE NAMESPACE rest_main.lake",
+            "CREATE TABLE rest_main.lake.t (id bigint, v string) USING iceberg "
+            "TBLPROPERTIES ('write.delete.mode'='merge-on-read', "
+            "'write.update.mode'='merge-on-read')",
+            "INSERT INTO rest_main.lake.t VALUES (1, 'a'), (2, 'b')"], catalogs,
+            workdir=tmp_path)
+        for result in made:
+            rows(result)
+        with lakefs.sdk() as client:
+            LakeFSApi(client, repo).branch("dev", "main")
+        got = spark_iceberg.run_sql([
+            "INSERT INTO rest_dev.lake.t VALUES (3, 'c'), (4, 'd')",
+            "DELETE FROM rest_dev.lake.t WHERE id IN (1, 3)",
+            "SELECT id FROM rest_dev.lake.t ORDER BY id"], catalogs, workdir=tmp_path)
+        for result in got[:2]:
+            rows(result)
+        assert rows(got[2]) == [[2], [4]]
+        table = server.rest("dev").load_table("lake.t")
+        assert table.current_snapshot().summary["added-position-delete-files"] in ("1", "2")
+        server.cli("merge", "dev", "main")
+        with lakefs.sdk() as client:
+            LakeFSApi(client, repo).delete_branch("dev")
+        table = server.rest("main").load_table("lake.t")
+        assert not any(f"/{repo}/dev/" in p for p in named_paths(table))
+        assert ids(table) == [2, 4]
+        after = spark_iceberg.run_sql(["SELECT id FROM rest_main.lake.t ORDER BY id"],
+                                      catalogs, workdir=tmp_path)
+        assert rows(after[0]) == [[2], [4]]
+    finally:
+        server.proc.stop()
