@@ -20,8 +20,9 @@ same across branches:
 - a replayed snapshot names its original (``source-snapshot-id``, as Iceberg's cherry-pick
   does), so that merging back the other way does not replay it again;
 - the rest of the metadata is merged key by key from the base: a key only one side changed takes
-  that side's value, properties property by property; a key both changed differently (two schema
-  changes, two partition specs) is a conflict naming it;
+  that side's value, properties property by property, schemas both sides changed field by field
+  by id (:func:`_merge_schemas`); a key both changed differently (two partition specs) is a
+  conflict naming it;
 - the destination keeps its own snapshots, history and refs; the result is one new metadata file
   whose history holds both sides' rows, and time travel to every earlier destination snapshot
   still works.
@@ -141,8 +142,15 @@ def plan(table: str, base_loc: str, src_loc: str, dst_loc: str, base: dict, src:
             reasons += [f"table {table}: {r}" for r in _clashes(src_side, dst_side)]
             removed = src_side.removed_by
     out = Plan(table, base_loc, src_loc, dst_loc, src_new, removed=removed)
-    _take(base, src, dst, (set(base) | set(src) | set(dst)) - _HISTORY, out.taken, reasons,
-          f"table {table}: both sides changed ")
+    keys = (set(base) | set(src) | set(dst)) - _HISTORY
+    if all(_current_schema(m) is not None for m in (base, src, dst)) and (
+            _fields_of(src) != _fields_of(base) and _fields_of(dst) != _fields_of(base)):
+        # both sides changed the schema: merged field by field, by id
+        keys -= _SCHEMA_KEYS
+        schema_taken, clashes = _merge_schemas(base, src, dst)
+        out.taken.update(schema_taken)
+        reasons += [f"table {table}: {r}" for r in clashes]
+    _take(base, src, dst, keys, out.taken, reasons, f"table {table}: both sides changed ")
     bp, sp, dp = (m.get("properties") or {} for m in (base, src, dst))
     _take(bp, sp, dp, set(bp) | set(sp) | set(dp), out.properties, reasons,
           f"table {table}: both sides changed property ")
@@ -163,6 +171,92 @@ def _take(base: dict, src: dict, dst: dict, keys, taken: dict, reasons: list,
             taken[key] = s
         else:
             reasons.append(clash + key)
+
+
+_SCHEMA_KEYS = {"schemas", "current-schema-id", "last-column-id", "schema"}
+
+
+def _current_schema(metadata: dict) -> dict | None:
+    wanted = metadata.get("current-schema-id")
+    for schema in metadata.get("schemas") or []:
+        if schema.get("schema-id") == wanted:
+            return schema
+    return metadata.get("schema")
+
+
+def _fields_of(metadata: dict):
+    schema = _current_schema(metadata) or {}
+    return (schema.get("fields"), schema.get("identifier-field-ids"))
+
+
+def _field_text(field: dict) -> str:
+    kind = field.get("type")
+    kind = kind if isinstance(kind, str) else (kind or {}).get("type", "?")
+    return f"{field.get('name')} ({kind})"
+
+
+def _merge_schemas(base: dict, src: dict, dst: dict) -> tuple[dict, list[str]]:
+    """Both sides changed the table's schema since the base: merged by field id (the top
+    level's fields; a nested type is one value). A field one side added, dropped or changed
+    (name, type, required, doc, defaults) takes that side's change; the same field id added or
+    changed differently on both sides, or changed on one and dropped on the other, is a clash.
+    Returns (the metadata keys of the merged schema: a new schema appended to the destination's,
+    made current; the clashes)."""
+    b, s, d = (_current_schema(m) for m in (base, src, dst))
+    bf, sf, df = ({f["id"]: f for f in x.get("fields") or []} for x in (b, s, d))
+    clashes = []
+    merged: dict[int, dict] = {}
+    for fid in list(df) + [i for i in sf if i not in df] + [i for i in bf
+                                                               if i not in df and i not in sf]:
+        bb, ss, dd = bf.get(fid), sf.get(fid), df.get(fid)
+        if ss == dd or ss == bb:
+            result = dd
+        elif dd == bb:
+            result = ss
+        elif bb is None:
+            clashes.append(f"both sides added field id {fid}: {_field_text(ss)} on the source, "
+                           f"{_field_text(dd)} on the destination (new columns of both sides "
+                           "take the same ids; add them on one side)")
+            continue
+        elif ss is None or dd is None:
+            gone, kept = ("source", dd) if ss is None else ("destination", ss)
+            clashes.append(f"field {_field_text(bb)} (id {fid}) was dropped on the {gone} and "
+                           f"changed to {_field_text(kept)} on the other side")
+            continue
+        else:
+            clashes.append(f"field id {fid} was changed on both sides: {_field_text(ss)} on "
+                           f"the source, {_field_text(dd)} on the destination")
+            continue
+        if result is not None:
+            merged[fid] = result
+    ident = [b.get("identifier-field-ids"), s.get("identifier-field-ids"),
+             d.get("identifier-field-ids")]
+    if ident[1] == ident[0] or ident[1] == ident[2]:
+        identifiers = ident[2]
+    elif ident[2] == ident[0]:
+        identifiers = ident[1]
+    else:
+        clashes.append("both sides changed the identifier fields")
+        identifiers = ident[2]
+    if clashes:
+        return {}, clashes
+    schemas = list(dst.get("schemas") or [])
+    known = {x.get("schema-id") for x in schemas}
+    new_id = max([i for i in known | {x.get("schema-id") for x in src.get("schemas") or []}
+                  if isinstance(i, int)] or [0]) + 1
+    new = {"type": "struct", "schema-id": new_id, "fields": list(merged.values())}
+    if identifiers is not None:
+        new["identifier-field-ids"] = identifiers
+    # the source's own schemas too, so that what names them (its snapshots) still resolves
+    for x in src.get("schemas") or []:
+        if x.get("schema-id") not in known:
+            schemas.append(x)
+            known.add(x.get("schema-id"))
+    schemas.append(new)
+    taken = {"schema": new} if "schema" in dst else {}
+    last = max(int(src.get("last-column-id") or 0), int(dst.get("last-column-id") or 0))
+    return {**taken, "schemas": schemas, "current-schema-id": new_id,
+            "last-column-id": last}, []
 
 
 def _ancestry(metadata: dict) -> set[int]:

@@ -150,6 +150,53 @@ def test_an_overwrite_against_an_append_is_a_conflict_naming_them(local):
     assert ids(main.load_table("del.t")) == [1, 2, 3]
 
 
+def test_schema_changes_on_both_sides_merge_by_field_id(local):
+    from pyiceberg.types import StringType
+
+    main = local.rest("main")
+    main.create_namespace("schemas")
+    start = pa.table({"id": pa.array([1], pa.int64()), "v": ["one"]})
+    main.create_table("schemas.t", schema=start.schema).append(start)
+    local.cli("branch", "create", "s1", "--from", "main")
+    side = local.rest("s1")
+    with side.load_table("schemas.t").update_schema() as update:
+        update.add_column("note", StringType())
+    side.load_table("schemas.t").append(pa.table({"id": pa.array([2], pa.int64()),
+                                                  "v": ["two"], "note": ["n"]}))
+    with main.load_table("schemas.t").update_schema() as update:
+        update.rename_column("v", "label")
+    main.load_table("schemas.t").append(pa.table({"id": pa.array([3], pa.int64()),
+                                                  "label": ["three"]}))
+    before = main.load_table("schemas.t").current_snapshot().snapshot_id
+    local.cli("merge", "s1", "main")
+    table = main.load_table("schemas.t")
+    assert [f.name for f in table.schema().fields] == ["id", "label", "note"]
+    assert [f.field_id for f in table.schema().fields] == [1, 2, 3]
+    got = table.scan().to_arrow().sort_by("id").to_pylist()
+    assert got == [{"id": 1, "label": "one", "note": None},
+                   {"id": 2, "label": "two", "note": "n"},
+                   {"id": 3, "label": "three", "note": None}]
+    assert ids(table, snapshot_id=before) == [1, 3]
+    with connect(local.proc) as client:
+        assert [c.name for c in client.get_table("schemas", "t").sd.cols] == \
+            ["id", "label", "note"]
+    # a column added on both sides takes one id twice: a conflict naming it
+    local.cli("branch", "create", "s2", "--from", "main")
+    with local.rest("s2").load_table("schemas.t").update_schema() as update:
+        update.add_column("left", StringType())
+    local.rest("s2").load_table("schemas.t").append(rows(4).append_column(
+        "label", pa.array(["x"])))
+    with main.load_table("schemas.t").update_schema() as update:
+        update.add_column("right", StringType())
+    main.load_table("schemas.t").append(rows(5).append_column("label", pa.array(["y"])))
+    head = main.load_table("schemas.t").metadata_location
+    done = _cli(local, "merge", "s2", "main")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "both sides added field id 4" in done.stdout, done.stdout
+    assert "left (string)" in done.stdout and "right (string)" in done.stdout
+    assert main.load_table("schemas.t").metadata_location == head
+
+
 def _by_day(server, name: str, branch: str):
     """``name``.t partitioned by day: (1, a), (2, b), (3, c), (4, c), one file per day, on
     main; ``branch`` made from main."""
