@@ -531,8 +531,12 @@ def _added_manifests(files: Files, source: dict, new_id: int, seq: int, version:
         rows = 0
         for entry in mine:
             entry["snapshot_id"] = new_id
-            if "sequence_number" in entry:
-                entry["sequence_number"] = None  # inherited from the new manifest
+            # the data sequence number is inherited from the new manifest, unless the source
+            # kept an older one on purpose (a rewrite of files committed earlier, so that the
+            # deletes committed after those files still apply to what replaced them)
+            if "sequence_number" in entry and entry["sequence_number"] in (
+                    None, record.get("sequence_number")):
+                entry["sequence_number"] = None
             if "file_sequence_number" in entry:
                 entry["file_sequence_number"] = None
             data_file = entry["data_file"]
