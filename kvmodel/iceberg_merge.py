@@ -442,6 +442,7 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
     current = merged.get("current-snapshot-id")
     current = None if current in (None, -1) else current
     seq = int(merged.get("last-sequence-number", 0))
+    next_row = int(merged.get("next-row-id") or 0)  # v3 row lineage: the next row id to give
     now = max(int(time.time() * 1000), int(merged.get("last-updated-ms", 0)) + 1)
     snapshots = list(merged.get("snapshots") or [])
     log = list(merged.get("snapshot-log") or [])
@@ -464,6 +465,13 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
         if p.removed.get(source["snapshot-id"]):
             carried = _without(files, carried, p.removed[source["snapshot-id"]], new_id, seq,
                                version, metadata_dir, dest_ref)
+        first_row = next_row
+        if version >= 3:  # the new data manifests' rows get the next row ids, in order
+            for record in added:
+                if int(record.get("content") or 0) == 0:
+                    record["first_row_id"] = next_row
+                    next_row += int(record.get("added_rows_count") or 0) + int(
+                        record.get("existing_rows_count") or 0)
         if list_meta is None:
             list_meta = template_meta
         list_meta = dict(list_meta)
@@ -474,6 +482,8 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
             list_meta.pop("parent-snapshot-id", None)
         if version >= 2:
             list_meta["sequence-number"] = str(seq).encode()
+        if version >= 3:
+            list_meta["first-row-id"] = str(first_row).encode()
         list_path = f"{metadata_dir}/snap-{new_id}-1-{uuid.uuid4()}.avro"
         files.write(list_path, write_container(list_meta, added + carried))
         written[new_id] = (list_meta, added + carried)
@@ -485,6 +495,9 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
             snapshot["parent-snapshot-id"] = current
         if version >= 2:
             snapshot["sequence-number"] = seq
+        if version >= 3:
+            snapshot["first-row-id"] = first_row
+            snapshot["added-rows"] = next_row - first_row
         if "schema-id" in source:
             snapshot["schema-id"] = merged.get("current-schema-id", source["schema-id"])
         snapshots.append(snapshot)
@@ -501,6 +514,8 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
         merged["refs"] = refs
     if version >= 2:
         merged["last-sequence-number"] = seq
+    if version >= 3:
+        merged["next-row-id"] = next_row
     merged["last-updated-ms"] = now
     history = list(merged.get("metadata-log") or [])
     history.append({"timestamp-ms": int(dst.get("last-updated-ms", 0)),
@@ -603,6 +618,7 @@ def _without(files: Files, records: list, removed, new_id: int, seq: int, versio
         if not any(files.ident(e["data_file"]["file_path"]) in left for e in live):
             continue
         inherited = record.get("sequence_number")
+        row_id = record.get("first_row_id")  # v3: what files without their own inherit
         kept = [0, 0]
         dropped = [0, 0]
         min_seq = None
@@ -614,6 +630,11 @@ def _without(files: Files, records: list, removed, new_id: int, seq: int, versio
                     entry[name] = inherited
             ident = files.ident(entry["data_file"]["file_path"])
             rows = int(entry["data_file"].get("record_count") or 0)
+            data_file = entry["data_file"]
+            if row_id is not None and "first_row_id" in data_file and \
+                    data_file["first_row_id"] is None:
+                data_file["first_row_id"] = row_id  # kept when written again
+                row_id += rows
             if ident in left:
                 left.discard(ident)
                 entry["status"] = 2

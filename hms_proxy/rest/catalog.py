@@ -20,7 +20,7 @@ from contextlib import ExitStack, contextmanager
 from hms_proxy.hms.family import Family
 from hms_proxy.rest import errors, hive_form, requirements
 from hms_proxy.rest.errors import RestError
-from hms_proxy.rest.metadata import MetadataFiles, load_table_result
+from hms_proxy.rest.metadata import MetadataFiles, load_table_result, to_json
 from hms_proxy.rest.names import check_name, database_of
 from hms_proxy.rest.view_calls import ViewCalls
 from hms_proxy.thrift import errors as thrift_errors
@@ -212,21 +212,22 @@ class RestCatalog(ViewCalls):
         except ValueError as exc:
             raise errors.bad_request(f"Invalid CreateTableRequest: {_first(exc)}") from None
         properties = {str(k): str(v) for k, v in (body.get("properties") or {}).items()}
-        if properties.get("format-version", "2").strip() not in ("1", "2"):
-            raise RestError(406, "UnsupportedOperationException",
-                            f"Iceberg format version {properties['format-version']} is not "
-                            "supported by this catalog yet (versions 1 and 2 are)")
+        if properties.get("format-version", "2").strip() not in ("1", "2", "3"):
+            raise errors.bad_request(f"Unsupported format version: "
+                                     f"{properties['format-version']} (1, 2 and 3 are)")
         database = self._database(ctx, db)
         self._taken(ctx, db, name)
         if not location:
             location = (database.locationUri or "").rstrip("/") + "/" + name
         try:
-            metadata = new_table_metadata(schema, spec, order, location.rstrip("/"), properties)
+            metadata = _lineage(_with_defaults(
+                new_table_metadata(schema, spec, order, location.rstrip("/"), properties),
+                schema))
         except ValueError as exc:
             raise errors.bad_request(f"Invalid CreateTableRequest: {_first(exc)}") from None
         self.files.make_directories(metadata.location)
         if body.get("stage-create"):
-            return b'{"metadata":' + metadata.model_dump_json().encode() + b',"config":{}}'
+            return b'{"metadata":' + to_json(metadata) + b',"config":{}}'
         metadata_location = self.files.next_location(metadata, None)
         raw = self.files.write(metadata, metadata_location)
         try:
@@ -438,13 +439,13 @@ class RestCatalog(ViewCalls):
                 requirements.check(requirement, base)
         except requirements.RequirementFailed as exc:
             raise errors.commit_failed(str(exc)) from None
-        updates = requirements.renumber(request.updates, base)
-        _refuse_v3(updates, base)
+        updates = _format_version_3(requirements.renumber(request.updates, base))
         try:
             metadata = (update_table_metadata if base is None else _updated)(
                 # a creation builds on nothing: no schema, spec or order yet (unvalidated,
                 # since a validated one would hold an empty schema 0 already)
-                base or TableMetadataV1.model_construct(last_column_id=-1, schema=Schema()),
+                _lineage(base) or TableMetadataV1.model_construct(last_column_id=-1,
+                                                                  schema=Schema()),
                 updates, base is None, current)
         except (ValueError, KeyError) as exc:  # as Iceberg's server words a builder's refusal
             raise RestError(400, "IllegalArgumentException",
@@ -638,15 +639,86 @@ def _updated(base_metadata, updates, enforce_validation, metadata_location):
     return metadata
 
 
-def _refuse_v3(updates, base) -> None:
-    version = base.format_version if base is not None else 1
+_V3_UPGRADE = None
+
+
+def _with_defaults(metadata, requested):
+    """``metadata`` whose schema keeps the columns' default values (``initial-default``,
+    ``write-default``) of the ``requested`` schema: pyiceberg drops them when it gives a new
+    table's schema its fresh field ids (the fields keep their order)."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import StructType
+
+    def keep(asked, fresh):
+        if not isinstance(fresh, StructType) or not isinstance(asked, StructType):
+            return fresh
+        fields = []
+        for a, f in zip(asked.fields, fresh.fields):
+            update = {"field_type": keep(a.field_type, f.field_type)}
+            for name in ("initial_default", "write_default"):
+                if getattr(a, name, None) is not None:
+                    update[name] = getattr(a, name)
+            fields.append(f.model_copy(update=update))
+        return StructType(*fields)
+
+    def defaults(struct) -> bool:
+        return any(getattr(f, "initial_default", None) is not None
+                   or getattr(f, "write_default", None) is not None
+                   or (isinstance(f.field_type, StructType) and defaults(f.field_type))
+                   for f in struct.fields)
+
+    if not defaults(requested.as_struct()):
+        return metadata
+    fresh = metadata.schema()
+    schema = Schema(*keep(requested.as_struct(), fresh.as_struct()).fields,
+                    schema_id=fresh.schema_id,
+                    identifier_field_ids=fresh.identifier_field_ids)
+    return metadata.model_copy(update={"schemas": [schema]})
+
+
+def _lineage(metadata):
+    """A format version 3 table's metadata with row lineage started (``next-row-id`` 0 where
+    pyiceberg left it unset)."""
+    if metadata is not None and metadata.format_version >= 3 and metadata.next_row_id is None:
+        return metadata.model_copy(update={"next_row_id": 0})
+    return metadata
+
+
+def _format_version_3(updates) -> list:
+    """``updates`` with an upgrade to format version 3 made by this server: pyiceberg's own
+    refuses it (it does not write v3 tables itself). The upgrade starts row lineage at
+    ``next-row-id`` 0, as the spec says; a version above 3 is refused."""
+    global _V3_UPGRADE
+    if not any(u.action == "upgrade-format-version" for u in updates):
+        return updates
+    if _V3_UPGRADE is None:
+        from pyiceberg.table.update import UpgradeFormatVersionUpdate, _apply_table_update
+
+        class UpgradeToV3(UpgradeFormatVersionUpdate):
+            pass
+
+        @_apply_table_update.register(UpgradeToV3)
+        def _(update, base_metadata, context):
+            if base_metadata.format_version == 3:
+                return base_metadata
+            from pyiceberg.table.metadata import TableMetadataV3
+
+            context.add_update(update)
+            return TableMetadataV3.model_construct(
+                **{**dict(base_metadata), "format_version": 3, "next_row_id": 0})
+
+        _V3_UPGRADE = UpgradeToV3
+    out = []
     for update in updates:
         if update.action == "upgrade-format-version":
-            version = update.format_version
-    if version >= 3:
-        raise RestError(406, "UnsupportedOperationException",
-                        "Iceberg format version 3 is not supported by this catalog yet "
-                        "(versions 1 and 2 are)")
+            if update.format_version > 3:
+                raise RestError(400, "IllegalArgumentException",
+                                f"Unsupported format version: v{update.format_version} "
+                                "(supported: v3)")
+            if update.format_version == 3:
+                update = _V3_UPGRADE(format_version=3)
+        out.append(update)
+    return out
 
 
 def _identifier(request) -> tuple[str, str]:

@@ -23,6 +23,16 @@ _VERSION = re.compile(r"(\d+)-[^/]*\.metadata\.json$")
 INLINE: contextvars.ContextVar[bool] = contextvars.ContextVar("rest_inline", default=False)
 
 
+def to_json(metadata) -> bytes:
+    """A pyiceberg table metadata model's JSON. pyiceberg's version 3 model refuses to write
+    itself (pyiceberg does not write v3 tables), but it holds all of a v3 file's fields (row
+    lineage's ``next-row-id``, snapshots' ``first-row-id`` and ``added-rows``, default values),
+    so its common serializer writes it whole."""
+    from pyiceberg.typedef import IcebergBaseModel
+
+    return IcebergBaseModel.model_dump_json(metadata).encode()
+
+
 class Blocking(Exception):
     """The inline read needs I/O: answer it from the thread pool."""
 
@@ -103,7 +113,7 @@ class MetadataFiles:
     def write(self, metadata, location: str) -> bytes:
         """Write ``metadata`` at ``location`` (a new file: never overwrites); returns its
         JSON, which is then cached as that location's."""
-        data = metadata.model_dump_json().encode()
+        data = to_json(metadata)
         with self.io(location).new_output(location).create(overwrite=False) as stream:
             stream.write(data)
         self._cache.put(("raw", location), data, len(data) + 200)

@@ -15,12 +15,9 @@ from tests.e2e.rest.conftest import start_rest_server
 pytestmark = [pytest.mark.timeout(1200), pytest.mark.slow]
 
 HIVE_NAMES = "a Hive name is letters, digits and '_' ('/' also separates the catalog's keys)"
-V3 = "Iceberg format version 3 is not supported yet (refused with 406)"
 NOT_APPLICABLE = {
     "RESTCompatibilityKitCatalogTests.testNamespaceWithSlash()": HIVE_NAMES,
     "RESTCompatibilityKitCatalogTests.testTableNameWithSlash()": HIVE_NAMES,
-    "RESTCompatibilityKitCatalogTests.createTableTransaction(int)[3]": V3,
-    "RESTCompatibilityKitCatalogTests.testCreateTableWithDefaultColumnValue()": V3,
 }
 # the server refuses a table in a namespace that does not exist (Hive databases must exist)
 OURS = {"rck.requires-namespace-create": "true"}

@@ -82,6 +82,12 @@ def test_bad_input_gets_the_specs_errors_and_changes_nothing(server):
     error_of(requests.post(table, json={"updates": [
         {"action": "set-current-schema", "schema-id": 42}]}, timeout=30),
         400, "IllegalArgumentException")  # the builder's refusal, as Iceberg's server types it
+    error_of(requests.post(table, json={"updates": [
+        {"action": "upgrade-format-version", "format-version": 4}]}, timeout=30),
+        400, "IllegalArgumentException")
+    error_of(post("namespaces/bad/tables", json={"name": "v4", "schema": SCHEMA,
+                                                 "properties": {"format-version": "4"}}),
+             400, "BadRequestException")
     error_of(requests.post(table, data=b"x" * (17 << 20), timeout=60), 413,
              "BadRequestException")
     error_of(post("namespaces", json={"namespace": ["bad@main"]}), 400, "BadRequestException")
