@@ -128,12 +128,18 @@ def test_trino_reads_the_ndv_of_stats_compute_and_merges_its_sketches(trino, tmp
 
 def test_trino_on_the_rest_catalog_over_lakefs_branch_merged_by_lakefs(trino, tmp_path):
     """Trino's Iceberg connector on our REST catalog over a real lakeFS (files through its S3
-    gateway): a table written on main, a branch made by lakeFS's API and written by Trino,
-    main unchanged until lakeFS's own merge, then Trino and pyiceberg see the branch's rows."""
+    gateway): a table written on main, a branch made by lakeFS's API and written by Trino
+    (inserts, and deletes of main's rows and of its own: position delete files), main unchanged
+    until lakeFS's own merge, then Trino and pyiceberg see the branch's rows. Then the branch is
+    deleted with lakeFS's API (the action's hooks anchor main's table first): main still reads
+    every row, time-travels to each snapshot it had before the merge and takes an insert."""
     from tests.e2e.rest.conftest import start_lakefs_rest_server
     from tests.support.lakefs import LakeFSApi
 
-    server = start_lakefs_rest_server(tmp_path / "hms", "trinorest", "--autocommit")
+    from tests.support.iceberg import named_paths
+
+    server = start_lakefs_rest_server(tmp_path / "hms", "trinorest", "--autocommit",
+                                      "--http-port", "0", "--lakefs-hooks", "self")
     lakefs, repo, uri = server.lakefs, server.repo, server.rest_uri
     names = []
 
@@ -163,10 +169,15 @@ def test_trino_on_the_rest_catalog_over_lakefs_branch_merged_by_lakefs(trino, tm
             assert api.data_files("main", data)
             api.branch("dev", "main")
             dev = on("dev")
-            assert run(f"INSERT INTO {dev}.lake.orders VALUES (3, 'eu')") == [[1]]
-            assert run(f"DELETE FROM {dev}.lake.orders WHERE id = 2") == [[1]]
+            assert run(f"INSERT INTO {dev}.lake.orders VALUES (3, 'eu'), (5, 'eu')") == [[2]]
+            assert run(f"DELETE FROM {dev}.lake.orders WHERE id = 2") == [[1]]  # main's file
+            assert run(f"DELETE FROM {dev}.lake.orders WHERE id = 5") == [[1]]  # dev's own
             assert run(f"SELECT id FROM {dev}.lake.orders ORDER BY id") == [[1], [3]]
             assert run(f"SELECT id FROM {main}.lake.orders ORDER BY id") == [[1], [2]]
+            table = rest_table()
+            before = {s.snapshot_id: sorted(table.scan(snapshot_id=s.snapshot_id).to_arrow()
+                                            .column("id").to_pylist())
+                      for s in table.snapshots()}
             # the branch's new files are on dev only
             assert len(api.data_files("dev", data)) > len(api.data_files("main", data))
             api.merge("dev", "main")
@@ -177,6 +188,17 @@ def test_trino_on_the_rest_catalog_over_lakefs_branch_merged_by_lakefs(trino, tm
             time.sleep(0.2)
         fresh = on("main")  # a new catalog: nothing cached from before the merge
         assert run(f"SELECT id FROM {fresh}.lake.orders ORDER BY id") == [[1], [3]]
+        with lakefs.sdk() as client:
+            LakeFSApi(client, repo).delete_branch("dev")  # the pre-delete hook anchors main
+        assert not any(f"/{repo}/dev/" in p for p in named_paths(rest_table()))
+        after = on("main")
+        assert run(f"SELECT id FROM {after}.lake.orders ORDER BY id") == [[1], [3]]
+        assert [1, 2] in before.values()
+        for snapshot_id, want in before.items():
+            assert run(f"SELECT id FROM {after}.lake.orders FOR VERSION AS OF {snapshot_id} "
+                       "ORDER BY id") == [[i] for i in want]
+        assert run(f"INSERT INTO {after}.lake.orders VALUES (6, 'us')") == [[1]]
+        assert sorted(rest_table().scan().to_arrow().column("id").to_pylist()) == [1, 3, 6]
     finally:
         for name in names:
             trino.drop_catalog(name)
