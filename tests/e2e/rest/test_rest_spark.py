@@ -399,3 +399,76 @@ def test_spark_format_version_3_tables_commit_and_merge(spark_env, tmp_path):
         assert metadata.format_version == 3 and metadata.next_row_id > max(row_ids)
     finally:
         server.proc.stop()
+
+
+def test_spark_through_thrift_on_a_lakefs_branch_merged_and_deleted(spark_env, tmp_path):
+    """Spark's Iceberg catalog of type ``hive`` (Iceberg's own HiveTableOperations: it reads
+    and writes the metadata files itself) on a server bound to a lakeFS branch: an insert, a
+    delete, a schema change and an update on dev land on dev only (the server moves what the
+    writer put under main, the table's inherited location); a lakeFS commit and merge; the
+    branch deleted with lakeFS's API: main reads every row, time-travels to its earlier
+    snapshots and takes Spark's insert."""
+    import lakefs_sdk
+
+    from tests.e2e.rest.conftest import start_lakefs_rest_server
+    from tests.support.lakefs import LakeFSApi
+    from tests.support.wait import wait_until
+
+    server = start_lakefs_rest_server(tmp_path / "hms", "sparkhive", "--http-port", "0",
+                                      "--lakefs-hooks", "self", "--bind", "0=dev",
+                                      branches=("dev",))
+    lakefs, repo = server.lakefs, server.repo
+    s3 = {**server.keys, "io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+          "s3.endpoint": lakefs.endpoint, "s3.path-style-access": "true",
+          "client.region": "us-east-1", "s3.chunked-encoding-enabled": "false"}
+    try:
+        main = server.rest("main")
+        main.create_namespace("lake")
+        data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"]})
+        main.create_table("lake.t", schema=data.schema).append(data)
+        before = {s.snapshot_id for s in main.load_table("lake.t").snapshots()}
+        with lakefs.sdk() as client:
+            api = LakeFSApi(client, repo)
+            api.commit("main", "the table")  # as lakectl commit
+            api.merge("main", "dev")  # dev gets the table as lakeFS's merge brings it
+            dev_uri = f"thrift://127.0.0.1:{server.proc.ref_port('dev')}"
+            catalogs = {**spark_iceberg.catalog_conf("hv_dev", "hive", dev_uri, extra=s3),
+                        **spark_iceberg.catalog_conf("hv_main", "hive", server.thrift_uri,
+                                                     extra=s3)}
+            wait_until(lambda: len(server.rest("dev").load_table("lake.t").scan()
+                                   .to_arrow()) == 3, what="dev's table")
+            got = spark_iceberg.run_sql([
+                "INSERT INTO hv_dev.lake.t VALUES (4, 'd')",
+                "DELETE FROM hv_dev.lake.t WHERE id = 1",
+                "ALTER TABLE hv_dev.lake.t ADD COLUMN qty int",
+                "UPDATE hv_dev.lake.t SET qty = 7 WHERE id = 4",
+                "SELECT id, v, qty FROM hv_dev.lake.t ORDER BY id",
+                "SELECT id FROM hv_main.lake.t ORDER BY id",
+            ], catalogs, workdir=tmp_path)
+            for result in got[:4]:
+                rows(result)
+            assert rows(got[4]) == [[2, "b", None], [3, "c", None], [4, "d", 7]]
+            assert rows(got[5]) == [[1], [2], [3]]
+            staged_main = [d.path for d in lakefs_sdk.BranchesApi(client).diff_branch(
+                repo, "main").results]
+            assert not any("lake.db/t" in p for p in staged_main), staged_main
+            api.commit("dev", "Spark's writes")
+            api.merge("dev", "main")
+        wait_until(lambda: sorted(main.load_table("lake.t").scan().to_arrow()
+                                  .column("id").to_pylist()) == [2, 3, 4],
+                   what="main after the lakeFS merge")
+        with lakefs.sdk() as client:
+            LakeFSApi(client, repo).delete_branch("dev")  # the pre-delete hook anchors main
+        table = server.rest("main").load_table("lake.t")
+        assert not any(f"/{repo}/dev/" in p for p in named_paths(table))
+        assert ids(table) == [2, 3, 4]
+        for snapshot_id in before:
+            assert sorted(table.scan(snapshot_id=snapshot_id).to_arrow().column("id")
+                          .to_pylist()) == [1, 2, 3]
+        after = spark_iceberg.run_sql([
+            "INSERT INTO hv_main.lake.t VALUES (5, 'e', 1)",
+            "SELECT id, qty FROM hv_main.lake.t ORDER BY id"], catalogs, workdir=tmp_path)
+        rows(after[0])
+        assert rows(after[1]) == [[2, None], [3, None], [4, 7], [5, 1]]
+    finally:
+        server.proc.stop()
