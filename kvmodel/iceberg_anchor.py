@@ -351,11 +351,12 @@ def ref_of(paths: RefPaths, location: str) -> str | None:
     return None
 
 
-def new_files(anchor: Anchor, before: dict, after: dict, after_location: str,
-              ref: str) -> set[str]:
+def new_files(anchor: Anchor, before: dict, after: dict, after_location: str) -> set[str]:
     """The files a commit from metadata ``before`` to ``after`` (at ``after_location``)
     wrote: its metadata file, its new snapshots' manifest lists, the manifests they added and
-    the data and delete files added in them, new statistics files (read through ``ref``)."""
+    the data and delete files added in them, new statistics files (each read where its path
+    says: they are new, so they are there)."""
+    ref = None
     had = {s["snapshot-id"] for s in before.get("snapshots") or []}
     new_ids = {s["snapshot-id"] for s in after.get("snapshots") or []} - had
     out = {after_location}
@@ -395,13 +396,27 @@ def relocate_commit(store, branch: str, before_location: str | None,
     removed from the other branch all the same."""
     anchor = Anchor(store)
     lakefs = anchor.lakefs
-    other = ref_of(anchor.paths, after_location)
-    if other is None or other in (branch, "@"):
+    paths = anchor.paths
+    if ref_of(paths, after_location) is None:
         return after_location
-    after = json.loads(anchor._read(after_location, other))
-    before = json.loads(anchor._read(before_location, other)) if before_location else {}
-    files = {p for p in new_files(anchor, before, after, after_location, other)
-             if ref_of(anchor.paths, p) == other}
+    after = json.loads(anchor._read(after_location, None))
+    # ``before`` as it is named: the table may have been anchored on ``branch`` since the
+    # client read it (lakeFS's post-merge hook), and its file is then on ``branch`` only
+    before = json.loads(anchor._read(before_location, None)) if before_location else {}
+    if ref_of(paths, after_location) in (branch, "@") and \
+            not anchor.needs(after, after_location, branch):
+        return after_location  # nothing of it names another ref: written where it belongs
+    # the commit's own files that another ref names: a client that read the table before
+    # it was moved to ``branch`` wrote its data under the old location, whatever the
+    # metadata file's own path
+    files = {p for p in new_files(anchor, before, after, after_location)
+             if ref_of(paths, p) not in (None, branch, "@")}
+    if not files:
+        return after_location
+    others = {ref_of(paths, p) for p in files}
+    if len(others) > 1:
+        raise Misplaced(f"files of this commit are on several branches: {sorted(others)}")
+    other = others.pop()
     heads = tuple(f"{h}{other}/" for h in anchor.paths.heads)
     keys = sorted(next(p[len(h):] for h in heads if p.startswith(h)) for p in files)
     staged = set()

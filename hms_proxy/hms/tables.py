@@ -439,7 +439,7 @@ class TableCalls(Family):
             return
         ref = self.ref_of(ctx)
         other = iceberg_anchor.ref_of(iceberg_anchor.Anchor(self.env.store).paths, location)
-        if other in (None, ref, "@"):
+        if other is None:
             return
         with self.reading(ctx) as cat:
             old = cat.table(db, name)
@@ -449,8 +449,9 @@ class TableCalls(Family):
         except iceberg_anchor.Misplaced as exc:
             raise errors.MetaError(
                 f"Iceberg commit of {db}.{name} on branch {ref} refused: its files were written "
-                f"on branch {other} (where the table's metadata file points) and could not be "
-                f"moved: {exc}. Commit through the Iceberg REST catalog with warehouse={ref}, "
+                f"on another branch (where the table's metadata file pointed when the client "
+                f"read it) and could not be moved: {exc}. Commit through the Iceberg REST "
+                f"catalog with warehouse={ref}, "
                 "which writes on the branch") from None
         new_tbl.parameters = {**params, "metadata_location": moved}
 

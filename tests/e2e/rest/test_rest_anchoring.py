@@ -203,3 +203,50 @@ def _loaded(catalog, name):
 
 def _main_files(main) -> set[str]:
     return {p.rsplit("/", 1)[-1] for p in named_paths(main.load_table("lake.events"))}
+
+
+@pytest.mark.parametrize("merge", ["lakefs", "hms-proxy"])
+def test_a_thrift_writers_branch_merged_then_deleted_main_reads(tmp_path, merge):
+    """pyiceberg's HiveCatalog on a port bound to a lakeFS branch: appends, a delete and a
+    schema change on dev, none of it on main's tree; merged by lakeFS (the action's hooks) or
+    by ``hms-proxy merge``; dev deleted with lakeFS's API: main reads every row, time-travels,
+    takes an append."""
+    from pyiceberg.catalog.hive import HiveCatalog
+
+    hooks = ("--http-port", "0", "--lakefs-hooks", "self") if merge == "lakefs" else ()
+    server = start_lakefs_rest_server(tmp_path / "hms", "anchorthrift", "--autocommit",
+                                      "--bind", "0=dev", *hooks, branches=("dev",))
+    repo = server.repo
+    try:
+        with server.lakefs.sdk() as client:
+            api = LakeFSApi(client, repo)
+            main = server.rest("main")
+            main.create_namespace("lake")
+            table = main.create_table("lake.events", schema=rows(0).schema)
+            table.append(rows(1))
+            table.append(rows(2))
+            before = [s.snapshot_id for s in main.load_table("lake.events").snapshots()]
+            main_files = _lakefs_paths(api, "main", "warehouse/lake.db/events/")
+            api.merge("main", "dev")  # dev gets the table, as lakeFS's merge brings it
+            dev = HiveCatalog("dev", uri=f"thrift://127.0.0.1:{server.proc.ref_port('dev')}",
+                              **server.keys, **{"s3.endpoint": server.lakefs.endpoint,
+                                                "s3.region": "us-east-1"})
+            wait_until(lambda: _loaded(dev, "lake.events"), what="dev's table")
+            dev.load_table("lake.events").append(rows(3))
+            dev.load_table("lake.events").append(rows(4))
+            dev.load_table("lake.events").delete("id = 4")
+            with dev.load_table("lake.events").update_schema() as update:
+                update.add_column("note", StringType())
+            assert ids(dev.load_table("lake.events")) == [1, 2, 3]
+            assert _lakefs_paths(api, "main", "warehouse/lake.db/events/") == main_files
+            if merge == "lakefs":
+                api.merge("dev", "main")
+                wait_until(lambda: _head_message(api, "main").startswith(
+                    "hms-proxy: 1 Iceberg table merged from dev anchored on main"),
+                    what="the post-merge hook's commit on main")
+            else:
+                merged = server.cli("merge", "dev", "main")
+                assert "anchored 1 Iceberg table on main" in merged.stdout, merged.stdout
+            _main_outlives_dev(server, api, repo, before)
+    finally:
+        server.proc.stop()
