@@ -9,9 +9,10 @@ Spark context and session in a runner (``runner.py --serve``): the previous one 
 its metastore client, its caches and its settings, so a run sees what a fresh process would.
 Runners are kept per environment (the variables Spark and its clients read) and per setting
 read at the JVM's start (``spark.jars``: the class path); a run while every runner of its
-kind is busy starts another. What a kept runner cannot do runs in a
-process of its own as before: ``--statements -`` sessions, and a metastore client of another
-Hive version (``spark.sql.hive.metastore.*``: its isolated class loader is one per JVM).
+kind is busy starts another. At most :data:`KEPT` idle runners are kept per test process
+(``HMS_TEST_KEPT_JVMS``, default 3), the least recently used stopped beyond that. What a
+kept runner cannot do runs in a process of its own as before: ``--statements -`` sessions,
+and a metastore client of another Hive version (``spark.sql.hive.metastore.*``: its isolated class loader is one per JVM).
 
 A runner ends with the test process: its stdin closes and it stops its last session.
 """
@@ -43,6 +44,8 @@ _LAUNCH = ("spark.jars", "spark.driver.", "spark.executor.extra", "spark.files",
 
 class _Runner:
     """One ``runner.py --serve`` process."""
+
+    used = 0.0  # when its last run ended (time.monotonic())
 
     def __init__(self, env: dict):
         self.log = tempfile.NamedTemporaryFile(prefix="spark-runner-", suffix=".log",
@@ -111,6 +114,9 @@ class _Runner:
 
 _idle: dict[tuple, list[_Runner]] = {}
 _lock = threading.Lock()
+# idle runners kept per test process, the least recently used stopped beyond it: a runner's
+# JVM holds 0.5 to 1 GB, and two test suites side by side on 24 GB must not run out of memory
+KEPT = int(os.environ.get("HMS_TEST_KEPT_JVMS", "3"))
 
 
 def _options(args: list[str]) -> dict | None:
@@ -173,11 +179,20 @@ def run(cmd: list, *, env: dict | None = None, cwd=None,
     done = runner.run(opts, timeout)
     if done.returncode == -9:
         raise subprocess.TimeoutExpired(cmd, timeout, output=done.stdout, stderr=done.stderr)
+    surplus = []
     if runner.alive():
         with _lock:
             _idle.setdefault(key, []).append(runner)
+            runner.used = time.monotonic()
+            idle = sorted(((r.used, k, r) for k, pool in _idle.items() for r in pool),
+                          key=lambda t: t[0])
+            for _, k, old in idle[:max(0, len(idle) - KEPT)]:
+                _idle[k].remove(old)
+                surplus.append(old)
     else:
         runner.close()
+    for old in surplus:
+        old.close()
     return done
 
 

@@ -16,7 +16,7 @@ from tests.support.proxy import start_proxy
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 
-def _run(tmp_path, name: str, uri: str, statements: list) -> list[dict]:
+def _run(tmp_path, name: str, uri: str, statements: list, **env) -> list[dict]:
     work = tmp_path / name
     work.mkdir()
     (work / "statements.json").write_text(json.dumps(statements))
@@ -24,7 +24,7 @@ def _run(tmp_path, name: str, uri: str, statements: list) -> list[dict]:
                            str(work / "warehouse"), "--statements", "statements.json",
                            "--output", "out.jsonl"], cwd=work, timeout=600,
                           env=dict(os.environ, PYTHONPATH=str(REPO_ROOT),
-                                   PYSPARK_PYTHON=sys.executable))
+                                   PYSPARK_PYTHON=sys.executable, **env))
     assert done.returncode == 0, done.stderr[-3000:]
     return [json.loads(line)["result"] for line in (work / "out.jsonl").read_text().splitlines()]
 
@@ -60,5 +60,23 @@ def test_a_runner_that_dies_is_replaced(tmp_path):
         for runner in kept:
             runner.kill()
         assert _run(tmp_path, "two", a.uri, ["SELECT 2"])[0]["rows"] == [[2]]
+    finally:
+        a.stop()
+
+
+def test_idle_runners_beyond_the_limit_are_stopped(tmp_path, monkeypatch):
+    """Runners of two kinds (another environment) and a limit of one: the older is stopped."""
+    monkeypatch.setattr(spark_runs, "KEPT", 1)
+    spark_runs.close_all()
+    a = start_proxy(tmp_path / "a")
+    try:
+        _run(tmp_path, "one", a.uri, ["SELECT 1"], TZ="UTC")
+        with spark_runs._lock:
+            [first] = [r for pool in spark_runs._idle.values() for r in pool]
+        _run(tmp_path, "two", a.uri, ["SELECT 2"], TZ="Etc/UTC")
+        with spark_runs._lock:
+            kept = [r for pool in spark_runs._idle.values() for r in pool]
+        assert len(kept) == 1 and kept[0] is not first
+        assert not first.alive()
     finally:
         a.stop()
