@@ -12,7 +12,8 @@ read at the JVM's start (``spark.jars``: the class path); a run while every runn
 kind is busy starts another. At most :data:`KEPT` idle runners are kept per test process
 (``HMS_TEST_KEPT_JVMS``, default 3), the least recently used stopped beyond that. What a
 kept runner cannot do runs in a process of its own as before: ``--statements -`` sessions,
-and a metastore client of another Hive version (``spark.sql.hive.metastore.*``: its isolated class loader is one per JVM).
+and a metastore client of another Hive version (``spark.sql.hive.metastore.*``: its isolated
+class loader is one per JVM).
 
 A runner ends with the test process: its stdin closes and it stops its last session.
 """
