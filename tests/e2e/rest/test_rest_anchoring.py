@@ -34,16 +34,22 @@ def _lakefs_paths(api, ref, prefix):
     return set(api.paths(ref, prefix))
 
 
-def _write_on_dev(server, api, repo):
-    """main: a table with 1, 2 (two snapshots); dev made by lakeFS; on dev: append 3, append 4,
-    delete 4, a new column. Returns main's snapshot ids before the merge."""
+def _two_snapshots_on_main(server, api):
+    """main: table lake.events with 1, 2 (two snapshots). Returns (their ids, the table's
+    files on main's lakeFS tree)."""
     main = server.rest("main")
     main.create_namespace("lake")
     table = main.create_table("lake.events", schema=rows(0).schema)
     table.append(rows(1))
     table.append(rows(2))
     before = [s.snapshot_id for s in main.load_table("lake.events").snapshots()]
-    main_files = _lakefs_paths(api, "main", "warehouse/lake.db/events/")
+    return before, _lakefs_paths(api, "main", "warehouse/lake.db/events/")
+
+
+def _write_on_dev(server, api, repo):
+    """main: a table with 1, 2 (two snapshots); dev made by lakeFS; on dev: append 3, append 4,
+    delete 4, a new column. Returns main's snapshot ids before the merge."""
+    before, main_files = _two_snapshots_on_main(server, api)
     api.branch("dev", "main")
     dev = server.rest("dev")
     wait_until(lambda: dev.table_exists("lake.events"), what="dev on the server")
@@ -220,13 +226,7 @@ def test_a_thrift_writers_branch_merged_then_deleted_main_reads(tmp_path, merge)
     try:
         with server.lakefs.sdk() as client:
             api = LakeFSApi(client, repo)
-            main = server.rest("main")
-            main.create_namespace("lake")
-            table = main.create_table("lake.events", schema=rows(0).schema)
-            table.append(rows(1))
-            table.append(rows(2))
-            before = [s.snapshot_id for s in main.load_table("lake.events").snapshots()]
-            main_files = _lakefs_paths(api, "main", "warehouse/lake.db/events/")
+            before, main_files = _two_snapshots_on_main(server, api)
             api.merge("main", "dev")  # dev gets the table, as lakeFS's merge brings it
             dev = HiveCatalog("dev", uri=f"thrift://127.0.0.1:{server.proc.ref_port('dev')}",
                               **server.keys, **{"s3.endpoint": server.lakefs.endpoint,

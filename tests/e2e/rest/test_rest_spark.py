@@ -36,6 +36,12 @@ def rows(result):
     return result["rows"]
 
 
+def feature_and_main(server) -> dict[str, str]:
+    """Spark's REST catalogs ``rest_f`` (branch feature) and ``rest_main`` on ``server``."""
+    return {**spark_iceberg.catalog_conf("rest_f", "rest", server.rest_uri, "feature"),
+            **spark_iceberg.catalog_conf("rest_main", "rest", server.rest_uri, "main")}
+
+
 def ids(table) -> list[int]:
     return sorted(table.scan().to_arrow().column("id").to_pylist())
 
@@ -113,8 +119,7 @@ def test_spark_appends_on_two_branches_merge_in_icebergs_terms(spark_env, tmp_pa
         data = pa.table({"id": pa.array([1], pa.int64()), "v": ["a"]})
         main.create_table("sales.t", schema=data.schema).append(data)
         server.cli("branch", "create", "feature", "--from", "main")
-        catalogs = {**spark_iceberg.catalog_conf("rest_f", "rest", server.rest_uri, "feature"),
-                    **spark_iceberg.catalog_conf("rest_main", "rest", server.rest_uri, "main")}
+        catalogs = feature_and_main(server)
         got = spark_iceberg.run_sql([
             "INSERT INTO rest_f.sales.t VALUES (2, 'b'), (3, 'c')",
             "INSERT INTO rest_f.sales.t VALUES (4, 'd')",
@@ -143,8 +148,7 @@ def test_spark_deletes_on_a_branch_merge_with_appends_to_other_partitions(spark_
     appended to is a conflict naming it."""
     server = start_rest_server(tmp_path / "srv", "--autocommit")
     try:
-        catalogs = {**spark_iceberg.catalog_conf("rest_f", "rest", server.rest_uri, "feature"),
-                    **spark_iceberg.catalog_conf("rest_main", "rest", server.rest_uri, "main")}
+        catalogs = feature_and_main(server)
         made = spark_iceberg.run_sql([
             "CREATE NAMESPACE rest_main.sales",
             "CREATE TABLE rest_main.sales.t (id bigint, day string) USING iceberg "
@@ -360,8 +364,7 @@ def test_spark_format_version_3_tables_commit_and_merge(spark_env, tmp_path):
     ``_row_id``, and ``next-row-id`` is past all of them."""
     server = start_rest_server(tmp_path / "srv", "--autocommit")
     try:
-        catalogs = {**spark_iceberg.catalog_conf("rest_f", "rest", server.rest_uri, "feature"),
-                    **spark_iceberg.catalog_conf("rest_main", "rest", server.rest_uri, "main")}
+        catalogs = feature_and_main(server)
         made = spark_iceberg.run_sql([
             "CREATE NAMESPACE rest_main.v3",
             "CREATE TABLE rest_main.v3.t (id bigint, day string) USING iceberg "
