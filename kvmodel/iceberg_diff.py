@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 
+from kvmodel.iceberg_files import known_snapshots, snapshot_origins
+
 METADATA_LOCATION = "parameters.metadata_location"
 
 
@@ -44,10 +46,11 @@ def _count(summary: dict, name: str) -> int:
 
 def compare(left: dict, right: dict) -> dict:
     """The difference of two metadata JSON objects of one table."""
-    had = {s["snapshot-id"] for s in left.get("snapshots") or []}
-    has = {s["snapshot-id"] for s in right.get("snapshots") or []}
+    # a snapshot a merge replayed is the same change as its original (source-snapshot-id)
+    had, has = known_snapshots(left), known_snapshots(right)
     added = []
-    for snap in sorted((s for s in right.get("snapshots") or [] if s["snapshot-id"] not in had),
+    for snap in sorted((s for s in right.get("snapshots") or []
+                        if not snapshot_origins(s) & had),
                        key=lambda s: (s.get("sequence-number", 0), s.get("timestamp-ms", 0))):
         summary = snap.get("summary") or {}
         added.append({
@@ -60,7 +63,8 @@ def compare(left: dict, right: dict) -> dict:
             "deleted_records": _count(summary, "deleted-records"),
             "added_files_size": _count(summary, "added-files-size"),
             "removed_files_size": _count(summary, "removed-files-size")})
-    removed = sorted(had - has)
+    removed = sorted(s["snapshot-id"] for s in left.get("snapshots") or []
+                     if not snapshot_origins(s) & has)
     before, after = _schema(left), _schema(right)
     columns = {
         "added": [after[i][0] for i in sorted(set(after) - set(before))],

@@ -39,6 +39,25 @@ def is_iceberg(table) -> bool:
         params.get(METADATA_LOCATION))
 
 
+def snapshot_origins(snapshot: dict) -> set[int]:
+    """A snapshot's id, and the one it was replayed from by a merge (``source-snapshot-id`` in
+    its summary, as Iceberg's cherry-pick writes it): one change under two ids."""
+    out = {snapshot["snapshot-id"]}
+    try:
+        out.add(int((snapshot.get("summary") or {}).get("source-snapshot-id")))
+    except (TypeError, ValueError):
+        pass
+    return out
+
+
+def known_snapshots(metadata: dict) -> set[int]:
+    """The ids of a table's snapshots and of those they were replayed from."""
+    out: set[int] = set()
+    for snapshot in metadata.get("snapshots") or []:
+        out |= snapshot_origins(snapshot)
+    return out
+
+
 def next_metadata_location(directory: str, previous: str) -> str:
     """``<directory>/NNNNN-<uuid>.metadata.json``, NNNNN one above ``previous``'s number."""
     match = _VERSION.search(previous)
@@ -97,4 +116,5 @@ def files_for(store) -> Files:
 
 
 __all__ = ["Files", "METADATA_LOCATION", "files_for", "has_pyiceberg", "is_iceberg",
-           "is_lakefs", "next_metadata_location", "unwrap"]
+           "is_lakefs", "known_snapshots", "next_metadata_location", "snapshot_origins",
+           "unwrap"]

@@ -47,7 +47,9 @@ from kvmodel.iceberg_files import (
     Files,
     files_for,
     is_iceberg,
+    known_snapshots,
     next_metadata_location,
+    snapshot_origins,
 )
 
 # metadata keys that are history, merged by replaying snapshots, not key by key
@@ -117,10 +119,10 @@ def plan(table: str, base_loc: str, src_loc: str, dst_loc: str, base: dict, src:
                                f"on the source, {dst.get('format-version')} on the destination"])
     # a snapshot replayed by an earlier merge names its original (``source-snapshot-id``, as
     # Iceberg's cherry-pick does): the same change, not a new one of either side
-    had = _known(base)
-    in_dst = _known(dst)
+    had = known_snapshots(base)
+    in_dst = known_snapshots(dst)
     src_new = sorted((s for s in src.get("snapshots") or []
-                      if not _origins(s) & (had | in_dst)),
+                      if not snapshot_origins(s) & (had | in_dst)),
                      key=lambda s: (s.get("sequence-number", 0), s.get("timestamp-ms", 0)))
     # only what the source's main branch holds: snapshots of its own Iceberg branches or
     # unreachable ones are not replayed
@@ -129,7 +131,7 @@ def plan(table: str, base_loc: str, src_loc: str, dst_loc: str, base: dict, src:
     reasons = []
     dst_chain = _ancestry(dst)
     dst_new = sorted((s for s in dst.get("snapshots") or []
-                      if not _origins(s) & had and s["snapshot-id"] in dst_chain),
+                      if not snapshot_origins(s) & had and s["snapshot-id"] in dst_chain),
                      key=lambda s: (s.get("sequence-number", 0), s.get("timestamp-ms", 0)))
     removed: dict[int, list] = {}
     if any(_op(s) != "append" for s in src_new + dst_new):
@@ -266,24 +268,6 @@ def _ancestry(metadata: dict) -> set[int]:
     while current is not None and current != -1 and current in by_id and current not in out:
         out.add(current)
         current = by_id[current].get("parent-snapshot-id")
-    return out
-
-
-def _origins(snapshot: dict) -> set[int]:
-    """The snapshot's id, and the one it was replayed from, if it was."""
-    out = {snapshot["snapshot-id"]}
-    origin = (snapshot.get("summary") or {}).get("source-snapshot-id")
-    try:
-        out.add(int(origin))
-    except (TypeError, ValueError):
-        pass
-    return out
-
-
-def _known(metadata: dict) -> set[int]:
-    out = set()
-    for snapshot in metadata.get("snapshots") or []:
-        out |= _origins(snapshot)
     return out
 
 

@@ -139,6 +139,12 @@ def test_snapshots_an_earlier_merge_replayed_are_not_replayed_again():
     b1 = metadata(*cols, snapshots=base["snapshots"] + [snap(4, 3, seq=4)], current=4)
     plan = im.plan("shop.t", "b", "s", "d", base, main, b1)
     assert [s["snapshot-id"] for s in plan.replay] == [10, 11]
+    # and the diff of the two sides does not count them as changes either
+    from kvmodel.iceberg_diff import compare
+
+    diff = compare(b1, main)
+    assert [s["snapshot_id"] for s in diff["snapshots_added"]] == [10, 11]
+    assert diff["snapshots_removed"] == [4]
 
 
 def test_without_the_manifests_only_appends_merge():
