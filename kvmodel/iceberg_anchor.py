@@ -33,7 +33,6 @@ import json
 import logging
 import posixpath
 import time
-import uuid
 from dataclasses import dataclass, field
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes
@@ -43,6 +42,7 @@ from kvmodel.catalog import CatalogReader, CatalogWriter, table_key
 from kvmodel.iceberg_deletes import is_position_deletes, move_position_deletes
 from kvmodel.iceberg_files import (
     METADATA_LOCATION,
+    beside,
     files_for,
     has_pyiceberg,
     is_iceberg,
@@ -107,11 +107,7 @@ class Anchor:
 
     def _new_path(self, path: str, ref: str) -> str:
         """A new file beside ``path`` moved to ``ref``: ``<stem>-anchored-<hex>.avro``."""
-        moved = self.paths.move(path, ref)
-        directory, name = posixpath.split(moved)
-        stem, dot, ext = name.rpartition(".")
-        stem, ext = (stem, ext) if dot else (name, "avro")
-        return f"{directory}/{stem}-anchored-{uuid.uuid4().hex[:12]}.{ext}"
+        return beside(self.paths.move(path, ref), "anchored", "avro")
 
     # --- one table's files --------------------------------------------------------------------
     def needs(self, metadata: dict, location: str, ref: str) -> bool:
@@ -356,7 +352,6 @@ def new_files(anchor: Anchor, before: dict, after: dict, after_location: str) ->
     wrote: its metadata file, its new snapshots' manifest lists, the manifests they added and
     the data and delete files added in them, new statistics files (each read where its path
     says: they are new, so they are there)."""
-    ref = None
     had = {s["snapshot-id"] for s in before.get("snapshots") or []}
     new_ids = {s["snapshot-id"] for s in after.get("snapshots") or []} - had
     out = {after_location}
@@ -367,12 +362,12 @@ def new_files(anchor: Anchor, before: dict, after: dict, after_location: str) ->
         out.update(lists)
         manifests = list(snap.get("manifests") or [])
         for path in lists:
-            _, _, records = read_container(anchor._read(path, ref))
+            _, _, records = read_container(anchor._read(path, None))
             manifests += [r["manifest_path"] for r in records
                           if r.get("added_snapshot_id") in new_ids]
         for path in manifests:
             out.add(path)
-            _, _, entries = read_container(anchor._read(path, ref))
+            _, _, entries = read_container(anchor._read(path, None))
             for e in entries:
                 if e.get("status") == 1 and e.get("snapshot_id") in new_ids | {None}:
                     out.add(e["data_file"]["file_path"])
@@ -397,14 +392,14 @@ def relocate_commit(store, branch: str, before_location: str | None,
     anchor = Anchor(store)
     lakefs = anchor.lakefs
     paths = anchor.paths
-    if ref_of(paths, after_location) is None:
+    after_ref = ref_of(paths, after_location)
+    if after_ref is None:
         return after_location
     after = json.loads(anchor._read(after_location, None))
     # ``before`` as it is named: the table may have been anchored on ``branch`` since the
     # client read it (lakeFS's post-merge hook), and its file is then on ``branch`` only
     before = json.loads(anchor._read(before_location, None)) if before_location else {}
-    if ref_of(paths, after_location) in (branch, "@") and \
-            not anchor.needs(after, after_location, branch):
+    if after_ref in (branch, "@") and not anchor.needs(after, after_location, branch):
         return after_location  # nothing of it names another ref: written where it belongs
     # the commit's own files that another ref names: a client that read the table before
     # it was moved to ``branch`` wrote its data under the old location, whatever the
@@ -417,7 +412,7 @@ def relocate_commit(store, branch: str, before_location: str | None,
     if len(others) > 1:
         raise Misplaced(f"files of this commit are on several branches: {sorted(others)}")
     other = others.pop()
-    heads = tuple(f"{h}{other}/" for h in anchor.paths.heads)
+    heads = tuple(f"{h}{other}/" for h in paths.heads)
     keys = sorted(next(p[len(h):] for h in heads if p.startswith(h)) for p in files)
     staged = set()
     try:

@@ -42,17 +42,6 @@ def is_position_deletes(data_file: dict) -> bool:
     return data_file.get("content") == 1
 
 
-def beside(path: str, tag: str) -> str:
-    """A new file's path beside ``path``: ``<stem>-<tag>-<hex>.<ext>``."""
-    import posixpath
-    import uuid
-
-    directory, name = posixpath.split(path)
-    stem, dot, ext = name.rpartition(".")
-    stem, ext = (stem, ext) if dot else (name, "parquet")
-    return f"{directory}/{stem}-{tag}-{uuid.uuid4().hex[:12]}.{ext}"
-
-
 def move_position_deletes(data_file: dict, move, read, write, new_path) -> bool:
     """When the position delete file ``data_file`` (a manifest entry's ``data_file``) names a
     data file whose path ``move`` changes: write it again (``read(path)``, ``write(path,
@@ -105,4 +94,4 @@ def move_position_deletes(data_file: dict, move, read, write, new_path) -> bool:
     return True
 
 
-__all__ = ["FILE_PATH_ID", "beside", "is_position_deletes", "move_position_deletes"]
+__all__ = ["FILE_PATH_ID", "is_position_deletes", "move_position_deletes"]

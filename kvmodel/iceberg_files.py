@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import posixpath
 import re
 import uuid
 
@@ -56,6 +57,15 @@ def known_snapshots(metadata: dict) -> set[int]:
     for snapshot in metadata.get("snapshots") or []:
         out |= snapshot_origins(snapshot)
     return out
+
+
+def beside(path: str, tag: str, ext: str = "parquet") -> str:
+    """A new file's path beside ``path``: ``<stem>-<tag>-<hex>.<ext>`` (``path``'s own
+    extension when it has one)."""
+    directory, name = posixpath.split(path)
+    stem, dot, own = name.rpartition(".")
+    stem, ext = (stem, own) if dot else (name, ext)
+    return f"{directory}/{stem}-{tag}-{uuid.uuid4().hex[:12]}.{ext}"
 
 
 def next_metadata_location(directory: str, previous: str) -> str:
@@ -115,6 +125,6 @@ def files_for(store) -> Files:
     return Files()
 
 
-__all__ = ["Files", "METADATA_LOCATION", "files_for", "has_pyiceberg", "is_iceberg",
+__all__ = ["Files", "METADATA_LOCATION", "beside", "files_for", "has_pyiceberg", "is_iceberg",
            "is_lakefs", "known_snapshots", "next_metadata_location", "snapshot_origins",
            "unwrap"]

@@ -41,9 +41,10 @@ import uuid
 from dataclasses import dataclass, field
 
 from kvmodel.avro_files import read_container, write_container
-from kvmodel.iceberg_deletes import beside, is_position_deletes, move_position_deletes
+from kvmodel.iceberg_deletes import is_position_deletes, move_position_deletes
 from kvmodel.iceberg_files import (
     METADATA_LOCATION,
+    beside,
     Files,
     files_for,
     is_iceberg,
@@ -120,9 +121,8 @@ def plan(table: str, base_loc: str, src_loc: str, dst_loc: str, base: dict, src:
     # a snapshot replayed by an earlier merge names its original (``source-snapshot-id``, as
     # Iceberg's cherry-pick does): the same change, not a new one of either side
     had = known_snapshots(base)
-    in_dst = known_snapshots(dst)
-    src_new = sorted((s for s in src.get("snapshots") or []
-                      if not snapshot_origins(s) & (had | in_dst)),
+    seen = had | known_snapshots(dst)
+    src_new = sorted((s for s in src.get("snapshots") or [] if not snapshot_origins(s) & seen),
                      key=lambda s: (s.get("sequence-number", 0), s.get("timestamp-ms", 0)))
     # only what the source's main branch holds: snapshots of its own Iceberg branches or
     # unreachable ones are not replayed
@@ -133,7 +133,7 @@ def plan(table: str, base_loc: str, src_loc: str, dst_loc: str, base: dict, src:
     dst_new = sorted((s for s in dst.get("snapshots") or []
                       if not snapshot_origins(s) & had and s["snapshot-id"] in dst_chain),
                      key=lambda s: (s.get("sequence-number", 0), s.get("timestamp-ms", 0)))
-    removed: dict[int, list] = {}
+    removed: dict[int, tuple] = {}
     if any(_op(s) != "append" for s in src_new + dst_new):
         if files is None:
             reasons.append(f"table {table}: the source's {_ops(src_new)} and the destination's "
