@@ -155,3 +155,64 @@ def test_without_the_manifests_only_appends_merge():
     with pytest.raises(im.IcebergConflict) as caught:
         im.plan("shop.t", "b", "s", "d", base, src, dst)
     assert "need the table's manifests" in str(caught.value)
+
+
+_ENTRY = {"type": "record", "name": "manifest_entry", "fields": [
+    {"name": "status", "type": "int"},
+    {"name": "snapshot_id", "type": ["null", "long"]},
+    {"name": "data_file", "type": {"type": "record", "name": "r2", "fields": [
+        {"name": "content", "type": "int"},
+        {"name": "file_path", "type": "string"},
+        {"name": "partition", "type": {"type": "record", "name": "r102", "fields": [
+            {"name": "day", "type": ["null", "string"]}]}}]}}]}
+_LIST = {"type": "record", "name": "manifest_file", "fields": [
+    {"name": "manifest_path", "type": "string"},
+    {"name": "partition_spec_id", "type": "int"},
+    {"name": "content", "type": "int"},
+    {"name": "added_snapshot_id", "type": "long"}]}
+
+
+def _written(tmp_path, sid: int, op: str, manifests: list[tuple[int, list]]) -> dict:
+    """A snapshot whose manifest list names one manifest per (content, [(status, content,
+    day)]) written by it, real Avro files under tmp_path."""
+    import json
+
+    from kvmodel.avro_files import write_container
+
+    listed = []
+    for n, (content, entries) in enumerate(manifests):
+        path = tmp_path / f"m{sid}-{n}.avro"
+        path.write_bytes(write_container({"avro.schema": json.dumps(_ENTRY).encode()}, [
+            {"status": status, "snapshot_id": sid,
+             "data_file": {"content": kind, "file_path": f"/d/{sid}-{n}-{i}.parquet",
+                           "partition": {"day": day}}}
+            for i, (status, kind, day) in enumerate(entries)]))
+        listed.append({"manifest_path": str(path), "partition_spec_id": 0, "content": content,
+                       "added_snapshot_id": sid})
+    mlist = tmp_path / f"snap-{sid}.avro"
+    mlist.write_bytes(write_container({"avro.schema": json.dumps(_LIST).encode()}, listed))
+    return {"snapshot-id": sid, "parent-snapshot-id": 1, "sequence-number": sid,
+            "summary": {"operation": op}, "manifest-list": str(mlist)}
+
+
+def test_equality_deletes_change_their_partition(tmp_path):
+    """An equality delete file (content 2, as Flink's upserts write them) applies to every
+    older data file of its partition: replayed over the other side's append to that partition
+    it would delete rows the other side wrote, so, as Iceberg's serializable check of a
+    concurrent row delta, it clashes there and only there."""
+    from kvmodel.iceberg_files import Files
+
+    upsert = _written(tmp_path, 7, "overwrite", [(0, [(1, 0, "a")]), (1, [(1, 2, "a")])])
+    deletes_only = _written(tmp_path, 8, "delete", [(1, [(1, 2, "b")])])
+    on_a = _written(tmp_path, 5, "append", [(0, [(1, 0, "a")])])
+    on_c = _written(tmp_path, 6, "append", [(0, [(1, 0, "c")])])
+    files = Files()
+    src = im._Side.of(files, [upsert, deletes_only], {"snapshots": [upsert, deletes_only]})
+    assert set(src.changed) == {(0, (("day", "a"),)), (0, (("day", "b"),))}
+    assert src.appended == {} and src.removed == {}
+    [found] = im._clashes(src, im._Side.of(files, [on_a], {"snapshots": [on_a]}))
+    assert "the source's overwrite 7 cannot be replayed" in found and "day=a" in found
+    assert im._clashes(src, im._Side.of(files, [on_c], {"snapshots": [on_c]})) == []
+    # and the other way round: the append is not replayed under the equality delete
+    [back] = im._clashes(im._Side.of(files, [on_a], {"snapshots": [on_a]}), src)
+    assert "the source's append 5 cannot be replayed" in back
