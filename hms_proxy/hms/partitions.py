@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+from contextlib import contextmanager
 
 from hms_proxy.hms import filters, javafmt, listing, names, privileges, served_props, warehouse
 from hms_proxy.hms.family import DDL_TIME, Family, lower, now
@@ -88,6 +89,32 @@ class PartitionCalls(Family):
         answer.createTime, answer.parameters = p.createTime, p.parameters
         return name, p, javafmt.as_java_writes(answer)
 
+    @contextmanager
+    def _looking_ahead(self, ctx, db, tbl, parts):
+        """On a store whose files are remote (lakeFS), what adding ``parts`` asks of it under
+        the branch's lock is asked first, outside the lock, where concurrent writers of the
+        branch ask it at once: whether their keys are in the head commit (the answers are
+        cached by commit) and whether their directories exist (kept for the transaction by
+        :func:`warehouse.known_directories`). Nothing is decided here: the transaction reads
+        the table again, and a location that is not the one looked at is asked there."""
+        locations = []
+        try:
+            with self.reading(ctx) as cat:
+                table = cat.table(lower(db or ""), lower(tbl or ""))
+                if table is not None and not is_view(table) and table.sd is not None and \
+                        warehouse.is_remote(table.sd.location):
+                    names = [part_name(table, part.values) for part in parts]
+                    cat.view.get_many([keys.part_key(table.dbName, table.tableName, name)
+                                       for name in names])
+                    locations = [
+                        warehouse.qualify(part.sd.location) if part.sd and part.sd.location
+                        else warehouse.join(table.sd.location, name)
+                        for name, part in zip(names, parts)]
+        except Exception:  # noqa: BLE001 - bad input or a table gone: the transaction answers it
+            locations = []
+        with warehouse.known_directories(locations):
+            yield
+
     def _table_for_add(self, cat, db, tbl):
         table = cat.table(lower(db), lower(tbl))
         if table is None:
@@ -102,7 +129,8 @@ class PartitionCalls(Family):
                                                appended=False):
         if new_part is None:
             raise errors.MetaError("Partition cannot be null.")
-        with self.writing(ctx) as cat:
+        with self._looking_ahead(ctx, new_part.dbName, new_part.tableName, [new_part]), \
+                self.writing(ctx) as cat:
             table = self._table_for_add(cat, new_part.dbName, new_part.tableName)
             described = _describe(new_part)  # the client's partition, as HMS prints it
             name, part, answer = self._prepare(cat, table, new_part, environment_context,
@@ -135,7 +163,7 @@ class PartitionCalls(Family):
         added: list = []
         if not parts:
             return added
-        with self.writing(ctx) as cat:
+        with self._looking_ahead(ctx, db, tbl, parts), self.writing(ctx) as cat:
             table = self._table_for_add(cat, db, tbl)
             seen: set[str] = set()
             named: list[tuple[str, object]] = []

@@ -52,6 +52,37 @@ _POOL_LOCK = threading.Lock()
 # the marker uploads of the write transaction in progress (markers_beside_the_write)
 _DEFERRED: contextvars.ContextVar[list | None] = contextvars.ContextVar("hms_markers",
                                                                         default=None)
+# which directories exist, asked before a write transaction (known_directories)
+_KNOWN: contextvars.ContextVar[dict | None] = contextvars.ContextVar("hms_known_dirs",
+                                                                     default=None)
+
+
+def is_remote(location: str | None) -> bool:
+    """Whether asking about ``location`` is a call to a server (a lakeFS repository)."""
+    return _remote(location) is not None
+
+
+@contextmanager
+def known_directories(locations: list[str]):
+    """Which of ``locations`` exist, asked now (one listing per parent directory) and used by
+    :func:`mkdirs` and :func:`mkdirs_many` inside the block instead of asking again: a write
+    asks before it takes its branch's lock, so that under the lock its catalog write is all
+    it waits for. A directory made meanwhile by someone else gets a second marker (an empty
+    object over the same name); one removed meanwhile, none (as when HMS checks, then
+    commits)."""
+    known: dict = {}
+    groups: dict[int, tuple[object, list[str]]] = {}
+    for location in locations:
+        remote = _remote(location)
+        if remote is not None and hasattr(remote, "existing"):
+            groups.setdefault(id(remote), (remote, []))[1].append(location)
+    for remote, group in groups.values():
+        known.update(remote.existing(group))
+    token = _KNOWN.set(known or None)
+    try:
+        yield
+    finally:
+        _KNOWN.reset(token)
 
 
 @contextmanager
@@ -116,7 +147,9 @@ class LakeFSFiles:
         file yet. None when something is there already, or at a commit or tag. Inside
         :func:`markers_beside_the_write` the upload goes on beside the write's own."""
         ref, path = self._split(location)
-        if not self._branch(ref) or self.exists(location):
+        known = _KNOWN.get()
+        there = known.get((self.repository, ref, path)) if known else None
+        if not self._branch(ref) or (self.exists(location) if there is None else there):
             return False
         deferred = _DEFERRED.get()
         if deferred is not None:
@@ -140,14 +173,11 @@ class LakeFSFiles:
         with its default batch delay)."""
         split = {loc: self._split(loc) for loc in locations}
         branches = {ref: self._branch(ref) for ref, _ in split.values()}
-        by_parent: dict[tuple[str, str], list[str]] = {}
-        for ref, path in split.values():
-            if branches[ref]:
-                by_parent.setdefault((ref, posixpath.dirname(path)), []).append(path)
-        there: set[tuple[str, str]] = set()
-        for (ref, parent), paths in by_parent.items():
-            there.update((ref, p) for p in self.store.data_children(ref, parent, min(paths),
-                                                                     max(paths)))
+        known = _KNOWN.get() or {}
+        there = {(ref, path) for ref, path in split.values()
+                 if known.get((self.repository, ref, path))}
+        there |= self._there([item for item in split.values() if branches[item[0]] and
+                              (self.repository, *item) not in known])
         todo = [(ref, path) for ref, path in dict.fromkeys(split.values())
                 if branches[ref] and (ref, path) not in there]
 
@@ -161,6 +191,25 @@ class LakeFSFiles:
         else:
             made = dict(_marker_pool().map(make, todo) if len(todo) > 1 else map(make, todo))
         return {loc: made.get(split[loc], False) for loc in locations}
+
+    def _there(self, items: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of the (ref, path) directories have something: one listing per parent."""
+        by_parent: dict[tuple[str, str], list[str]] = {}
+        for ref, path in items:
+            by_parent.setdefault((ref, posixpath.dirname(path)), []).append(path)
+        there: set[tuple[str, str]] = set()
+        for (ref, parent), paths in by_parent.items():
+            there.update((ref, p) for p in self.store.data_children(ref, parent, min(paths),
+                                                                     max(paths)))
+        return there
+
+    def existing(self, locations: list[str]) -> dict:
+        """{(repository, ref, path): whether the directory has something} of the locations
+        on a branch (for :func:`known_directories`)."""
+        items = {self._split(loc) for loc in locations}
+        items = {(ref, path) for ref, path in items if self._branch(ref)}
+        there = self._there(sorted(items))
+        return {(self.repository, ref, path): (ref, path) in there for ref, path in items}
 
     def exists(self, location: str) -> bool:
         ref, path = self._split(location)

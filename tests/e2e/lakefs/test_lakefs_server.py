@@ -194,6 +194,35 @@ def test_add_partition_answers_with_its_marker_there(lake):
             assert f"{base}/ds={day}/" in {p for p, _ in store.data_objects("main", base)}
 
 
+def test_add_partition_over_files_already_there_makes_no_marker(lake):
+    """Spark writes a partition's files, then adds the partition: the directory is looked at
+    before the write takes the branch's lock (warehouse.known_directories), and a directory
+    with files gets no marker, by add_partition, append_partition and add_partitions alike,
+    while a directory with nothing gets one."""
+    base = "warehouse/ahead.db/t"
+    store = lake["store"]
+    for day in ("a", "c", "e"):
+        store.api.upload("main", f"{base}/ds={day}/part-0.parquet", b"PAR1")
+    with connect(lake["server"]) as client:
+        client.create_database(T.Database("ahead", "", f"s3a://{REPO}/main/warehouse/ahead.db",
+                                          {}))
+        client.create_table(T.Table("t", "ahead", "ann", 0, 0, 0, sd(f"s3a://{REPO}/main/{base}"),
+                                    [T.FieldSchema("ds", "string", None)], {}, None, None,
+                                    "MANAGED_TABLE"))
+        client.add_partition(T.Partition(["a"], "ahead", "t", 0, 0, sd(None), {}))
+        client.add_partition(T.Partition(["b"], "ahead", "t", 0, 0, sd(None), {}))
+        client.append_partition("ahead", "t", ["c"])
+        client.append_partition("ahead", "t", ["d"])
+        client.add_partitions([T.Partition([day], "ahead", "t", 0, 0, sd(None), {})
+                               for day in ("e", "f")])
+        with pytest.raises(T.AlreadyExistsException):
+            client.add_partition(T.Partition(["a"], "ahead", "t", 0, 0, sd(None), {}))
+        assert client.get_partition_names("ahead", "t", -1) == [f"ds={d}" for d in "abcdef"]
+    objects = {path for path, _ in store.data_objects("main", base)}
+    assert objects == {f"{base}/ds={d}/part-0.parquet" for d in "ace"} | {
+        f"{base}/ds={d}/" for d in "bdf"}
+
+
 def test_ten_thousand_partitions_list_in_pages(lake, tmp_path):
     """get_partitions of 10,000 partitions reads listing pages (values inline in the objects'
     user metadata), not 10,000 objects; the warm listing comes from the caches. lakeFS counts
