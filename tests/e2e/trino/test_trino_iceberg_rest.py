@@ -1,7 +1,9 @@
 """Trino 476's Iceberg connector on our Iceberg REST catalog (``iceberg.catalog.type=rest``, its
 warehouse a ref): DDL, writes (INSERT, UPDATE, DELETE, MERGE), time travel and metadata tables
 on main; a branch written by Trino that main sees only after ``hms-proxy merge``; and
-pyiceberg's RestCatalog and HiveCatalog reading what Trino wrote, and the reverse."""
+pyiceberg's RestCatalog and HiveCatalog reading what Trino wrote, and the reverse; on a real
+lakeFS, Trino over REST and over Thrift (``iceberg.catalog.type=hive_metastore``) writing a
+branch that lakeFS merges and deletes."""
 from __future__ import annotations
 
 import time
@@ -199,6 +201,90 @@ def test_trino_on_the_rest_catalog_over_lakefs_branch_merged_by_lakefs(trino, tm
                        "ORDER BY id") == [[i] for i in want]
         assert run(f"INSERT INTO {after}.lake.orders VALUES (6, 'us')") == [[1]]
         assert sorted(rest_table().scan().to_arrow().column("id").to_pylist()) == [1, 3, 6]
+    finally:
+        for name in names:
+            trino.drop_catalog(name)
+        server.proc.stop()
+
+
+def test_trino_iceberg_over_thrift_on_a_lakefs_branch_merged_and_deleted(trino, tmp_path):
+    """Trino's Iceberg connector of type ``hive_metastore`` (it reads and writes the metadata
+    files itself, where the metadata file says) on a server bound to a lakeFS branch: on a
+    table dev inherited from main, an insert, a delete (a position delete file), a schema
+    change and an update land on dev only (the server moves what Trino put under main, the
+    table's inherited location, before it records the commit); a lakeFS commit and merge; the
+    branch deleted with lakeFS's API: main reads every row, time-travels to its earlier
+    snapshots and takes Trino's insert."""
+    import lakefs_sdk
+
+    from tests.e2e.rest.conftest import start_lakefs_rest_server
+    from tests.support.iceberg import named_paths
+    from tests.support.lakefs import LakeFSApi
+    from tests.support.wait import wait_until
+
+    server = start_lakefs_rest_server(tmp_path / "hms", "trinohive", "--http-port", "0",
+                                      "--lakefs-hooks", "self", "--bind", "0=dev",
+                                      branches=("dev",))
+    lakefs, repo = server.lakefs, server.repo
+    names = []
+
+    def on(uri: str) -> str:
+        name = f"ih_{uuid.uuid4().hex[:8]}"
+        props = {"iceberg.catalog.type": "hive_metastore", "hive.metastore.uri": uri,
+                 **trino_local.hive_catalog(uri, lakefs=lakefs)}
+        for hive_only in ("hive.non-managed-table-writes-enabled", "hive.security",
+                          "hive.hive-views.enabled"):
+            props.pop(hive_only, None)
+        trino.add_catalog(name, props, connector="iceberg")
+        names.append(name)
+        return name
+
+    def ids(table, **scan):
+        return sorted(table.scan(**scan).to_arrow().column("id").to_pylist())
+
+    run = trino.execute
+    try:
+        main = server.rest("main")
+        main.create_namespace("lake")
+        data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"]})
+        main.create_table("lake.t", schema=data.schema).append(data)
+        before = {s.snapshot_id for s in main.load_table("lake.t").snapshots()}
+        with lakefs.sdk() as client:
+            api = LakeFSApi(client, repo)
+            api.commit("main", "the table")  # as lakectl commit
+            api.merge("main", "dev")  # dev gets the table as lakeFS's merge brings it
+            wait_until(lambda: len(server.rest("dev").load_table("lake.t").scan()
+                                   .to_arrow()) == 3, what="dev's table")
+            dev = on(f"thrift://127.0.0.1:{server.proc.ref_port('dev')}")
+            on_main = on(server.thrift_uri)
+            assert run(f"INSERT INTO {dev}.lake.t VALUES (4, 'd')") == [[1]]
+            assert run(f"DELETE FROM {dev}.lake.t WHERE id = 1") == [[1]]
+            run(f"ALTER TABLE {dev}.lake.t ADD COLUMN qty integer")
+            assert run(f"UPDATE {dev}.lake.t SET qty = 7 WHERE id = 4") == [[1]]
+            assert run(f"SELECT id, v, qty FROM {dev}.lake.t ORDER BY id") == [
+                [2, "b", None], [3, "c", None], [4, "d", 7]]
+            assert run(f"SELECT id FROM {on_main}.lake.t ORDER BY id") == [[1], [2], [3]]
+            staged_main = [d.path for d in lakefs_sdk.BranchesApi(client).diff_branch(
+                repo, "main").results]
+            assert not any("lake.db/t" in p for p in staged_main), staged_main
+            api.commit("dev", "Trino's writes")
+            api.merge("dev", "main")
+        wait_until(lambda: ids(main.load_table("lake.t")) == [2, 3, 4],
+                   what="main after the lakeFS merge")
+        with lakefs.sdk() as client:
+            LakeFSApi(client, repo).delete_branch("dev")  # the pre-delete hook anchors main
+        table = server.rest("main").load_table("lake.t")
+        assert not any(f"/{repo}/dev/" in p for p in named_paths(table))
+        assert ids(table) == [2, 3, 4]
+        for snapshot_id in before:
+            assert ids(table, snapshot_id=snapshot_id) == [1, 2, 3]
+        after = on(server.thrift_uri)  # a new catalog: nothing cached from before the merge
+        for snapshot_id in before:
+            assert run(f"SELECT id FROM {after}.lake.t FOR VERSION AS OF {snapshot_id} "
+                       "ORDER BY id") == [[1], [2], [3]]
+        assert run(f"INSERT INTO {after}.lake.t VALUES (5, 'e', 1)") == [[1]]
+        assert run(f"SELECT id, qty FROM {after}.lake.t ORDER BY id") == [
+            [2, None], [3, None], [4, 7], [5, 1]]
     finally:
         for name in names:
             trino.drop_catalog(name)
