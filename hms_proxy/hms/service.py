@@ -6,7 +6,7 @@ import threading
 import unicodedata
 
 from hms_proxy.hms.family import Family
-from hms_proxy.thrift import errors
+from hms_proxy.thrift import dialect, errors
 from hms_proxy.thrift.gen.fb303 import ttypes as fb303_types
 from hms_proxy.thrift.processor import CloseConnection
 
@@ -44,6 +44,25 @@ SOCKET_TIMEOUT = "hive.metastore.client.socket.timeout"
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 _CONFIG_KEY = re.compile(r"(hive|hdfs|mapred).*", re.S)
+# Hive 3.1+ (MetastoreConf): ``metastore.*`` keys may be read too, and a key of MetastoreConf
+# answers its value under either of its two names (the metastore one first), so a Trino on a
+# Hive 3 metastore gets ``metastore.txn.timeout`` at once instead of retrying a refusal
+_CONFIG_KEY_31 = re.compile(r"(hive|hdfs|mapred|metastore).*", re.S)
+_METASTORE_NAMES = {  # MetastoreConf's name -> HiveConf's, of the keys answered above
+    "metastore.warehouse.dir": "hive.metastore.warehouse.dir",
+    "metastore.try.direct.sql": "hive.metastore.try.direct.sql",
+    "metastore.try.direct.sql.ddl": "hive.metastore.try.direct.sql.ddl",
+    "metastore.client.socket.timeout": "hive.metastore.client.socket.timeout",
+    "metastore.partition.name.whitelist.pattern":
+        "hive.metastore.partition.name.whitelist.pattern",
+    "metastore.disallow.incompatible.col.type.changes":
+        "hive.metastore.disallow.incompatible.col.type.changes",
+    "metastore.batch.retrieve.max": "hive.metastore.batch.retrieve.max",
+    "metastore.limit.partition.request": "hive.metastore.limit.partition.request",
+    "metastore.stats.autogather": "hive.stats.autogather",
+    "metastore.txn.timeout": "hive.txn.timeout",
+}
+_HIVE_NAMES = {hive: meta for meta, hive in _METASTORE_NAMES.items()}
 
 
 class ServiceCalls(Family):
@@ -64,9 +83,15 @@ class ServiceCalls(Family):
     def get_config_value(self, ctx, name, defaultValue):
         if name is None:
             return defaultValue
-        if not _CONFIG_KEY.fullmatch(name):
+        hive3 = dialect.since(dialect.HIVE31)
+        if not (_CONFIG_KEY_31 if hive3 else _CONFIG_KEY).fullmatch(name):
             raise errors.ConfigValSecurity(
                 f"For security reasons, the config key {name} cannot be accessed")
+        if hive3 and (name in _METASTORE_NAMES or name in _HIVE_NAMES):
+            meta = name if name in _METASTORE_NAMES else _HIVE_NAMES[name]
+            if meta in self.env.conf:
+                return self.env.conf[meta]
+            name = _METASTORE_NAMES[meta]
         if name in self.env.conf:
             return self.env.conf[name]
         if name == "hive.metastore.warehouse.dir":

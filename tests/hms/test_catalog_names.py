@@ -193,3 +193,24 @@ def test_refs_work_inside_catalog_qualified_names(pair):
     table = ours.get_table("@hive#shop@dev", "dev_only")
     assert table.dbName == "shop@dev"  # a follow-up call built from it stays on dev
     assert ours.get_database("@hive#shop@dev").name == "shop@dev"
+
+
+CONFIG_KEYS = [("metastore.txn.timeout", "x"), ("hive.txn.timeout", "x"),
+               ("metastore.try.direct.sql", "x"), ("metastore.batch.retrieve.max", "x"),
+               ("metastore.client.socket.timeout", "x"), ("metastore.stats.autogather", "x"),
+               ("metastore.no.such.key", "the default"), ("hive.cf.no.such.key", "dflt"),
+               ("not.a.metastore.key", "x"), ("javax.jdo.option.ConnectionPassword", "x")]
+
+
+def test_config_values_answer_hive_3_clients_as_the_stock_hms_31(pair):
+    """A Hive 3 client may read ``metastore.*`` keys (MetastoreConf's names), and a key known
+    under both names answers the same value: Trino asks for ``metastore.txn.timeout`` before
+    each ACID statement and, refused as a Hive 2.3 metastore refuses it, retries for 18 s."""
+    stock, ours = pair
+    answers = []
+    for client in (stock, ours):
+        client.get_catalogs()  # the connection speaks Hive 3 (dialect)
+        answers.append([_answer(lambda k=k, d=d, c=client: c.get_config_value(k, d))
+                        for k, d in CONFIG_KEYS])
+    assert answers[1] == answers[0]
+    assert answers[1][0] == ("ok", "300s")
