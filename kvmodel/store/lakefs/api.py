@@ -33,6 +33,10 @@ class LakeFSError(StoreError):
     """lakeFS answered something the store cannot map to a catalog error."""
 
 
+class LakeFSTimeout(LakeFSError):
+    """An upload's answer did not come within the read timeout: it may have landed or not."""
+
+
 @dataclass(frozen=True)
 class LakeFSConfig:
     """Where lakeFS is and who we are to it."""
@@ -247,6 +251,8 @@ class _Connections:
                 raise self._unreachable(exc) from None
             except (OSError, http.client.HTTPException) as exc:  # timed out, and the rest
                 conn.close()
+                if isinstance(exc, TimeoutError):
+                    raise LakeFSTimeout(str(self._unreachable(exc))) from None
                 raise self._unreachable(exc) from None
             if not response.will_close:
                 with self._lock:

@@ -26,7 +26,7 @@ from kvmodel.store.errors import (
     WriteConflict,
 )
 from kvmodel.store.lakefs import log as lakefs_log
-from kvmodel.store.lakefs.api import LakeFSError, PathTaken
+from kvmodel.store.lakefs.api import LakeFSError, LakeFSTimeout, PathTaken
 from kvmodel.store.lakefs.common import (
     CONNECT_TIMEOUT,
     INLINE_LIMIT,
@@ -179,10 +179,19 @@ class Writes:
                                   f"{errors[0].message}")
 
     def _upload(self, branch: str, key: Key, value: bytes):
+        """One per-key object. Uploading the same bytes again is harmless, so an upload whose
+        answer timed out (lakeFS busy: a fold uploads thousands at once) is tried again, up
+        to three times in all."""
         headers = {}
         if len(value) <= INLINE_LIMIT:
             headers["x-lakefs-meta-" + META_VALUE] = base64.b64encode(value).decode("ascii")
-        return self.api.upload(branch, _path(key), value, headers)
+        for attempt in range(1, 4):
+            try:
+                return self.api.upload(branch, _path(key), value, headers)
+            except LakeFSTimeout:
+                if attempt == 3:
+                    raise
+        raise AssertionError("unreachable")
 
     def _real_staged(self, branch: str, state: _BranchState) -> list[DiffEntry]:
         snap = _Snapshot(self, state.head)

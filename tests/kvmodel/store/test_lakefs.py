@@ -290,6 +290,51 @@ def test_a_fold_stopped_at_any_step_reads_the_same_and_commits_later(repo, monke
             fresh.close()
 
 
+def test_a_fold_upload_whose_answer_times_out_is_tried_again(repo, monkeypatch):
+    """An injected fault (no real lakeFS loses one answer on demand): one per-key upload of a
+    commit's fold lands but its answer never comes (the read timeout, as on a machine so busy
+    that lakeFS answers late). The upload is tried again (the same bytes: harmless) and the
+    commit goes through with every key."""
+    import http.client
+
+    want = {f"k{i}": b"v%d" % i for i in range(20)}
+    store = open_lake(repo)
+    try:
+        with store.write("main") as txn:
+            for k, v in want.items():
+                txn.put(k, v)
+        real_request = http.client.HTTPConnection.request
+        real_getresponse = http.client.HTTPConnection.getresponse
+        lost = []
+
+        def request(self, method, url, *args, **kwargs):
+            self.sent_to = url
+            return real_request(self, method, url, *args, **kwargs)
+
+        def getresponse(self, *args, **kwargs):
+            response = real_getresponse(self, *args, **kwargs)
+            if not lost and "path=_hms%2Fk" in getattr(self, "sent_to", ""):
+                lost.append(self.sent_to)
+                response.read()  # it landed; its answer is lost
+                raise TimeoutError("timed out")
+            return response
+
+        monkeypatch.setattr(http.client.HTTPConnection, "request", request)
+        monkeypatch.setattr(http.client.HTTPConnection, "getresponse", getresponse)
+        store.commit("main", "through a lost answer")
+        monkeypatch.undo()
+        assert lost
+    finally:
+        store.close()
+    fresh = open_lake(repo)
+    try:
+        with fresh.read("main") as view:
+            assert dict(view.scan_prefix("k")) == want
+        assert not list(fresh.staged("main"))
+    finally:
+        fresh.close()
+
+
 def lake_paths(store, repo, prefix):
     return [o.path for o in store.api.objects.list_objects(repo, "main", prefix=prefix).results]
 
