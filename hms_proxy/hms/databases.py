@@ -4,8 +4,9 @@ from __future__ import annotations
 from hms_proxy.hms import names, warehouse
 from hms_proxy.hms.family import Family, check_identifier_length, lower, match_names
 from hms_proxy.hms.tables import managed_data_locations
-from hms_proxy.thrift import errors
+from hms_proxy.thrift import dialect, errors
 from hms_proxy.thrift.replies import Raw
+from hms_proxy.thrift.routing import DEFAULT_CATALOG
 from kvmodel import catalog as keys
 from kvmodel.codec import encode
 from kvmodel.store.errors import StoreError, decided_again
@@ -84,13 +85,17 @@ class DatabaseCalls(Family):
 
     def alter_database(self, ctx, dbname, db):
         """HMS replaces the parameters and the owner name (even with nothing), sets the owner
-        type when given, changes nothing else, and ignores a missing database."""
+        type when given, changes nothing else, and ignores a missing database (HMS 2.3; 3.1
+        and 4.x raise NoSuchObjectException, see :func:`_no_database`)."""
+        _named(dbname)
         name = lower(dbname)
         if db is None:
             raise errors.MetaError("Database object cannot be null")
         with self.writing(ctx) as cat:
             old = cat.database(name)
             if old is None:
+                if dialect.since(dialect.HIVE31):
+                    raise _no_database(name)
                 return
             old.parameters = dict(db.parameters or {})
             old.ownerName = db.ownerName
@@ -99,6 +104,7 @@ class DatabaseCalls(Family):
             cat.put(keys.db_key(name), old)
 
     def drop_database(self, ctx, name, deleteData, cascade):
+        _named(name)
         name = lower(name)
         if name == DEFAULT_DB:
             raise errors.MetaError("Can not drop default database")
@@ -106,7 +112,9 @@ class DatabaseCalls(Family):
         with self.writing(ctx) as cat:
             db = cat.database(name)
             if db is None:
-                # HMS 2.3 trips over its own null here; the class is what clients see.
+                if dialect.hive4():
+                    raise _no_database(name)
+                # HMS 2.3 and 3.1 trip over their own null here; the class is what clients see.
                 raise errors.MetaError(
                     'java.lang.NullPointerException: Cannot invoke "org.apache.hadoop.hive.'
                     'metastore.api.Database.getName()" because "db" is null')
@@ -137,10 +145,11 @@ class DatabaseCalls(Family):
 
     # --- reads --------------------------------------------------------------------------
     def get_database(self, ctx, name):
+        _named(name)
         name = lower(name)
         data = self.get_raw(ctx, keys.db_key(name))
         if data is None:
-            raise errors.NoSuchObject(name)
+            raise _no_database(name)
         return Raw(data)
 
     def _names(self, ctx):
@@ -151,3 +160,18 @@ class DatabaseCalls(Family):
 
     def get_all_databases(self, ctx):
         return list(self._names(ctx))
+
+
+def _named(name) -> None:
+    """A database call without a name: HMS 3.1 and 4.x refuse it first (2.3 goes on, and
+    answers as for a database that does not exist)."""
+    if name is None and dialect.since(dialect.HIVE31):
+        raise errors.MetaError("Database name cannot be null.")
+
+
+def _no_database(name: str) -> errors.NoSuchObject:
+    """A missing database as the client's generation words it: HMS 4.x names its catalog
+    (``database hive.shop``), 2.3 and 3.1 the name alone."""
+    if dialect.hive4():
+        return errors.NoSuchObject(f"database {DEFAULT_CATALOG}.{name}")
+    return errors.NoSuchObject(name)

@@ -129,7 +129,12 @@ def _routed(name: str, impl, method, federation=None, guard=None, served=None):
         ctx.ref = ref or ctx.served_ref()
         ctx.call = _describe_call(name, arg_names, args)
         if names.catalog is None:
-            return guarded(ctx, args, ref)
+            try:
+                return guarded(ctx, args, ref)
+            except Exception as exc:
+                if dialect.since(dialect.HIVE31):  # HMS 3.1/4.x name the default catalog
+                    routing.default_catalog_error(exc)
+                raise
         # a call naming a catalog (``@hive#shop``): a Hive 3.x/4.x client's
         ctx.generation = dialect.at_least(ctx.generation, dialect.HIVE31)
         generation = dialect.CURRENT.set(ctx.generation)

@@ -24,6 +24,7 @@ from hms_proxy.hms.tables import (
     update_stats_fast,
 )
 from hms_proxy.thrift import dialect, errors, limits
+from hms_proxy.thrift.routing import DEFAULT_CATALOG
 from hms_proxy.thrift.replies import Raw, RawStream
 from kvmodel import catalog as keys
 from kvmodel import codec
@@ -118,6 +119,9 @@ class PartitionCalls(Family):
     def _table_for_add(self, cat, db, tbl):
         table = cat.table(lower(db), lower(tbl))
         if table is None:
+            if dialect.hive4():
+                raise errors.InvalidObject(f"Unable to add partitions because "
+                                           f"{DEFAULT_CATALOG}.{lower(db)}.{lower(tbl)} does not exist")
             raise errors.InvalidObject(
                 "Unable to add partition because table or database do not exist")
         return table

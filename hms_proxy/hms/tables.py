@@ -225,6 +225,10 @@ class TableCalls(Family):
         return self.create_table_with_environment_context(ctx, tbl, None)
 
     def create_table_with_environment_context(self, ctx, tbl, environment_context, also=None):
+        if tbl is not None and tbl.tableName is None and dialect.since(dialect.HIVE31):
+            raise errors.MetaError(  # HMS 3.1/4.x normalize the name before they check it
+                'java.lang.NullPointerException: Cannot invoke "java.lang.CharSequence.length()"'
+                ' because "this.text" is null')
         if tbl is None or not names.validate_name(tbl.tableName or ""):
             raise errors.InvalidObject(f"{getattr(tbl, 'tableName', None)} is not a valid object name")
         if tbl.sd is None:  # HMS reads its columns first
@@ -236,8 +240,9 @@ class TableCalls(Family):
         made_dir = False
         with self.writing(ctx) as cat:
             db = cat.database(db_name)
-            if db is None:
-                raise errors.InvalidObject(db_name)
+            if db is None:  # HMS 4.x names the catalog
+                raise errors.InvalidObject(f"database {DEFAULT_CATALOG}.{db_name}"
+                                           if dialect.hive4() else db_name)
             if cat.raw(keys.table_key(db_name, name)) is not None:
                 raise errors.AlreadyExists(f"Table {tbl.tableName} already exists")
             check_table_name_length(tbl.tableName)  # what HMS's database refuses
@@ -337,7 +342,8 @@ class TableCalls(Family):
                         continue
                     out.append(self.t.TableMeta(
                         dbName=db, tableName=name, tableType=table.tableType,
-                        comments=(table.parameters or {}).get("comment")))
+                        comments=(table.parameters or {}).get("comment"),
+                        catName=DEFAULT_CATALOG if dialect.hive4() else None))
         return out
 
     def get_fields(self, ctx, db_name, table_name):
@@ -564,6 +570,10 @@ class TableCalls(Family):
 
     def drop_table_with_environment_context(self, ctx, dbname, name, deleteData,
                                             environment_context):
+        if (dbname is None or name is None) and dialect.since(dialect.HIVE31):
+            raise errors.MetaError(  # HMS 3.1/4.x normalize the names before they look
+                'java.lang.NullPointerException: Cannot invoke "String.trim()" because '
+                '"identifier" is null')
         db, tbl = lower(dbname), lower(name)
         doomed: list[str] = []
         with self.writing(ctx) as cat:

@@ -178,6 +178,19 @@ def catalog_error(exc: BaseException, names: Names) -> None:
     exc.args = (message,)
 
 
+def default_catalog_error(exc: BaseException) -> None:
+    """Reword a missing table's message (``shop.t table not found``) raised to a Hive 3.1/4.x
+    client that named no catalog as the stock HMS 3.1 and 4.x word it for any call: with the
+    default catalog (``hive.shop.t table not found``)."""
+    message = getattr(exc, "message", None)
+    if not isinstance(message, str) or not message.endswith(_TABLE_MISSING):
+        return
+    name = message[:-len(_TABLE_MISSING)]
+    if name.count(".") == 1 and " " not in name:
+        exc.message = f"{DEFAULT_CATALOG}.{message}"
+        exc.args = (exc.message,)
+
+
 def strip_arguments(method: str, arg_names, args: list) -> Names:
     """Remove ``@cat#`` and ``@ref`` qualifiers from a call's arguments in place; returns the
     ref and the catalog named (None when a call names none)."""

@@ -75,3 +75,25 @@ def test_removed_calls_are_unknown_methods(stock, call):
             call(client)
         assert raised.value.type == TApplicationException.UNKNOWN_METHOD
         assert client.get_all_databases()  # the connection stays usable
+
+
+def test_bad_arguments_answer_hive_4_clients_as_the_stock_hms_4(stock, tmp_path):
+    """Null and missing names from a Hive 4 client (its connection has called
+    ``get_database_req``, as Hive 4's client does first): the stock 4.0.1's classes and
+    messages, which name the catalog (``database hive.x``, ``hive.db.t table not found``)."""
+    from tests.hms import generation_cases
+    from tests.support.proxy import start_proxy
+
+    ours = start_proxy(tmp_path / "ours")
+    got = []
+    try:
+        for server in (stock, ours):
+            with connect(server) as client:
+                client.get_database_req(T.GetDatabaseRequest(name="default", catalogName="hive"))
+                generation_cases.setup(client)
+                got.append(generation_cases.answers(client))
+    finally:
+        ours.stop()
+    assert not generation_cases.differences(*got)
+    assert dict(got[1])["get_database missing"] == ("error", "NoSuchObjectException",
+                                                    "database hive.gen_nodb")

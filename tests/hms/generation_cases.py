@@ -1,0 +1,71 @@
+"""Calls with bad or missing arguments, as a Hive 3.1 or 4.x client makes them, whose answers
+(or errors: class and message) the stock HMS 3.1.3 and 4.0.1 give per generation: used by
+tests/hms/test_catalog_names.py (against the stock 3.1.3) and tests/hms/test_stock_hms4.py
+(against the stock 4.0.1). A 2.3 client keeps 2.3's answers (the conformance scenarios)."""
+from __future__ import annotations
+
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T
+from tests.support.client import text_table
+
+DB = "gen_db"
+
+
+def setup(client) -> None:
+    """A database with an unpartitioned and a partitioned table."""
+    client.create_database(T.Database(DB, "", None, {}))
+    flat = text_table("flat", DB, "EXTERNAL_TABLE")
+    flat.partitionKeys = []
+    client.create_table(flat)
+    client.create_table(text_table("part", DB, "EXTERNAL_TABLE"))
+
+
+def cases(c) -> list:
+    """(label, call) on the client ``c``; every call here fails or answers without writing."""
+    sd = text_table("x", DB).sd
+    return [
+        ("get_database null", lambda: c.get_database(None)),
+        ("get_database empty", lambda: c.get_database("")),
+        ("get_database missing", lambda: c.get_database("gen_nodb")),
+        ("drop_database null", lambda: c.drop_database(None, True, False)),
+        ("drop_database missing", lambda: c.drop_database("gen_nodb", True, False)),
+        ("alter_database missing", lambda: c.alter_database(
+            "gen_nodb", T.Database("gen_nodb", "", None, {}))),
+        ("alter_database null", lambda: c.alter_database(None, T.Database("x", "", None, {}))),
+        ("get_table_req missing database", lambda: c.get_table_req(
+            T.GetTableRequest("gen_nodb", "t"))),
+        ("get_partitions_ps missing table", lambda: c.get_partitions_ps(
+            DB, "nope", ["a"], -1)),
+        ("create_table without a name", lambda: c.create_table(T.Table(
+            None, DB, "me", 0, 0, 0, sd, [], {}, None, None, "EXTERNAL_TABLE"))),
+        ("create_table missing database", lambda: c.create_table(
+            text_table("t", "gen_nodb", "EXTERNAL_TABLE"))),
+        ("drop_table missing", lambda: c.drop_table(DB, "nope", True)),
+        ("drop_table null", lambda: c.drop_table(DB, None, True)),
+        ("get_fields missing", lambda: c.get_fields(DB, "nope")),
+        ("get_schema missing", lambda: c.get_schema(DB, "nope")),
+        ("alter_table missing", lambda: c.alter_table(
+            DB, "nope", text_table("nope", DB, "EXTERNAL_TABLE"))),
+        ("add_partition missing table", lambda: c.add_partition(
+            T.Partition(["a"], DB, "nope", 0, 0, sd, {}))),
+        ("get_partition missing", lambda: c.get_partition(DB, "part", ["zz"])),
+        ("get_partitions of an unpartitioned table", lambda: c.get_partitions(DB, "flat", -1)),
+        ("get_table_meta", lambda: [(m.dbName, m.tableName, m.catName)
+                                    for m in c.get_table_meta(DB, "*", None)]),
+    ]
+
+
+def answers(client) -> list:
+    """(label, answer) of every case on ``client``."""
+    out = []
+    for label, call in cases(client):
+        try:
+            out.append((label, ("ok", call())))
+        except Exception as exc:  # noqa: BLE001 - the error is the answer compared
+            out.append((label, ("error", type(exc).__name__,
+                                getattr(exc, "message", str(exc)))))
+    return out
+
+
+def differences(stock: list, ours: list) -> list[str]:
+    return [f"{label}: stock {a!r} / ours {b!r}"
+            for (label, a), (_, b) in zip(stock, ours) if a != b]
