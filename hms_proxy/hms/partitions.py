@@ -98,6 +98,9 @@ class PartitionCalls(Family):
         cached by commit) and whether their directories exist (kept for the transaction by
         :func:`warehouse.known_directories`). Nothing is decided here: the transaction reads
         the table again, and a location that is not the one looked at is asked there."""
+        if not warehouse.any_remote():  # local files: nothing to ask ahead, no read to pay
+            yield
+            return
         locations = []
         try:
             with self.reading(ctx) as cat:

@@ -157,21 +157,13 @@ class RequestCalls(Family):
         except errors.AlreadyExists:  # the stock 4.x names the table with its catalog
             raise errors.AlreadyExists(f"Table {DEFAULT_CATALOG}.{lower(table.dbName)}."
                                        f"{lower(table.tableName)} already exists") from None
-        except errors.InvalidObject as exc:
-            if exc.message == lower(table.dbName or ""):  # the database is missing
-                raise errors.InvalidObject(f"database {DEFAULT_CATALOG}.{exc.message}") from None
-            raise
 
     def drop_table_req(self, ctx, dropTableReq):
         req = dropTableReq
         delete = True if req.deleteData is None else req.deleteData
-        try:
-            return self.tables.drop_table_with_environment_context(
-                ctx, req.dbName, req.tableName, delete, req.envContext)
-        except errors.NoSuchObject as exc:  # "hive.shop.t table not found"
-            if exc.message.endswith(" table not found"):
-                raise errors.NoSuchObject(f"{DEFAULT_CATALOG}.{exc.message}") from None
-            raise
+        # a missing table is "hive.shop.t table not found" (handler: routing.default_catalog_error)
+        return self.tables.drop_table_with_environment_context(
+            ctx, req.dbName, req.tableName, delete, req.envContext)
 
     def alter_table_req(self, ctx, req):
         self.tables.alter_table_with_environment_context(ctx, req.dbName, req.tableName,

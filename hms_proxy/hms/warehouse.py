@@ -57,6 +57,11 @@ _KNOWN: contextvars.ContextVar[dict | None] = contextvars.ContextVar("hms_known_
                                                                      default=None)
 
 
+def any_remote() -> bool:
+    """Whether some location is a server's (a lakeFS store is served)."""
+    return bool(_REMOTES)
+
+
 def is_remote(location: str | None) -> bool:
     """Whether asking about ``location`` is a call to a server (a lakeFS repository)."""
     return _remote(location) is not None
