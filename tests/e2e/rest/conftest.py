@@ -86,6 +86,26 @@ def start_lakefs_rest_server(workdir: Path, prefix: str, *extra: str,
     return RestServer(proc, store, f"http://127.0.0.1:{port}", env, lakefs, repo)
 
 
+def table_on_main_merged_into_dev(server, api) -> set[int]:
+    """``lake.t`` of three rows (id 1-3, v a-c) made on main through the REST door, committed on
+    main and merged into dev with lakeFS's API (``api``: a LakeFSApi), as lakectl does; returns
+    once dev's server reads it. The snapshot ids main had."""
+    import pyarrow as pa
+
+    from tests.support.wait import wait_until
+
+    main = server.rest("main")
+    main.create_namespace("lake")
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"]})
+    main.create_table("lake.t", schema=data.schema).append(data)
+    before = {s.snapshot_id for s in main.load_table("lake.t").snapshots()}
+    api.commit("main", "the table")  # as lakectl commit
+    api.merge("main", "dev")  # dev gets the table as lakeFS's merge brings it
+    wait_until(lambda: len(server.rest("dev").load_table("lake.t").scan().to_arrow()) == 3,
+               what="dev's table")
+    return before
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     srv = start_rest_server(tmp_path_factory.mktemp("rest"), "--autocommit")

@@ -413,7 +413,7 @@ def test_spark_through_thrift_on_a_lakefs_branch_merged_and_deleted(spark_env, t
     snapshots and takes Spark's insert."""
     import lakefs_sdk
 
-    from tests.e2e.rest.conftest import start_lakefs_rest_server
+    from tests.e2e.rest.conftest import start_lakefs_rest_server, table_on_main_merged_into_dev
     from tests.support.lakefs import LakeFSApi
     from tests.support.wait import wait_until
 
@@ -426,20 +426,13 @@ def test_spark_through_thrift_on_a_lakefs_branch_merged_and_deleted(spark_env, t
           "client.region": "us-east-1", "s3.chunked-encoding-enabled": "false"}
     try:
         main = server.rest("main")
-        main.create_namespace("lake")
-        data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"]})
-        main.create_table("lake.t", schema=data.schema).append(data)
-        before = {s.snapshot_id for s in main.load_table("lake.t").snapshots()}
         with lakefs.sdk() as client:
             api = LakeFSApi(client, repo)
-            api.commit("main", "the table")  # as lakectl commit
-            api.merge("main", "dev")  # dev gets the table as lakeFS's merge brings it
+            before = table_on_main_merged_into_dev(server, api)
             dev_uri = f"thrift://127.0.0.1:{server.proc.ref_port('dev')}"
             catalogs = {**spark_iceberg.catalog_conf("hv_dev", "hive", dev_uri, extra=s3),
                         **spark_iceberg.catalog_conf("hv_main", "hive", server.thrift_uri,
                                                      extra=s3)}
-            wait_until(lambda: len(server.rest("dev").load_table("lake.t").scan()
-                                   .to_arrow()) == 3, what="dev's table")
             got = spark_iceberg.run_sql([
                 "INSERT INTO hv_dev.lake.t VALUES (4, 'd')",
                 "DELETE FROM hv_dev.lake.t WHERE id = 1",

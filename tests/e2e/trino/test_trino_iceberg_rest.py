@@ -217,7 +217,7 @@ def test_trino_iceberg_over_thrift_on_a_lakefs_branch_merged_and_deleted(trino, 
     snapshots and takes Trino's insert."""
     import lakefs_sdk
 
-    from tests.e2e.rest.conftest import start_lakefs_rest_server
+    from tests.e2e.rest.conftest import start_lakefs_rest_server, table_on_main_merged_into_dev
     from tests.support.iceberg import named_paths
     from tests.support.lakefs import LakeFSApi
     from tests.support.wait import wait_until
@@ -245,16 +245,9 @@ def test_trino_iceberg_over_thrift_on_a_lakefs_branch_merged_and_deleted(trino, 
     run = trino.execute
     try:
         main = server.rest("main")
-        main.create_namespace("lake")
-        data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"]})
-        main.create_table("lake.t", schema=data.schema).append(data)
-        before = {s.snapshot_id for s in main.load_table("lake.t").snapshots()}
         with lakefs.sdk() as client:
             api = LakeFSApi(client, repo)
-            api.commit("main", "the table")  # as lakectl commit
-            api.merge("main", "dev")  # dev gets the table as lakeFS's merge brings it
-            wait_until(lambda: len(server.rest("dev").load_table("lake.t").scan()
-                                   .to_arrow()) == 3, what="dev's table")
+            before = table_on_main_merged_into_dev(server, api)
             dev = on(f"thrift://127.0.0.1:{server.proc.ref_port('dev')}")
             on_main = on(server.thrift_uri)
             assert run(f"INSERT INTO {dev}.lake.t VALUES (4, 'd')") == [[1]]
