@@ -64,7 +64,7 @@ WRITES = frozenset("""
     alter_catalog alter_database_req alter_partitions_req alter_table_req append_partition_req
     create_catalog create_database_req create_table_req drop_catalog drop_database_req
     drop_partition_req drop_table_req update_partition_column_statistics_req
-    update_table_column_statistics_req rename_partition_req
+    update_table_column_statistics_req rename_partition_req truncate_table truncate_table_req
 """.split())
 
 #: Calls that only read (``lock`` is one too when it takes only shared-read locks; keeping

@@ -226,3 +226,17 @@ def test_bad_arguments_answer_hive_3_clients_as_the_stock_hms_31(pair):
         got.append(generation_cases.answers(client))
     assert not generation_cases.differences(*got)
     assert dict(got[1])["drop_table missing"][2] == "hive.gen_db.nope table not found"
+
+
+def test_truncate_table_answers_hive_3_clients_as_the_stock_hms_31(pair):
+    """Hive's TRUNCATE TABLE (``truncate_table``): the same files left and the same statistics
+    after each call as the stock 3.1.3, and the same errors."""
+    from tests.hms import truncate_cases
+
+    stock, ours = pair
+    got = []
+    for client in (stock, ours):
+        client.get_catalogs()  # the connection speaks Hive 3 (dialect)
+        got.append(truncate_cases.run(client, hive4=False))
+    assert not truncate_cases.differences(*got)
+    assert dict((label, st) for label, _, st in got[1])["unpartitioned"]["flat"][0] == []

@@ -97,3 +97,24 @@ def test_bad_arguments_answer_hive_4_clients_as_the_stock_hms_4(stock, tmp_path)
     assert not generation_cases.differences(*got)
     assert dict(got[1])["get_database missing"] == ("error", "NoSuchObjectException",
                                                     "database hive.gen_nodb")
+
+
+def test_truncate_table_answers_hive_4_clients_as_the_stock_hms_4(stock, tmp_path):
+    """Hive's TRUNCATE TABLE (``truncate_table``, ``truncate_table_req``): the same files left
+    and the same statistics after each call as the stock 4.0.1, and the same errors."""
+    from tests.hms import truncate_cases
+    from tests.support.proxy import start_proxy
+
+    ours = start_proxy(tmp_path / "ours")
+    got = []
+    try:
+        for server in (stock, ours):
+            with connect(server) as client:
+                client.get_database_req(T.GetDatabaseRequest(name="default", catalogName="hive"))
+                got.append(truncate_cases.run(client, hive4=True))
+    finally:
+        ours.stop()
+    assert not truncate_cases.differences(*got)
+    after = dict((label, st) for label, _, st in got[1])
+    assert after["unpartitioned"]["flat"][0] == []
+    assert after["req: unpartitioned, data kept"]["flat2"][0] == [".000000_0.crc", "000000_0"]

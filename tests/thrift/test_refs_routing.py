@@ -145,3 +145,34 @@ def test_autocommit_makes_each_write_a_commit_by_the_ugi_user(tmp_path):
         store.close()
     finally:
         proc.stop()
+
+
+def test_a_truncate_refused_on_a_tag_or_a_protected_branch_deletes_no_file(world):
+    """TRUNCATE TABLE deletes files before it writes the statistics: a ref it cannot write
+    must be refused before any file goes."""
+    import os
+    from urllib.parse import urlparse
+
+    proc, dev_port, store_dir = world
+    with Conn(proc.port) as main, Conn(dev_port) as dev:
+        (p,) = main.get_partitions("shop", "orders", -1)
+        data = os.path.join(urlparse(p.sd.location).path, "000000_0")
+        os.makedirs(os.path.dirname(data), exist_ok=True)
+        with open(data, "w") as f:
+            f.write("a\n")
+        with pytest.raises(ttypes.MetaException, match="read-only"):
+            main.truncate_table("shop@v1", "orders", None)
+        assert os.path.exists(data)
+        store = open_store(store_dir)
+        store.set_branch_protection("main", True)
+        store.close()
+        with pytest.raises(ttypes.MetaException, match="protected.*merge"):
+            main.truncate_table("shop", "orders", None)
+        assert os.path.exists(data)
+        dev.truncate_table("shop", "orders", ["ds=2024-01-01"])
+        assert not os.path.exists(data) and os.path.isdir(os.path.dirname(data))
+        (on_dev,) = dev.get_partitions("shop", "orders", -1)
+        assert (on_dev.parameters["numFiles"], on_dev.parameters["COLUMN_STATS_ACCURATE"]) == \
+            ("0", '{"BASIC_STATS":"true"}')
+        (on_main,) = main.get_partitions("shop", "orders", -1)
+        assert "COLUMN_STATS_ACCURATE" not in on_main.parameters
