@@ -31,6 +31,18 @@ def hashmap_bucket(key: str, capacity: int) -> int:
     h = string_hash(key)
     return (h ^ (h >> 16)) & (capacity - 1)
 
+def thrift_map_order(mapping: dict) -> list[tuple]:
+    """The iteration order of the HashMap Thrift's Java reads a map of string keys into
+    (``new HashMap(2 * size)``, filled in wire order): what HMS prints of a map it was sent."""
+    capacity = 1
+    while capacity < 2 * len(mapping):
+        capacity *= 2
+    buckets: dict[int, list] = {}
+    for key, value in mapping.items():
+        buckets.setdefault(hashmap_bucket(key, capacity), []).append((key, value))
+    return [item for index in sorted(buckets) for item in buckets[index]]
+
+
 # Fields the HMS 2.3 IDL declares optional: Java leaves them out of toString when unset.
 OPTIONAL_FIELDS = frozenset({
     "privileges", "catName", "catalogName", "skewedInfo", "storedAsSubDirectories",

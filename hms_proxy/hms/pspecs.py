@@ -35,7 +35,8 @@ from hms_proxy.hms.family import DDL_TIME, Family, lower, now
 from hms_proxy.hms.names import part_name
 from hms_proxy.hms.partitions import PartitionCalls, limit
 from hms_proxy.hms.tables import normalize_sd, update_stats_fast
-from hms_proxy.thrift import errors, limits
+from hms_proxy.thrift import dialect, errors, limits
+from hms_proxy.thrift.routing import DEFAULT_CATALOG
 from kvmodel import catalog as keys
 from kvmodel import codec
 
@@ -298,7 +299,11 @@ class PartitionSpecCalls(Family):
     def exchange_partitions(self, ctx, partitionSpecs, source_db, source_table_name, dest_db,
                             dest_table_name):
         move = None
+        hive3 = dialect.since(dialect.HIVE31)
         with self.writing(ctx) as cat:
+            if hive3:  # HMS 3.1/4.x check the names before anything (2.3 fails on them later)
+                _check_exchange_names(cat, partitionSpecs, source_db, source_table_name,
+                                      dest_db, dest_table_name)
             dest = cat.table(lower(dest_db), lower(dest_table_name))
             source = cat.table(lower(source_db), lower(source_table_name))
             if source is None or partitionSpecs is None:
@@ -316,12 +321,23 @@ class PartitionSpecCalls(Family):
                     if any(pvals[i] != v for i, v in wanted):
                         continue
                 to_move.append((name, data))
+            if hive3 and not to_move:
+                raise errors.MetaError(
+                    "No partition is found with the values {" + ", ".join(
+                        f"{k}={v}" for k, v in javafmt.thrift_map_order(partitionSpecs))
+                    + f"}} for the table {source_table_name}")
             if dest is None:
                 raise errors.InternalError("destination table is null")
             if not (_same_columns(source.sd.cols, dest.sd.cols)
                     and _same_columns(source.partitionKeys, dest.partitionKeys)):
                 raise errors.MetaError("The tables have different schemas. "
                                        "Their partitions cannot be exchanged.")
+            if hive3:  # checked before anything moves (2.3 fails on the insert)
+                for name, data in to_move:
+                    dest_name = part_name(dest, codec.decode(self.t.Partition, data).values)
+                    if cat.raw(keys.part_key(dest.dbName, dest.tableName, dest_name)):
+                        raise errors.MetaError(f"The partition {dest_name} already exists in "
+                                               f"the table {dest_table_name}")
             present_name = _make_part_name([k.name for k, _ in present], [v for _, v in present])
             source_path = warehouse.join(source.sd.location, present_name)
             dest_path = warehouse.join(dest.sd.location, present_name)
@@ -353,6 +369,20 @@ class PartitionSpecCalls(Family):
         # HMS fires a drop event for the source partitions
         self.env.cascades.run("partitions_dropped", self.env, source, dropped)
         return moved
+
+
+def _check_exchange_names(cat, spec, source_db, source_table, dest_db, dest_table) -> None:
+    """What HMS 3.1/4.x check of an exchange first: no null name or spec, then the destination
+    table and the source table, each named with the catalog."""
+    if spec is None or None in (source_db, source_table, dest_db, dest_table):
+        raise errors.MetaError("The DB and table name for the source and destination tables, "
+                               "and the partition specs must not be null.")
+    if cat.table(lower(dest_db), lower(dest_table)) is None:
+        raise errors.MetaError(
+            f"The destination table {DEFAULT_CATALOG}.{dest_db}.{dest_table} not found")
+    if cat.table(lower(source_db), lower(source_table)) is None:
+        raise errors.MetaError(
+            f"The source table {DEFAULT_CATALOG}.{source_db}.{source_table} not found")
 
 
 def _same_columns(a, b) -> bool:

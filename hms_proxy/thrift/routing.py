@@ -27,7 +27,7 @@ from kvmodel import codec
 SEPARATOR = "@"
 # Plain string arguments that name a database, by Thrift argument name ("name" only for the
 # database calls themselves: elsewhere it names a table).
-DB_ARGS = frozenset({"db_name", "dbname", "dbName"})
+DB_ARGS = frozenset({"db_name", "dbname", "dbName", "source_db", "dest_db"})
 DB_NAME_METHODS = frozenset({"get_database", "drop_database"})
 # Struct fields that hold a database name.
 DB_FIELDS = {

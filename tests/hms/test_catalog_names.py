@@ -8,6 +8,8 @@ listed in docs/compatibility.md ("Catalog-qualified names") and checked here as 
 """
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T
@@ -32,23 +34,31 @@ def _setup(client):
 
 
 @pytest.fixture(scope="module")
-def pair(tmp_path_factory):
+def servers(tmp_path_factory):
+    """The stock HMS 3.1.3 and ours, each with ``shop.orders`` (and ours a branch ``dev``)."""
     from hms_proxy.tools.hive31_local import start_stock_hms31
 
     stock = start_stock_hms31(tmp_path_factory.mktemp("stock-hms-3.1.3"))
     ours_dir = tmp_path_factory.mktemp("ours")
     ours = start_proxy(ours_dir)
     try:
-        with connect(stock) as stock_client, connect(ours) as our_client:
-            for client in (stock_client, our_client):
+        for server in (stock, ours):
+            with connect(server) as client:
                 _setup(client)
-            store = open_store(ours_dir / "store")
-            store.commit("main", "shop", author="test")
-            store.create_branch("dev", "main")
-            yield stock_client, our_client
+        store = open_store(ours_dir / "store")
+        store.commit("main", "shop", author="test")
+        store.create_branch("dev", "main")
+        yield stock, ours
     finally:
         ours.stop()
         stock.stop()
+
+
+@pytest.fixture(scope="module")
+def pair(servers):
+    stock, ours = servers
+    with connect(stock) as stock_client, connect(ours) as our_client:
+        yield stock_client, our_client
 
 
 def _shape(value):
@@ -240,3 +250,18 @@ def test_truncate_table_answers_hive_3_clients_as_the_stock_hms_31(pair):
         got.append(truncate_cases.run(client, hive4=False))
     assert not truncate_cases.differences(*got)
     assert dict((label, st) for label, _, st in got[1])["unpartitioned"]["flat"][0] == []
+
+
+def test_exchange_partitions_answer_hive_3_clients_as_the_stock_hms_31(servers):
+    """``exchange_partition(s)`` from a Hive 3 client (catalog-qualified database names): the
+    same answers and errors, partitions and directories after each case as the stock 3.1.3."""
+    from tests.hms import exchange_cases
+
+    @contextlib.contextmanager
+    def hive3(server):
+        with connect(server) as client:
+            client.get_catalogs()  # the connection speaks Hive 3 (dialect)
+            yield client
+
+    got = [exchange_cases.run(lambda s=server: hive3(s)) for server in servers]
+    assert not exchange_cases.differences(*got)

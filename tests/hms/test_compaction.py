@@ -8,7 +8,8 @@ import threading
 import pytest
 from thrift.Thrift import TApplicationException
 
-from hms_proxy.hms.txn.compaction import CompactionQueue, java_hashmap_order, stringable_map
+from hms_proxy.hms.javafmt import thrift_map_order
+from hms_proxy.hms.txn.compaction import CompactionQueue, stringable_map
 from hms_proxy.hms.txn.transactions import RedisTxnState, TxnManager, TxnState
 from hms_proxy.thrift import errors
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T
@@ -83,7 +84,7 @@ def test_java_views_of_the_properties():
     props = {"compactor.mapreduce.map.memory.mb": "2048", "a": "1", "zz": "", "Key": "v",
              "tblprops.orc.compress": "SNAPPY", "\u00e9t\u00e9": "x"}
     # the order the stock HMS prints them in (checked by the conformance scenario)
-    assert [k for k, _ in java_hashmap_order(props)] == [
+    assert [k for k, _ in thrift_map_order(props)] == [
         "zz", "a", "tblprops.orc.compress", "\u00e9t\u00e9", "Key",
         "compactor.mapreduce.map.memory.mb"]
     assert stringable_map({"k": "vv", "": ""}) in ("2:1:k2:vv0:0:", "2:0:0:1:k2:vv")

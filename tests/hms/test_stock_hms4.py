@@ -5,6 +5,8 @@ created by a client without capabilities is stored as an external one.
 """
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from thrift.Thrift import TApplicationException
 
@@ -118,3 +120,27 @@ def test_truncate_table_answers_hive_4_clients_as_the_stock_hms_4(stock, tmp_pat
     after = dict((label, st) for label, _, st in got[1])
     assert after["unpartitioned"]["flat"][0] == []
     assert after["req: unpartitioned, data kept"]["flat2"][0] == [".000000_0.crc", "000000_0"]
+
+
+def test_exchange_partitions_answer_hive_4_clients_as_the_stock_hms_4(stock, tmp_path):
+    """``exchange_partition(s)`` from a Hive 4 client (catalog-qualified database names): the
+    same answers and errors, partitions and directories after each case as the stock 4.0.1."""
+    from tests.hms import exchange_cases
+    from tests.support.proxy import start_proxy
+
+    @contextlib.contextmanager
+    def hive4(server):
+        with connect(server) as client:
+            client.get_database_req(T.GetDatabaseRequest(name="default", catalogName="hive"))
+            yield client
+
+    ours = start_proxy(tmp_path / "ours")
+    got = []
+    try:
+        for server in (stock, ours):
+            got.append(exchange_cases.run(lambda s=server: hive4(s)))
+    finally:
+        ours.stop()
+    assert not exchange_cases.differences(*got)
+    assert dict((label, a) for label, a, _ in got[1])["partitions: one"] == \
+        ("ok", ["2017/march/22"])

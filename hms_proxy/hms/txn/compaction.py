@@ -178,7 +178,7 @@ def java_request_string(rqst) -> str:
         parts.append(f"runas:{rqst.runas}")
     if rqst.properties is not None:
         parts.append("properties:{" + ", ".join(
-            f"{k}={v}" for k, v in java_hashmap_order(rqst.properties)) + "}")
+            f"{k}={v}" for k, v in javafmt.thrift_map_order(rqst.properties)) + "}")
     return f"CompactionRequest({', '.join(parts)})"
 
 
@@ -186,22 +186,10 @@ def _jstr(value) -> str:
     return "null" if value is None else value
 
 
-def java_hashmap_order(mapping: dict) -> list[tuple[str, str]]:
-    """The iteration order of the HashMap Thrift's Java reads a map into
-    (``new HashMap(2 * size)``, filled in wire order)."""
-    capacity = 1
-    while capacity < 2 * len(mapping):
-        capacity *= 2
-    buckets: dict[int, list] = {}
-    for key, value in mapping.items():
-        buckets.setdefault(javafmt.hashmap_bucket(key, capacity), []).append((key, value))
-    return [item for index in sorted(buckets) for item in buckets[index]]
-
-
 def stringable_map(mapping: dict) -> str:
     """HMS's StringableMap.toString(): ``<size>:`` then ``<len>:<key><len>:<value>`` each."""
     out = [f"{len(mapping)}:"]
-    for key, value in java_hashmap_order(mapping):
+    for key, value in javafmt.thrift_map_order(mapping):
         for text in (key, value):
             text = text or ""
             out.append(f"{javafmt.string_length(text)}:{text}")
