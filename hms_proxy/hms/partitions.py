@@ -329,14 +329,18 @@ class PartitionCalls(Family):
         return listing.partitions(self, ctx, lower(db_name), lower(tbl_name), max_parts,
                                   missing=errors.InternalError, names_only=True)[1]
 
-    def _partial(self, ctx, db_name, tbl_name, part_vals, max_parts):
+    def _partial(self, ctx, db_name, tbl_name, part_vals, max_parts, whole=False):
+        """The partitions whose first values are ``part_vals`` (an empty one matching any).
+        ``whole``: no values at all match every partition (Hive 4's partition listings by
+        values; its name listing and HMS 2.3/3.1 refuse them)."""
         table, items = self._listing(ctx, db_name, tbl_name)
         nkeys = len(table.partitionKeys or [])
         part_vals = list(part_vals or [])
-        if len(part_vals) > nkeys:
+        if len(part_vals) > nkeys:  # 3.1 and 4.x print the values, 2.3 counts them
+            given = _java_list(part_vals) if dialect.since(dialect.HIVE31) else len(part_vals)
             raise errors.MetaError(
-                f"Incorrect number of partition values. numPartKeys={nkeys}, part_val={len(part_vals)}")
-        if not part_vals:
+                f"Incorrect number of partition values. numPartKeys={nkeys}, part_val={given}")
+        if not part_vals and not (whole and dialect.hive4()):
             raise errors.MetaError("Invalid partition key & values; keys [], values []")
         wanted = [(i, v) for i, v in enumerate(part_vals) if v]
         out = []
@@ -349,7 +353,8 @@ class PartitionCalls(Family):
         return limit(out, max_parts)
 
     def get_partitions_ps(self, ctx, db_name, tbl_name, part_vals, max_parts):
-        return [Raw(d) for _, d in self._partial(ctx, db_name, tbl_name, part_vals, max_parts)]
+        return [Raw(d) for _, d in self._partial(ctx, db_name, tbl_name, part_vals, max_parts,
+                                                 whole=True)]
 
     def get_partitions_ps_with_auth(self, ctx, db_name, tbl_name, part_vals, max_parts,
                                     user_name, group_names):

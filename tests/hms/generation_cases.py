@@ -11,12 +11,14 @@ DB = "gen_db"
 
 
 def setup(client) -> None:
-    """A database with an unpartitioned and a partitioned table."""
+    """A database with an unpartitioned table and a partitioned one with a partition."""
     client.create_database(T.Database(DB, "", None, {}))
     flat = text_table("flat", DB, "EXTERNAL_TABLE")
     flat.partitionKeys = []
     client.create_table(flat)
-    client.create_table(text_table("part", DB, "EXTERNAL_TABLE"))
+    part = text_table("part", DB, "EXTERNAL_TABLE")
+    client.create_table(part)
+    client.add_partition(T.Partition(["a"], DB, "part", 0, 0, part.sd, {}))
 
 
 def cases(c) -> list:
@@ -49,6 +51,29 @@ def cases(c) -> list:
             T.Partition(["a"], DB, "nope", 0, 0, sd, {}))),
         ("get_partition missing", lambda: c.get_partition(DB, "part", ["zz"])),
         ("get_partitions of an unpartitioned table", lambda: c.get_partitions(DB, "flat", -1)),
+        ("get_partitions_ps of an unpartitioned table, no values", lambda: c.get_partitions_ps(
+            DB, "flat", [], -1)),
+        ("get_partitions_ps of an unpartitioned table, a value", lambda: c.get_partitions_ps(
+            DB, "flat", ["a"], -1)),
+        ("get_partition_names_ps of an unpartitioned table", lambda: c.get_partition_names_ps(
+            DB, "flat", [], -1)),
+        ("get_partitions_ps_with_auth of an unpartitioned table",
+         lambda: c.get_partitions_ps_with_auth(DB, "flat", [], -1, "ann", [])),
+        ("get_partition_names of an unpartitioned table", lambda: c.get_partition_names(
+            DB, "flat", -1)),
+        ("get_partitions_by_filter of an unpartitioned table",
+         lambda: c.get_partitions_by_filter(DB, "flat", "ds = 'a'", -1)),
+        ("get_partitions_ps of a partitioned table, too many values",
+         lambda: c.get_partitions_ps(DB, "part", ["a", "b"], -1)),
+        ("get_partitions_ps of a partitioned table, no values", lambda: [
+            p.values for p in c.get_partitions_ps(DB, "part", [], -1)]),
+        ("get_partitions_ps_with_auth of a partitioned table, no values", lambda: [
+            p.values for p in c.get_partitions_ps_with_auth(DB, "part", [], -1, "ann", [])]),
+        ("get_partition_names_ps of a partitioned table, no values",
+         lambda: c.get_partition_names_ps(DB, "part", [], -1)),
+        ("get_partition of an unpartitioned table", lambda: c.get_partition(DB, "flat", [])),
+        ("get_num_partitions_by_filter of an unpartitioned table",
+         lambda: c.get_num_partitions_by_filter(DB, "flat", "")),
         ("get_table_meta", lambda: [(m.dbName, m.tableName, m.catName)
                                     for m in c.get_table_meta(DB, "*", None)]),
     ]

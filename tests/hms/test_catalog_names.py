@@ -234,6 +234,8 @@ def test_bad_arguments_answer_hive_3_clients_as_the_stock_hms_31(pair):
         client.get_catalogs()  # the connection speaks Hive 3 (dialect)
         generation_cases.setup(client)
         got.append(generation_cases.answers(client))
+    for d in generation_cases.differences(*got):
+        print("DIFF", d)
     assert not generation_cases.differences(*got)
     assert dict(got[1])["drop_table missing"][2] == "hive.gen_db.nope table not found"
 

@@ -96,6 +96,8 @@ def test_bad_arguments_answer_hive_4_clients_as_the_stock_hms_4(stock, tmp_path)
                 got.append(generation_cases.answers(client))
     finally:
         ours.stop()
+    for d in generation_cases.differences(*got):
+        print("DIFF", d)
     assert not generation_cases.differences(*got)
     assert dict(got[1])["get_database missing"] == ("error", "NoSuchObjectException",
                                                     "database hive.gen_nodb")
