@@ -26,6 +26,7 @@ from hms_proxy.hms.service import ServiceCalls
 from hms_proxy.hms.table_filters import TableFilterCalls
 from hms_proxy.hms.tables import TableCalls
 from hms_proxy.hms.tokens import TokenCalls
+from hms_proxy.hms.runtime_stats import RuntimeStatsCalls
 from hms_proxy.hms.truncate import TruncateCalls
 from hms_proxy.hms.txn.compaction import CompactionCalls
 from hms_proxy.hms.txn.transactions import TxnCalls
@@ -37,7 +38,7 @@ FAMILIES = (DatabaseCalls, TableCalls, PartitionCalls, ColumnStatsCalls, Functio
             ServiceCalls, TxnCalls, RoleCalls, TableFilterCalls, NotificationCalls,
             PrivilegeCalls, ConstraintCalls, IndexCalls, PartitionSpecCalls, TypeCalls,
             FileMetadataCalls, TokenCalls, CompactionCalls, PartitionEventCalls, RequestCalls,
-            WriteIdCalls, TruncateCalls)
+            WriteIdCalls, TruncateCalls, RuntimeStatsCalls)
 
 
 def connect(env: Env, families=FAMILIES) -> Env:

@@ -48,6 +48,7 @@ WRITE_METHODS = frozenset({
     "alter_database_req", "alter_partitions_req", "alter_table_req", "append_partition_req",
     "create_database_req", "create_table_req", "drop_database_req", "drop_partition_req",
     "drop_table_req", "rename_partition_req", "truncate_table", "truncate_table_req",
+    "add_runtime_stats",
     "update_partition_column_statistics_req", "update_table_column_statistics_req",
 })
 

@@ -64,13 +64,13 @@ WRITES = frozenset("""
     alter_catalog alter_database_req alter_partitions_req alter_table_req append_partition_req
     create_catalog create_database_req create_table_req drop_catalog drop_database_req
     drop_partition_req drop_table_req update_partition_column_statistics_req
-    update_table_column_statistics_req rename_partition_req truncate_table truncate_table_req
+    update_table_column_statistics_req rename_partition_req truncate_table truncate_table_req add_runtime_stats
 """.split())
 
 #: Calls that only read (``lock`` is one too when it takes only shared-read locks; keeping
 #: locks one holds alive and releasing them is reading as well).
 READS = frozenset("""
-    check_lock get_aggr_stats_for get_all_databases get_all_functions get_all_tables
+    get_runtime_stats check_lock get_aggr_stats_for get_all_databases get_all_functions get_all_tables
     get_all_token_identifiers get_current_notificationEventId get_database get_databases
     get_fields get_fields_with_environment_context get_file_metadata get_file_metadata_by_expr
     get_foreign_keys get_function get_functions get_index_by_name get_index_names get_indexes

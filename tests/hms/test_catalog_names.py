@@ -267,3 +267,13 @@ def test_exchange_partitions_answer_hive_3_clients_as_the_stock_hms_31(servers):
 
     got = [exchange_cases.run(lambda s=server: hive3(s)) for server in servers]
     assert not exchange_cases.differences(*got)
+
+
+def test_runtime_stats_answer_as_the_stock_hms_31(servers):
+    """Hive's runtime statistics: stored with the server's time, answered newest first up to
+    a total weight and before a time, as the stock 3.1.3 answers them."""
+    from tests.hms import runtime_stats_cases
+
+    got = [runtime_stats_cases.run(lambda s=server: connect(s)) for server in servers]
+    assert got[1] == got[0]
+    assert dict(got[1])["weight 1"][2] == 1

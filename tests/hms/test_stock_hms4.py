@@ -16,6 +16,15 @@ from tests.support.client import connect, text_table
 pytestmark = [pytest.mark.timeout(600), pytest.mark.oracle]
 
 
+@contextlib.contextmanager
+def _hive4(server):
+    """A connection that speaks Hive 4, as a Hive 4 client's does once it has called
+    ``get_database_req``."""
+    with connect(server) as client:
+        client.get_database_req(T.GetDatabaseRequest(name="default", catalogName="hive"))
+        yield client
+
+
 def _table(name, db, table_type="EXTERNAL_TABLE"):
     return text_table(name, db, table_type)
 
@@ -130,19 +139,28 @@ def test_exchange_partitions_answer_hive_4_clients_as_the_stock_hms_4(stock, tmp
     from tests.hms import exchange_cases
     from tests.support.proxy import start_proxy
 
-    @contextlib.contextmanager
-    def hive4(server):
-        with connect(server) as client:
-            client.get_database_req(T.GetDatabaseRequest(name="default", catalogName="hive"))
-            yield client
-
     ours = start_proxy(tmp_path / "ours")
     got = []
     try:
         for server in (stock, ours):
-            got.append(exchange_cases.run(lambda s=server: hive4(s)))
+            got.append(exchange_cases.run(lambda s=server: _hive4(s)))
     finally:
         ours.stop()
     assert not exchange_cases.differences(*got)
     assert dict((label, a) for label, a, _ in got[1])["partitions: one"] == \
         ("ok", ["2017/march/22"])
+
+
+def test_runtime_stats_answer_as_the_stock_hms_4(stock, tmp_path):
+    """Hive's runtime statistics, as the stock 4.0.1 answers them."""
+    from tests.hms import runtime_stats_cases
+    from tests.support.proxy import start_proxy
+
+    ours = start_proxy(tmp_path / "ours")
+    got = []
+    try:
+        for server in (stock, ours):
+            got.append(runtime_stats_cases.run(lambda s=server: _hive4(s)))
+    finally:
+        ours.stop()
+    assert got[1] == got[0]
