@@ -123,7 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
                                 "(default 10)")
     add_access_arguments(serve)
     serve.add_argument("--conf", action="append", metavar="KEY=VALUE",
-                       help="a configuration value answered by get_config_value (repeatable)")
+                       help="a configuration value answered by get_config_value, and used "
+                            "where the server has the setting (e.g. "
+                            "metastore.warehouse.external.dir, "
+                            "metastore.runtime.stats.max.age; repeatable)")
     serve.add_argument("--pid-file", default=None, help="write the server's pid here")
     serve.add_argument("--log-level", default=os.environ.get("HMS_LOG_LEVEL", "INFO"),
                        help="DEBUG, INFO, WARNING... (default INFO)")

@@ -1,17 +1,19 @@
 """Databases: create, get, list, alter, drop (with cascade), as HMS 2.3 does them."""
 from __future__ import annotations
 
+import getpass
+
 from hms_proxy.hms import names, warehouse
-from hms_proxy.hms.family import Family, check_identifier_length, lower, match_names
+from hms_proxy.hms.family import Family, check_identifier_length, lower, match_names, now
 from hms_proxy.hms.tables import managed_data_locations
 from hms_proxy.thrift import dialect, errors
-from hms_proxy.thrift.replies import Raw
 from hms_proxy.thrift.routing import DEFAULT_CATALOG
 from kvmodel import catalog as keys
-from kvmodel.codec import encode
+from kvmodel.codec import decode, encode
 from kvmodel.store.errors import StoreError, decided_again
 
 DEFAULT_DB = "default"
+EXTERNAL_WAREHOUSE_KEY = "metastore.warehouse.external.dir"
 NO_EVENTS = "hms-proxy.no-events"  # commit metadata: the commit fires no notification events
 
 
@@ -30,10 +32,12 @@ class DatabaseCalls(Family):
         with store.read(self.env.ref) as view:
             if view.get(keys.db_key(DEFAULT_DB)) is not None:
                 return
-        location = self.env.warehouse.default_database_location(DEFAULT_DB)
+        external = external_root(self.env.conf)
+        location = external or self.env.warehouse.default_database_location(DEFAULT_DB)
         db = self.t.Database(
             name=DEFAULT_DB, description="Default Hive database", locationUri=location,
             parameters={}, ownerName="public", ownerType=self.t.PrincipalType.ROLE,
+            createTime=now(),
         )
         # On a branch with nothing else uncommitted the new database is committed at once: left
         # staged, it would make the branch dirty though no one wrote to it, and lakeFS (like
@@ -70,9 +74,16 @@ class DatabaseCalls(Family):
             ownerName=database.ownerName,
             # HMS stores a missing owner type as USER.
             ownerType=self.t.PrincipalType.USER if database.ownerType is None else database.ownerType,
+            createTime=now(),  # Hive 4's; older clients are not shown it (get_database)
         )
+        if db.ownerName is None and dialect.hive4():
+            # HMS 4 names the caller (its set_ugi user, else the server's own user)
+            db.ownerName = ctx.user or _process_user()
+        external = external_root(self.env.conf) if dialect.hive4() else None
         if database.locationUri:
             db.locationUri = warehouse.qualify(database.locationUri)
+        elif external:  # Hive 4 puts a database's tables under the external warehouse
+            db.locationUri = warehouse.join(external, f"{name}.db")
         else:
             db.locationUri = self.env.warehouse.default_database_location(name)
         with self.writing(ctx) as cat:
@@ -150,7 +161,7 @@ class DatabaseCalls(Family):
         data = self.get_raw(ctx, keys.db_key(name))
         if data is None:
             raise _no_database(name)
-        return Raw(data)
+        return as_seen(decode(self.t.Database, data), self.t)
 
     def _names(self, ctx):
         return self.cached(ctx, ("dbnames",), lambda cat: tuple(cat.database_names()))
@@ -160,6 +171,34 @@ class DatabaseCalls(Family):
 
     def get_all_databases(self, ctx):
         return list(self._names(ctx))
+
+
+def external_root(conf: dict) -> str | None:
+    """``metastore.warehouse.external.dir`` (``serve --conf``): where the stock HMS 4 puts the
+    databases a Hive 4 client creates without a location (and the default database); unset,
+    they go under the warehouse as for older clients."""
+    value = (conf or {}).get(EXTERNAL_WAREHOUSE_KEY)
+    return warehouse.qualify(value) if value else None
+
+
+def as_seen(db, t):
+    """A stored database as the calling client's metastore answers it: Hive 3.1 and 4.x name
+    its catalog, Hive 4 also its kind (native) and keeps its creation time, which older
+    clients' metastores do not have."""
+    if dialect.since(dialect.HIVE31):
+        db.catalogName = DEFAULT_CATALOG
+    if dialect.hive4():
+        db.type = t.DatabaseType.NATIVE
+    else:
+        db.createTime = None
+    return db
+
+
+def _process_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container's)
+        return "hive"
 
 
 def _named(name) -> None:

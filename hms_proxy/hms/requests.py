@@ -107,11 +107,10 @@ class RequestCalls(Family):
         if not _is_hive(catalog):
             raise errors.NoSuchObject(f"database {catalog}.{name}")
         try:
-            raw = self.databases.get_database(ctx, name)
+            db = self.databases.get_database(ctx, name)
         except errors.NoSuchObject:
             raise errors.NoSuchObject(f"database {DEFAULT_CATALOG}.{name}") from None
         # only 3.x/4.x clients ask this way: their database names its catalog and its kind
-        db = codec.decode(self.t.Database, raw.data)
         db.catalogName, db.type = DEFAULT_CATALOG, self.t.DatabaseType.NATIVE
         return db
 

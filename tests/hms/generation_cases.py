@@ -21,6 +21,13 @@ def setup(client) -> None:
     client.add_partition(T.Partition(["a"], DB, "part", 0, 0, part.sd, {}))
 
 
+def _database_fields(db) -> tuple:
+    """What a database answers besides its names and location: its catalog, kind, owner, and
+    whether it has a creation time."""
+    return (db.catalogName, db.type, bool(db.createTime), db.ownerName, db.ownerType,
+            db.managedLocationUri)
+
+
 def cases(c) -> list:
     """(label, call) on the client ``c``; every call here fails or answers without writing."""
     sd = text_table("x", DB).sd
@@ -28,6 +35,8 @@ def cases(c) -> list:
         ("get_database null", lambda: c.get_database(None)),
         ("get_database empty", lambda: c.get_database("")),
         ("get_database missing", lambda: c.get_database("gen_nodb")),
+        ("get_database fields", lambda: _database_fields(c.get_database(DB))),
+        ("get_database default fields", lambda: _database_fields(c.get_database("default"))),
         ("drop_database null", lambda: c.drop_database(None, True, False)),
         ("drop_database missing", lambda: c.drop_database("gen_nodb", True, False)),
         ("alter_database missing", lambda: c.alter_database(

@@ -164,3 +164,42 @@ def test_runtime_stats_answer_as_the_stock_hms_4(stock, tmp_path):
     finally:
         ours.stop()
     assert got[1] == got[0]
+
+
+def test_an_external_warehouse_places_hive_4_databases_as_the_stock_hms_4(tmp_path):
+    """``metastore.warehouse.external.dir`` (``serve --conf``): the default database and the
+    databases a Hive 4 client creates without a location are under it, and their tables with
+    them, as the stock 4.0.1 places them with the same setting."""
+    from hms_proxy.tools import hive4_local
+    from hms_proxy.tools.metastores import start_standalone
+    from tests.support.proxy import start_proxy
+
+    key = "metastore.warehouse.external.dir"
+    stock_ext, our_ext = tmp_path / "stock-ext", tmp_path / "our-ext"
+    stock = start_standalone(f"stock-hms-{hive4_local.VERSION}",
+                             hive4_local.classpath(hive4_local.ensure_hive4()), tmp_path / "stock",
+                             180.0, {"metastore.thrift.bind.host": "127.0.0.1", key: str(stock_ext)})
+    ours = start_proxy(tmp_path / "ours", "--conf", f"{key}={our_ext}")
+    got = []
+    try:
+        for server, ext in ((stock, stock_ext), (ours, our_ext)):
+            with _hive4(server) as c:
+                c.create_database(T.Database("plain", "", None, {}))
+                c.create_database_req(T.CreateDatabaseRequest(databaseName="viareq",
+                                                              parameters={}))
+                c.create_database(T.Database("placed", "", f"file:{tmp_path}/placed", {}))
+                for name, kind in (("m", "MANAGED_TABLE"), ("e", "EXTERNAL_TABLE")):
+                    t = _table(name, "plain", kind)
+                    t.sd.location = None
+                    c.create_table(t)
+                seen = [(n, c.get_database(n).locationUri, c.get_database(n).managedLocationUri)
+                        for n in ("default", "plain", "viareq", "placed")]
+                seen += [(n, c.get_table_req(T.GetTableRequest("plain", n)).table.sd.location)
+                         for n in ("m", "e")]
+                got.append([tuple(str(v).replace(f"file:{ext}", "<ext>") for v in row)
+                            for row in seen])
+    finally:
+        ours.stop()
+        stock.stop()
+    assert got[1] == got[0]
+    assert ("plain", "<ext>/plain.db", "None") in got[1]
