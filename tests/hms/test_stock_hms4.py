@@ -40,6 +40,18 @@ def stock(tmp_path_factory):
         proc.stop()
 
 
+@pytest.fixture(scope="module")
+def ours(tmp_path_factory):
+    """Our server, beside the stock one, for the comparisons below (each in its own names)."""
+    from tests.support.proxy import start_proxy
+
+    proc = start_proxy(tmp_path_factory.mktemp("ours"))
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
 def test_serves_databases_tables_and_partitions(stock):
     with connect(stock) as client:
         client.create_database(T.Database("shop", "the shop", None, {}))
@@ -88,23 +100,17 @@ def test_removed_calls_are_unknown_methods(stock, call):
         assert client.get_all_databases()  # the connection stays usable
 
 
-def test_bad_arguments_answer_hive_4_clients_as_the_stock_hms_4(stock, tmp_path):
+def test_bad_arguments_answer_hive_4_clients_as_the_stock_hms_4(stock, ours):
     """Null and missing names from a Hive 4 client (its connection has called
     ``get_database_req``, as Hive 4's client does first): the stock 4.0.1's classes and
     messages, which name the catalog (``database hive.x``, ``hive.db.t table not found``)."""
     from tests.hms import generation_cases
-    from tests.support.proxy import start_proxy
 
-    ours = start_proxy(tmp_path / "ours")
     got = []
-    try:
-        for server in (stock, ours):
-            with connect(server) as client:
-                client.get_database_req(T.GetDatabaseRequest(name="default", catalogName="hive"))
-                generation_cases.setup(client)
-                got.append(generation_cases.answers(client))
-    finally:
-        ours.stop()
+    for server in (stock, ours):
+        with _hive4(server) as client:
+            generation_cases.setup(client)
+            got.append(generation_cases.answers(client))
     for d in generation_cases.differences(*got):
         print("DIFF", d)
     assert not generation_cases.differences(*got)
@@ -112,57 +118,37 @@ def test_bad_arguments_answer_hive_4_clients_as_the_stock_hms_4(stock, tmp_path)
                                                     "database hive.gen_nodb")
 
 
-def test_truncate_table_answers_hive_4_clients_as_the_stock_hms_4(stock, tmp_path):
+def test_truncate_table_answers_hive_4_clients_as_the_stock_hms_4(stock, ours):
     """Hive's TRUNCATE TABLE (``truncate_table``, ``truncate_table_req``): the same files left
     and the same statistics after each call as the stock 4.0.1, and the same errors."""
     from tests.hms import truncate_cases
-    from tests.support.proxy import start_proxy
 
-    ours = start_proxy(tmp_path / "ours")
     got = []
-    try:
-        for server in (stock, ours):
-            with connect(server) as client:
-                client.get_database_req(T.GetDatabaseRequest(name="default", catalogName="hive"))
-                got.append(truncate_cases.run(client, hive4=True))
-    finally:
-        ours.stop()
+    for server in (stock, ours):
+        with _hive4(server) as client:
+            got.append(truncate_cases.run(client, hive4=True))
     assert not truncate_cases.differences(*got)
     after = dict((label, st) for label, _, st in got[1])
     assert after["unpartitioned"]["flat"][0] == []
     assert after["req: unpartitioned, data kept"]["flat2"][0] == [".000000_0.crc", "000000_0"]
 
 
-def test_exchange_partitions_answer_hive_4_clients_as_the_stock_hms_4(stock, tmp_path):
+def test_exchange_partitions_answer_hive_4_clients_as_the_stock_hms_4(stock, ours):
     """``exchange_partition(s)`` from a Hive 4 client (catalog-qualified database names): the
     same answers and errors, partitions and directories after each case as the stock 4.0.1."""
     from tests.hms import exchange_cases
-    from tests.support.proxy import start_proxy
 
-    ours = start_proxy(tmp_path / "ours")
-    got = []
-    try:
-        for server in (stock, ours):
-            got.append(exchange_cases.run(lambda s=server: _hive4(s)))
-    finally:
-        ours.stop()
+    got = [exchange_cases.run(lambda s=server: _hive4(s)) for server in (stock, ours)]
     assert not exchange_cases.differences(*got)
     assert dict((label, a) for label, a, _ in got[1])["partitions: one"] == \
         ("ok", ["2017/march/22"])
 
 
-def test_runtime_stats_answer_as_the_stock_hms_4(stock, tmp_path):
+def test_runtime_stats_answer_as_the_stock_hms_4(stock, ours):
     """Hive's runtime statistics, as the stock 4.0.1 answers them."""
     from tests.hms import runtime_stats_cases
-    from tests.support.proxy import start_proxy
 
-    ours = start_proxy(tmp_path / "ours")
-    got = []
-    try:
-        for server in (stock, ours):
-            got.append(runtime_stats_cases.run(lambda s=server: _hive4(s)))
-    finally:
-        ours.stop()
+    got = [runtime_stats_cases.run(lambda s=server: _hive4(s)) for server in (stock, ours)]
     assert got[1] == got[0]
 
 
