@@ -440,3 +440,47 @@ def test_processes_over_one_branch_read_their_writes_on_any_connection(lake, tmp
                     assert fresh.get_database(f"mp{i}").name == f"mp{i}"
     finally:
         server.stop()
+
+
+def test_truncate_on_a_branch_deletes_the_branchs_files_only(lake):
+    """Hive's TRUNCATE TABLE (``truncate_table``) on a lakeFS branch of main: the files of the
+    table, or of the partition named, go from the branch (a marker keeps the directory), main
+    keeps its files and its statistics."""
+    base = "warehouse/trunc.db"
+    store = lake["store"]
+    for path in ("t/part-0.parquet", "p/ds=a/part-0.parquet", "p/ds=b/part-0.parquet"):
+        store.api.upload("main", f"{base}/{path}", b"PAR1")
+    with connect(lake["server"]) as client:
+        client.create_database(T.Database("trunc", "", f"s3a://{REPO}/main/{base}", {}))
+        client.create_table(T.Table("t", "trunc", "ann", 0, 0, 0, sd(None), [], {}, None, None,
+                                    "MANAGED_TABLE"))
+        client.create_table(T.Table("p", "trunc", "ann", 0, 0, 0, sd(None),
+                                    [T.FieldSchema("ds", "string", None)], {}, None, None,
+                                    "MANAGED_TABLE"))
+        client.add_partitions([T.Partition([d], "trunc", "p", 0, 0, sd(None), {})
+                               for d in "ab"])
+    store.commit("main", "trunc with files")
+    store.create_branch("trunc-dev", "main")
+
+    def sees_branch(client):
+        try:
+            return "t" in client.get_all_tables("trunc@trunc-dev")
+        except T.MetaException:
+            return False
+    wait_served(lake["server"], sees_branch, what="the server sees the new branch")
+    with connect(lake["server"]) as client:
+        client.truncate_table("trunc@trunc-dev", "t", None)
+        client.truncate_table("trunc@trunc-dev", "p", ["ds=a"])
+        emptied = '{"BASIC_STATS":"true"}'
+        assert client.get_table("trunc@trunc-dev", "t").parameters[
+            "COLUMN_STATS_ACCURATE"] == emptied
+        assert client.get_partition("trunc@trunc-dev", "p", ["a"]).parameters[
+            "COLUMN_STATS_ACCURATE"] == emptied
+        assert "COLUMN_STATS_ACCURATE" not in client.get_table("trunc", "t").parameters
+        assert "COLUMN_STATS_ACCURATE" not in client.get_partition(
+            "trunc@trunc-dev", "p", ["b"]).parameters
+    on_dev = {p for p, _ in store.data_objects("trunc-dev", base)}
+    assert on_dev == {f"{base}/t/", f"{base}/p/ds=a/", f"{base}/p/ds=b/part-0.parquet"}
+    on_main = {p for p, _ in store.data_objects("main", base)}
+    assert {f"{base}/t/part-0.parquet", f"{base}/p/ds=a/part-0.parquet",
+            f"{base}/p/ds=b/part-0.parquet"} <= on_main
