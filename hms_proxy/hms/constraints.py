@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import time
 
-from hms_proxy.hms import javafmt, tables
+from hms_proxy.hms import javafmt, names, tables
 from hms_proxy.hms.family import Family
 from hms_proxy.thrift import errors
 from hms_proxy.thrift.gen.hive_metastore import ttypes
@@ -47,8 +47,6 @@ PK, FK, REF = "cstr/pk", "cstr/fk", "cstr/ref/"
 RETRIES = 10  # hive.hmshandler.retry.attempts
 MAX_NAME = 255  # KEY_CONSTRAINTS.CONSTRAINT_NAME as DataNucleus creates it
 NOT_PERSISTED = "One or more instances could not be made persistent"
-NPE_IDENTIFIER = ('java.lang.NullPointerException: Cannot invoke "String.trim()" because '
-                  '"identifier" is null')
 
 
 class _NotPersisted(Exception):
@@ -74,7 +72,7 @@ def _array_string(params) -> str:
 def _identifier(name):
     """HiveStringUtils.normalizeIdentifier, with its NullPointerException."""
     if name is None:
-        raise errors.MetaError(NPE_IDENTIFIER)
+        raise errors.MetaError(names.NPE_IDENTIFIER)
     return name.strip().lower()
 
 

@@ -16,7 +16,7 @@ keep it (no storage descriptor, no index table of that name).
 """
 from __future__ import annotations
 
-from hms_proxy.hms import javafmt, tables, warehouse
+from hms_proxy.hms import javafmt, names, tables, warehouse
 from hms_proxy.hms.family import DDL_TIME, Family, now
 from hms_proxy.thrift import errors
 from hms_proxy.thrift.gen.hive_metastore import ttypes
@@ -24,15 +24,13 @@ from kvmodel import catalog as keys
 from kvmodel import codec
 
 SUB = "index/"
-NPE_IDENTIFIER = ('java.lang.NullPointerException: Cannot invoke "String.trim()" because '
-                  '"identifier" is null')
 INDEX_TABLE = "INDEX_TABLE"
 
 
 def _identifier(name):
     """HiveStringUtils.normalizeIdentifier, with its NullPointerException."""
     if name is None:
-        raise errors.MetaError(NPE_IDENTIFIER)
+        raise errors.MetaError(names.NPE_IDENTIFIER)
     return name.strip().lower()
 
 

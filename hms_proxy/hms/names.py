@@ -23,6 +23,12 @@ _ESCAPE_TABLE = {ord(c): f"%{ord(c):02X}" for c in ESCAPED_CHARS}
 _UNESCAPE_RE = re.compile(r"%([0-9a-fA-F]{2})")
 
 
+# What HMS answers (a MetaException's text) where it normalizes a null name: Java's message of
+# the NullPointerException of ``identifier.trim()``.
+NPE_IDENTIFIER = ('java.lang.NullPointerException: Cannot invoke "String.trim()" because '
+                  '"identifier" is null')
+
+
 class PartitionNameError(ValueError):
     """A partition name HMS cannot even turn into a Hadoop `Path` (e.g. "a=1:2").
 

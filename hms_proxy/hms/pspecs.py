@@ -112,8 +112,7 @@ class PartitionSpecCalls(Family):
 
     def get_part_specs_by_filter(self, ctx, db_name, tbl_name, filter, max_parts):
         if db_name is None or tbl_name is None:  # ObjectStore normalizes the names
-            raise errors.MetaError('java.lang.NullPointerException: Cannot invoke "String.trim()" '
-                                   'because "identifier" is null')
+            raise errors.MetaError(names.NPE_IDENTIFIER)
         with self.reading(ctx) as cat:
             if cat.table(lower(db_name), lower(tbl_name)) is None:
                 raise errors.NoSuchObject(f"{db_name}.{tbl_name} table not found")

@@ -572,8 +572,7 @@ class TableCalls(Family):
                                             environment_context):
         if (dbname is None or name is None) and dialect.since(dialect.HIVE31):
             raise errors.MetaError(  # HMS 3.1/4.x normalize the names before they look
-                'java.lang.NullPointerException: Cannot invoke "String.trim()" because '
-                '"identifier" is null')
+                names.NPE_IDENTIFIER)
         db, tbl = lower(dbname), lower(name)
         doomed: list[str] = []
         with self.writing(ctx) as cat:

@@ -69,8 +69,7 @@ class TruncateCalls(Family):
     def _truncate(self, ctx, db_name, tbl_name, part_names, env_context) -> None:
         if db_name is None or tbl_name is None:
             raise errors.MetaError(  # the stock parses the names first
-                'java.lang.NullPointerException: Cannot invoke "String.trim()" because '
-                '"identifier" is null')
+                names.NPE_IDENTIFIER)
         db, tbl = lower(db_name), lower(tbl_name)
         ref = self.ref_of(ctx)
         # refused before a file goes: a protected branch, a tag or a commit, a read-only caller

@@ -277,3 +277,19 @@ def test_runtime_stats_answer_as_the_stock_hms_31(servers):
     got = [runtime_stats_cases.run(lambda s=server: connect(s)) for server in servers]
     assert got[1] == got[0]
     assert dict(got[1])["weight 1"][2] == 1
+
+
+def test_functions_answer_hive_3_clients_as_the_stock_hms_31(servers):
+    """Permanent functions from a Hive 3 client, null and bad arguments included (3.1 drops
+    the connection on most nulls): the same answers, errors and functions after each case as
+    the stock 3.1.3."""
+    from tests.hms import function_cases
+
+    @contextlib.contextmanager
+    def hive3(server):
+        with connect(server) as client:
+            client.get_catalogs()  # the connection speaks Hive 3 (dialect)
+            yield client
+
+    got = [function_cases.run(lambda s=server: hive3(s)) for server in servers]
+    assert not function_cases.differences(*got)

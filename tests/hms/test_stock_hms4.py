@@ -189,3 +189,15 @@ def test_an_external_warehouse_places_hive_4_databases_as_the_stock_hms_4(tmp_pa
         stock.stop()
     assert got[1] == got[0]
     assert ("plain", "<ext>/plain.db", "None") in got[1]
+
+
+def test_functions_answer_hive_4_clients_as_the_stock_hms_4(stock, ours):
+    """Permanent functions from a Hive 4 client: its metastore's checks of null names and
+    functions, lower-cased names, an alter that keeps the resources: the same answers, errors
+    and functions after each case as the stock 4.0.1."""
+    from tests.hms import function_cases
+
+    got = [function_cases.run(lambda s=server: _hive4(s)) for server in (stock, ours)]
+    assert not function_cases.differences(*got)
+    states = dict((label, st) for label, _, st in got[1])
+    assert "test_upper_case_func_name" in {f[1] for f in states["create upper-case name"]}
