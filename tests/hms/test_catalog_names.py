@@ -293,3 +293,15 @@ def test_functions_answer_hive_3_clients_as_the_stock_hms_31(servers):
 
     got = [function_cases.run(lambda s=server: hive3(s)) for server in servers]
     assert not function_cases.differences(*got)
+
+
+def test_table_meta_answers_hive_3_clients_as_the_stock_hms_31(pair):
+    """get_table_meta's database and table patterns, types and nulls from a Hive 3 client
+    (``@hive#pattern``): the same metas as the stock 3.1.3."""
+    from tests.hms import table_meta_cases
+
+    got = []
+    for client in pair:
+        client.get_catalogs()  # the connection speaks Hive 3 (dialect)
+        got.append(table_meta_cases.run(client, 3))
+    assert got[1] == got[0]

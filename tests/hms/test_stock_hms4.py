@@ -201,3 +201,16 @@ def test_functions_answer_hive_4_clients_as_the_stock_hms_4(stock, ours):
     assert not function_cases.differences(*got)
     states = dict((label, st) for label, _, st in got[1])
     assert "test_upper_case_func_name" in {f[1] for f in states["create upper-case name"]}
+
+
+def test_table_meta_answers_hive_4_clients_as_the_stock_hms_4(stock, ours):
+    """get_table_meta's database and table patterns, types and nulls from a Hive 4 client
+    (tables made through create_table_req, as it makes them): the same metas as the stock
+    4.0.1."""
+    from tests.hms import table_meta_cases
+
+    got = []
+    for server in (stock, ours):
+        with _hive4(server) as client:
+            got.append(table_meta_cases.run(client, 4))
+    assert got[1] == got[0]

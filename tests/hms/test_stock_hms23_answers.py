@@ -1,0 +1,28 @@
+"""Case sets of tests/hms shared by the three client generations, for a Hive 2.3 client
+(Spark's built-in one), against the stock HMS 2.3.10 (the 3.1 and 4.x clients' runs are in
+test_catalog_names.py and test_stock_hms4.py): functions (null and bad arguments included) and
+get_table_meta's patterns."""
+from __future__ import annotations
+
+import pytest
+
+from tests.hms import function_cases, table_meta_cases
+from tests.support.client import connect
+
+pytestmark = [pytest.mark.timeout(600), pytest.mark.oracle]
+
+
+def test_functions_answer_hive_2_clients_as_the_stock_hms_23(oracle, proxy):
+    got = [function_cases.run(lambda s=server: connect(s)) for server in (oracle, proxy)]
+    assert not function_cases.differences(*got)
+    assert dict((label, a) for label, a, _ in got[1])["alter onto an existing name"][0] == \
+        "error"
+
+
+def test_table_meta_answers_hive_2_clients_as_the_stock_hms_23(oracle, proxy):
+    got = []
+    for server in (oracle, proxy):
+        with connect(server) as client:
+            got.append(table_meta_cases.run(client, 2))
+    assert got[1] == got[0]
+    assert dict(got[1])["external"][1]
