@@ -634,8 +634,20 @@ class PartitionCalls(Family):
     def drop_partition_with_environment_context(self, ctx, db_name, tbl_name, part_vals,
                                                 deleteData, environment_context):
         db, tbl = lower(db_name), lower(tbl_name)
+        hive4 = dialect.hive4()
+        if not part_vals and (hive4 or part_vals is None):
+            # each generation's words for no values (an empty list of 2.3 and 3.1 fails below)
+            raise errors.MetaError(
+                "Partition name is invalid. null" if hive4 else
+                "The partition values cannot be null." if dialect.since(dialect.HIVE31) else
+                'java.lang.NullPointerException: Cannot invoke "java.util.List.size()" because '
+                '"vals" is null')
         with self.writing(ctx) as cat:
-            table = self.require_table(cat, db, tbl)
+            table = cat.table(db, tbl)
+            if table is None:  # HMS looks the partition up first
+                raise errors.NoSuchObject(
+                    f"Unable to get partition because {DEFAULT_CATALOG}.{db}.{tbl} does not "
+                    "exist" if hive4 else f"partition values={_java_list(part_vals)}")
             name = part_name(table, part_vals)
             dropped = self._drop(cat, table, [name])
             if not dropped:

@@ -305,3 +305,18 @@ def test_table_meta_answers_hive_3_clients_as_the_stock_hms_31(pair):
         client.get_catalogs()  # the connection speaks Hive 3 (dialect)
         got.append(table_meta_cases.run(client, 3))
     assert got[1] == got[0]
+
+
+def test_drop_partition_answers_hive_3_clients_as_the_stock_hms_31(servers):
+    """drop_partition(_by_name) by a Hive 3 client: the same answers and errors, partitions
+    and directories left as the stock 3.1.3."""
+    from tests.hms import drop_partition_cases
+
+    @contextlib.contextmanager
+    def hive3(server):
+        with connect(server) as client:
+            client.get_catalogs()  # the connection speaks Hive 3 (dialect)
+            yield client
+
+    got = [drop_partition_cases.run(lambda s=server: hive3(s), 3) for server in servers]
+    assert not drop_partition_cases.differences(*got)

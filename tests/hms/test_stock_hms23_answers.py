@@ -1,12 +1,12 @@
 """Case sets of tests/hms shared by the three client generations, for a Hive 2.3 client
 (Spark's built-in one), against the stock HMS 2.3.10 (the 3.1 and 4.x clients' runs are in
-test_catalog_names.py and test_stock_hms4.py): functions (null and bad arguments included) and
-get_table_meta's patterns."""
+test_catalog_names.py and test_stock_hms4.py): functions (null and bad arguments included),
+get_table_meta's patterns, drop_partition."""
 from __future__ import annotations
 
 import pytest
 
-from tests.hms import function_cases, table_meta_cases
+from tests.hms import drop_partition_cases, function_cases, table_meta_cases
 from tests.support.client import connect
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.oracle]
@@ -26,3 +26,11 @@ def test_table_meta_answers_hive_2_clients_as_the_stock_hms_23(oracle, proxy):
             got.append(table_meta_cases.run(client, 2))
     assert got[1] == got[0]
     assert dict(got[1])["external"][1]
+
+
+def test_drop_partition_answers_hive_2_clients_as_the_stock_hms_23(oracle, proxy):
+    """drop_partition(_by_name) by a Hive 2.3 client: the same answers and errors, partitions
+    and directories left (a parent emptied by the drops goes too) as the stock 2.3.10."""
+    got = [drop_partition_cases.run(lambda s=server: connect(s), 2)
+           for server in (oracle, proxy)]
+    assert not drop_partition_cases.differences(*got)

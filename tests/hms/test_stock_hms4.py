@@ -214,3 +214,12 @@ def test_table_meta_answers_hive_4_clients_as_the_stock_hms_4(stock, ours):
         with _hive4(server) as client:
             got.append(table_meta_cases.run(client, 4))
     assert got[1] == got[0]
+
+
+def test_drop_partition_answers_hive_4_clients_as_the_stock_hms_4(stock, ours):
+    """drop_partition(_by_name) by a Hive 4 client: the same answers and errors, partitions
+    and directories left (a parent emptied by the drops goes too) as the stock 4.0.1."""
+    from tests.hms import drop_partition_cases
+
+    got = [drop_partition_cases.run(lambda s=server: _hive4(s), 4) for server in (stock, ours)]
+    assert not drop_partition_cases.differences(*got)
