@@ -156,6 +156,8 @@ class DatabaseCalls(Family):
 
     # --- reads --------------------------------------------------------------------------
     def get_database(self, ctx, name):
+        if name is None and not dialect.since(dialect.HIVE31):
+            raise errors.InternalError("get_database: null name")  # HMS 2.3's Java NPE
         _named(name)
         name = lower(name)
         data = self.get_raw(ctx, keys.db_key(name))

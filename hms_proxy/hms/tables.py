@@ -183,6 +183,10 @@ MAX_TABLE_NAME = 256
 NO_SD = ('java.lang.NullPointerException: Cannot invoke "org.apache.hadoop.hive.metastore.api.'
          'StorageDescriptor.getCols()" because the return value of "org.apache.hadoop.hive.'
          'metastore.api.Table.getSd()" is null')
+NO_SD_4 = ('java.lang.NullPointerException: Cannot invoke "org.apache.hadoop.hive.metastore.api.'
+           'StorageDescriptor.getLocation()" because "sd" is null')
+NO_COLS = ('java.lang.NullPointerException: Cannot invoke "java.util.List.iterator()" because '
+           '"cols" is null')
 DUPLICATE_COLUMN = ('Add request failed : INSERT INTO COLUMNS_V2 (CD_ID,COMMENT,"COLUMN_NAME",'
                     'TYPE_NAME,INTEGER_IDX) VALUES (?,?,?,?,?) ')
 
@@ -225,14 +229,16 @@ class TableCalls(Family):
         return self.create_table_with_environment_context(ctx, tbl, None)
 
     def create_table_with_environment_context(self, ctx, tbl, environment_context, also=None):
-        if tbl is not None and tbl.tableName is None and dialect.since(dialect.HIVE31):
-            raise errors.MetaError(  # HMS 3.1/4.x normalize the name before they check it
+        if tbl is not None and tbl.tableName is None:
+            raise errors.MetaError(  # HMS normalizes the name before it checks it
                 'java.lang.NullPointerException: Cannot invoke "java.lang.CharSequence.length()"'
                 ' because "this.text" is null')
         if tbl is None or not names.validate_name(tbl.tableName or ""):
             raise errors.InvalidObject(f"{getattr(tbl, 'tableName', None)} is not a valid object name")
-        if tbl.sd is None:  # HMS reads its columns first
-            raise errors.MetaError(NO_SD)
+        if tbl.sd is None:  # HMS reads its columns first (4.x its location)
+            raise errors.MetaError(NO_SD_4 if dialect.hive4() else NO_SD)
+        if tbl.sd.cols is None:
+            raise errors.MetaError(NO_COLS)
         check_columns(tbl)
         acid_validation.check_create(tbl)  # HMS's pre-event listener: before the lookups
         table = normalize_table(tbl, self.t)
@@ -394,6 +400,8 @@ class TableCalls(Family):
             if old is None:
                 raise errors.InvalidOperation(f"{db}.{name} table not found")
             acid_validation.check_alter(old, new_tbl)  # HMS's pre-event listener
+            if new_tbl.sd is None:  # then HMS reads the new columns
+                raise errors.MetaError(NO_SD)
             if not names.validate_name(new_tbl.tableName or ""):
                 raise errors.InvalidOperation(f"{new_tbl.tableName} is not a valid object name")
             problem = column_problem(new_tbl.sd.cols if new_tbl.sd else [])
@@ -570,8 +578,8 @@ class TableCalls(Family):
 
     def drop_table_with_environment_context(self, ctx, dbname, name, deleteData,
                                             environment_context):
-        if (dbname is None or name is None) and dialect.since(dialect.HIVE31):
-            raise errors.MetaError(  # HMS 3.1/4.x normalize the names before they look
+        if dbname is None or name is None:
+            raise errors.MetaError(  # HMS normalizes the names before it looks
                 names.NPE_IDENTIFIER)
         db, tbl = lower(dbname), lower(name)
         doomed: list[str] = []

@@ -1,7 +1,7 @@
-"""Calls with bad or missing arguments, as a Hive 3.1 or 4.x client makes them, whose answers
-(or errors: class and message) the stock HMS 3.1.3 and 4.0.1 give per generation: used by
-tests/hms/test_catalog_names.py (against the stock 3.1.3) and tests/hms/test_stock_hms4.py
-(against the stock 4.0.1). A 2.3 client keeps 2.3's answers (the conformance scenarios)."""
+"""Calls with bad or missing arguments, whose answers (or errors: class and message) the stock
+HMS 2.3.10, 3.1.3 and 4.0.1 give per client generation: used by
+tests/hms/test_stock_hms23_answers.py (a 2.3 client against the stock 2.3.10),
+tests/hms/test_catalog_names.py (3.1.3) and tests/hms/test_stock_hms4.py (4.0.1)."""
 from __future__ import annotations
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T
@@ -48,6 +48,18 @@ def cases(c) -> list:
             DB, "nope", ["a"], -1)),
         ("create_table without a name", lambda: c.create_table(T.Table(
             None, DB, "me", 0, 0, 0, sd, [], {}, None, None, "EXTERNAL_TABLE"))),
+        ("create_table without a storage descriptor", lambda: c.create_table(T.Table(
+            "nosd", DB, "me", 0, 0, 0, None, [], {}, None, None, "EXTERNAL_TABLE"))),
+        ("create_table without columns", lambda: c.create_table(T.Table(
+            "nocols", DB, "me", 0, 0, 0, T.StorageDescriptor(
+                cols=None, location=None, inputFormat=sd.inputFormat,
+                outputFormat=sd.outputFormat, serdeInfo=sd.serdeInfo, bucketCols=[],
+                sortCols=[], parameters={}), [], {}, None, None, "EXTERNAL_TABLE"))),
+        ("alter_table without a storage descriptor", lambda: c.alter_table(
+            DB, "flat", T.Table("flat", DB, "me", 0, 0, 0, None, [], {}, None, None,
+                                "EXTERNAL_TABLE"))),
+        ("add_partition without a storage descriptor", lambda: c.add_partition(
+            T.Partition(["b"], DB, "part", 0, 0, None, {}))),
         ("create_table missing database", lambda: c.create_table(
             text_table("t", "gen_nodb", "EXTERNAL_TABLE"))),
         ("drop_table missing", lambda: c.drop_table(DB, "nope", True)),

@@ -34,3 +34,19 @@ def test_drop_partition_answers_hive_2_clients_as_the_stock_hms_23(oracle, proxy
     got = [drop_partition_cases.run(lambda s=server: connect(s), 2)
            for server in (oracle, proxy)]
     assert not drop_partition_cases.differences(*got)
+
+
+def test_bad_arguments_answer_hive_2_clients_as_the_stock_hms_23(oracle, proxy):
+    """The generation cases (null and missing names, tables without a storage descriptor or
+    columns, listings of unpartitioned tables) from a Hive 2.3 client: the stock 2.3.10's
+    classes and messages."""
+    from tests.hms import generation_cases
+
+    got = []
+    for server in (oracle, proxy):
+        with connect(server) as client:
+            generation_cases.setup(client)
+            got.append(generation_cases.answers(client))
+    for d in generation_cases.differences(*got):
+        print("DIFF", d)
+    assert not generation_cases.differences(*got)
