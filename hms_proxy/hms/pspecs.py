@@ -299,12 +299,15 @@ class PartitionSpecCalls(Family):
                             dest_table_name):
         move = None
         hive3 = dialect.since(dialect.HIVE31)
+        if hive3:  # HMS 3.1/4.x check the names before anything (2.3 fails on them later)
+            _check_exchange_names(partitionSpecs, source_db, source_table_name, dest_db,
+                                  dest_table_name)
         with self.writing(ctx) as cat:
-            if hive3:  # HMS 3.1/4.x check the names before anything (2.3 fails on them later)
-                _check_exchange_names(cat, partitionSpecs, source_db, source_table_name,
-                                      dest_db, dest_table_name)
             dest = cat.table(lower(dest_db), lower(dest_table_name))
             source = cat.table(lower(source_db), lower(source_table_name))
+            if hive3:
+                _check_exchange_tables(dest, source, source_db, source_table_name, dest_db,
+                                       dest_table_name)
             if source is None or partitionSpecs is None:
                 raise errors.InternalError("source table or partition spec is null")
             src_keys = source.partitionKeys or []
@@ -331,12 +334,6 @@ class PartitionSpecCalls(Family):
                     and _same_columns(source.partitionKeys, dest.partitionKeys)):
                 raise errors.MetaError("The tables have different schemas. "
                                        "Their partitions cannot be exchanged.")
-            if hive3:  # checked before anything moves (2.3 fails on the insert)
-                for name, data in to_move:
-                    dest_name = part_name(dest, codec.decode(self.t.Partition, data).values)
-                    if cat.raw(keys.part_key(dest.dbName, dest.tableName, dest_name)):
-                        raise errors.MetaError(f"The partition {dest_name} already exists in "
-                                               f"the table {dest_table_name}")
             present_name = _make_part_name([k.name for k, _ in present], [v for _, v in present])
             source_path = warehouse.join(source.sd.location, present_name)
             dest_path = warehouse.join(dest.sd.location, present_name)
@@ -345,7 +342,10 @@ class PartitionSpecCalls(Family):
                 part = codec.decode(self.t.Partition, data)
                 dest_name = part_name(dest, part.values)
                 key = keys.part_key(dest.dbName, dest.tableName, dest_name)
-                if cat.raw(key) is not None:
+                if cat.raw(key) is not None:  # nothing of the write applies (nor moves)
+                    if hive3:
+                        raise errors.MetaError(f"The partition {dest_name} already exists in "
+                                               f"the table {dest_table_name}")
                     raise errors.MetaError(
                         'Insert of object "org.apache.hadoop.hive.metastore.model.MPartition" '
                         'using statement "INSERT INTO PARTITIONS (PART_ID,CREATE_TIME,'
@@ -370,16 +370,20 @@ class PartitionSpecCalls(Family):
         return moved
 
 
-def _check_exchange_names(cat, spec, source_db, source_table, dest_db, dest_table) -> None:
-    """What HMS 3.1/4.x check of an exchange first: no null name or spec, then the destination
-    table and the source table, each named with the catalog."""
+def _check_exchange_names(spec, source_db, source_table, dest_db, dest_table) -> None:
+    """What HMS 3.1/4.x check of an exchange first: no null name or spec."""
     if spec is None or None in (source_db, source_table, dest_db, dest_table):
         raise errors.MetaError("The DB and table name for the source and destination tables, "
                                "and the partition specs must not be null.")
-    if cat.table(lower(dest_db), lower(dest_table)) is None:
+
+
+def _check_exchange_tables(dest, source, source_db, source_table, dest_db, dest_table) -> None:
+    """Then HMS 3.1/4.x look up the destination table and the source table, each named with
+    the catalog when missing."""
+    if dest is None:
         raise errors.MetaError(
             f"The destination table {DEFAULT_CATALOG}.{dest_db}.{dest_table} not found")
-    if cat.table(lower(source_db), lower(source_table)) is None:
+    if source is None:
         raise errors.MetaError(
             f"The source table {DEFAULT_CATALOG}.{source_db}.{source_table} not found")
 

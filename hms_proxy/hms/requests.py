@@ -107,12 +107,11 @@ class RequestCalls(Family):
         if not _is_hive(catalog):
             raise errors.NoSuchObject(f"database {catalog}.{name}")
         try:
-            db = self.databases.get_database(ctx, name)
+            # a 4.x-only call: the database is answered as HMS 4 answers it (its catalog, its
+            # kind: databases.as_seen)
+            return self.databases.get_database(ctx, name)
         except errors.NoSuchObject:
             raise errors.NoSuchObject(f"database {DEFAULT_CATALOG}.{name}") from None
-        # only 3.x/4.x clients ask this way: their database names its catalog and its kind
-        db.catalogName, db.type = DEFAULT_CATALOG, self.t.DatabaseType.NATIVE
-        return db
 
     def create_database_req(self, ctx, createDatabaseRequest):
         req = createDatabaseRequest

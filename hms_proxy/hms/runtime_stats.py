@@ -29,6 +29,7 @@ import time
 import uuid
 
 from hms_proxy.hms.family import Family
+from hms_proxy.hms.service import java_time_millis
 from hms_proxy.thrift import dialect, errors
 from hms_proxy.thrift.processor import CloseConnection
 from kvmodel import codec
@@ -36,20 +37,6 @@ from kvmodel import codec
 PREFIX = "runtime/stats/"
 MAX_AGE_KEY = "metastore.runtime.stats.max.age"
 DEFAULT_MAX_AGE = 3 * 86400
-
-
-def _seconds(text: str | None, default: int) -> int:
-    """A duration setting in seconds (a bare number, or with an s/m/h/d unit)."""
-    if not text:
-        return default
-    text = text.strip().lower()
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-    try:
-        if text[-1] in units:
-            return int(float(text[:-1]) * units[text[-1]])
-        return int(text)
-    except ValueError:
-        return default
 
 
 def _unchecked(what: str) -> None:
@@ -62,7 +49,13 @@ def _unchecked(what: str) -> None:
 
 class RuntimeStatsCalls(Family):
     def _max_age(self) -> int:
-        return _seconds(self.env.conf.get(MAX_AGE_KEY), DEFAULT_MAX_AGE)
+        """The setting in seconds, read as HiveConf reads a time (``3d``, ``72h``, ``259200``);
+        the default when unset or unreadable."""
+        value = self.env.conf.get(MAX_AGE_KEY)
+        try:
+            return java_time_millis(value) // 1000 if value else DEFAULT_MAX_AGE
+        except ValueError:
+            return DEFAULT_MAX_AGE
 
     def add_runtime_stats(self, ctx, stat):
         if stat is None:

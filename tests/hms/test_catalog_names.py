@@ -54,6 +54,15 @@ def servers(tmp_path_factory):
         stock.stop()
 
 
+@contextlib.contextmanager
+def _hive3(server):
+    """A connection that speaks Hive 3, as a Hive 3 client's does once it has named a catalog
+    (get_catalogs)."""
+    with connect(server) as client:
+        client.get_catalogs()  # the connection speaks Hive 3 (dialect)
+        yield client
+
+
 @pytest.fixture(scope="module")
 def pair(servers):
     stock, ours = servers
@@ -259,13 +268,7 @@ def test_exchange_partitions_answer_hive_3_clients_as_the_stock_hms_31(servers):
     same answers and errors, partitions and directories after each case as the stock 3.1.3."""
     from tests.hms import exchange_cases
 
-    @contextlib.contextmanager
-    def hive3(server):
-        with connect(server) as client:
-            client.get_catalogs()  # the connection speaks Hive 3 (dialect)
-            yield client
-
-    got = [exchange_cases.run(lambda s=server: hive3(s)) for server in servers]
+    got = [exchange_cases.run(lambda s=server: _hive3(s)) for server in servers]
     assert not exchange_cases.differences(*got)
 
 
@@ -285,13 +288,7 @@ def test_functions_answer_hive_3_clients_as_the_stock_hms_31(servers):
     the stock 3.1.3."""
     from tests.hms import function_cases
 
-    @contextlib.contextmanager
-    def hive3(server):
-        with connect(server) as client:
-            client.get_catalogs()  # the connection speaks Hive 3 (dialect)
-            yield client
-
-    got = [function_cases.run(lambda s=server: hive3(s)) for server in servers]
+    got = [function_cases.run(lambda s=server: _hive3(s)) for server in servers]
     assert not function_cases.differences(*got)
 
 
@@ -312,11 +309,5 @@ def test_drop_partition_answers_hive_3_clients_as_the_stock_hms_31(servers):
     and directories left as the stock 3.1.3."""
     from tests.hms import drop_partition_cases
 
-    @contextlib.contextmanager
-    def hive3(server):
-        with connect(server) as client:
-            client.get_catalogs()  # the connection speaks Hive 3 (dialect)
-            yield client
-
-    got = [drop_partition_cases.run(lambda s=server: hive3(s), 3) for server in servers]
+    got = [drop_partition_cases.run(lambda s=server: _hive3(s), 3) for server in servers]
     assert not drop_partition_cases.differences(*got)
