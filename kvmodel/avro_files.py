@@ -10,6 +10,13 @@ bytes; a union's branch is found again from the value when it is written (Iceber
 
     meta, schema, records = read_container(data)
     data = write_container(meta, records)     # meta["avro.schema"] is the schema written
+
+A file whose records are all kept can be carried into another one without decoding them: its
+blocks are copied as they are, behind the new records, under its own sync marker (the schema
+and codec must be the same: Iceberg's manifest lists of one table's snapshots are such files).
+
+    meta, sync, blocks = split_container(data)
+    data = write_container(meta, new_records, sync=sync, tail=blocks)
 """
 from __future__ import annotations
 
@@ -270,37 +277,72 @@ def _codec(name: str):
 _META = {"type": "map", "values": "bytes"}
 
 
-def read_container(data: bytes) -> tuple[dict[str, bytes], object, list]:
-    """(the file's metadata, its schema, its records)."""
+def _header(data: bytes) -> tuple[dict[str, bytes], bytes, _In]:
     if data[:4] != MAGIC:
         raise AvroError("not an Avro object container file")
     r = _In(data, 4)
     meta = _read(_Schema(_META), _META, r)
-    sync = r.take(SYNC_SIZE)
+    return meta, r.take(SYNC_SIZE), r
+
+
+def split_container(data: bytes) -> tuple[dict[str, bytes], bytes, bytes]:
+    """(the file's metadata, its sync marker, its blocks as written): the records stay
+    encoded, to be carried into another file by :func:`write_container`'s ``tail``."""
+    meta, sync, r = _header(data)
+    return meta, sync, data[r.pos:]
+
+
+def iter_container(data: bytes):
+    """The file's records one by one, decoded as they are asked for (a caller that has what
+    it looks for stops early); its metadata is ``.meta`` of the returned iterator."""
+    meta, sync, r = _header(data)
     try:
-        schema = json.loads(meta["avro.schema"])
+        sch = _Schema(json.loads(meta["avro.schema"]))
     except (KeyError, ValueError):
         raise AvroError("the file has no readable avro.schema") from None
-    sch = _Schema(json.loads(meta["avro.schema"]))
     decompress, _ = _codec(meta.get("avro.codec", b"null").decode())
-    records = []
-    while r.pos < len(data):
-        count = r.long()
-        block = _In(decompress(r.blob()))
-        records.extend(_read(sch, sch.root, block) for _ in range(count))
-        if r.take(SYNC_SIZE) != sync:
-            raise AvroError("a block does not end with the file's sync marker")
-    return meta, schema, records
+
+    def records():
+        while r.pos < len(data):
+            count = r.long()
+            block = _In(decompress(r.blob()))
+            if r.take(SYNC_SIZE) != sync:
+                raise AvroError("a block does not end with the file's sync marker")
+            for _ in range(count):
+                yield _read(sch, sch.root, block)
+    return _Records(meta, records())
 
 
-def write_container(meta: dict[str, bytes], records: list) -> bytes:
+class _Records:
+    __slots__ = ("_it", "meta")
+
+    def __init__(self, meta, it):
+        self.meta = meta
+        self._it = it
+
+    def __iter__(self):
+        return self._it
+
+
+def read_container(data: bytes) -> tuple[dict[str, bytes], object, list]:
+    """(the file's metadata, its schema, its records)."""
+    records = iter_container(data)
+    return records.meta, json.loads(records.meta["avro.schema"]), list(records)
+
+
+def write_container(meta: dict[str, bytes], records: list, sync: bytes | None = None,
+                    tail: bytes = b"") -> bytes:
     """A container file of ``records`` with ``meta`` (its ``avro.schema`` the schema, its
-    ``avro.codec`` the codec) and a new sync marker."""
+    ``avro.codec`` the codec) and a new sync marker; then ``tail``: blocks of another file
+    (:func:`split_container`) of the same schema and codec, whose ``sync`` marker this file
+    takes, so that their records follow without being decoded and encoded again."""
+    if tail and (sync is None or len(sync) != SYNC_SIZE):
+        raise AvroError("blocks carried from another file need its sync marker")
     sch = _Schema(json.loads(meta["avro.schema"]))
     _, compress = _codec(meta.get("avro.codec", b"null").decode())
     out = bytearray(MAGIC)
     _write(_Schema(_META), _META, meta, out)
-    sync = os.urandom(SYNC_SIZE)
+    sync = sync if sync is not None else os.urandom(SYNC_SIZE)
     out += sync
     for start in range(0, len(records), _BLOCK):
         chunk = records[start:start + _BLOCK]
@@ -310,7 +352,9 @@ def write_container(meta: dict[str, bytes], records: list) -> bytes:
         _put_long(out, len(chunk))
         _put_blob(out, compress(bytes(block)))
         out += sync
+    out += tail
     return bytes(out)
 
 
-__all__ = ["AvroError", "read_container", "write_container"]
+__all__ = ["AvroError", "iter_container", "read_container", "split_container",
+           "write_container"]

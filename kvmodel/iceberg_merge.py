@@ -40,7 +40,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from kvmodel.avro_files import read_container, write_container
+from kvmodel.avro_files import iter_container, read_container, split_container, write_container
 from kvmodel.iceberg_deletes import is_position_deletes, move_position_deletes
 from kvmodel.iceberg_files import (
     METADATA_LOCATION,
@@ -52,6 +52,7 @@ from kvmodel.iceberg_files import (
     next_metadata_location,
     snapshot_origins,
 )
+from kvmodel.iceberg_paths import PATH_PROPERTIES
 
 # metadata keys that are history, merged by replaying snapshots, not key by key
 _HISTORY = {"snapshots", "snapshot-log", "metadata-log", "current-snapshot-id", "refs",
@@ -152,12 +153,33 @@ def plan(table: str, base_loc: str, src_loc: str, dst_loc: str, base: dict, src:
         schema_taken, clashes = _merge_schemas(base, src, dst)
         out.taken.update(schema_taken)
         reasons += [f"table {table}: {r}" for r in clashes]
-    _take(base, src, dst, keys, out.taken, reasons, f"table {table}: both sides changed ")
-    bp, sp, dp = (m.get("properties") or {} for m in (base, src, dst))
+    # a path that names the same place through another ref is not a change: on a lakeFS
+    # store each branch's commits name the table's location through that branch
+    nb, ns, nd = (_ref_free(m, files) for m in (base, src, dst))
+    taken: dict = {}
+    _take(nb, ns, nd, keys, taken, reasons, f"table {table}: both sides changed ")
+    out.taken.update({key: src.get(key) for key in taken})
+    bp, sp, dp = (m.get("properties") or {} for m in (nb, ns, nd))
     _take(bp, sp, dp, set(bp) | set(sp) | set(dp), out.properties, reasons,
           f"table {table}: both sides changed property ")
+    own = src.get("properties") or {}
+    out.properties = {name: own.get(name) for name in out.properties}
     if reasons:
         raise IcebergConflict(reasons)
+    return out
+
+
+def _ref_free(metadata: dict, files: Files | None) -> dict:
+    """``metadata`` with its location and path properties named without their ref (a lakeFS
+    store's; as they are elsewhere)."""
+    if files is None or files.paths is None:
+        return metadata
+    out = dict(metadata)
+    if isinstance(out.get("location"), str):
+        out["location"] = files.ident(out["location"])
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {k: files.ident(v) if k in PATH_PROPERTIES and isinstance(v, str)
+                             else v for k, v in out["properties"].items()}
     return out
 
 
@@ -416,8 +438,12 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
             props.pop(name, None)
         else:
             props[name] = value
+    for name in PATH_PROPERTIES:
+        if isinstance(props.get(name), str):
+            props[name] = files.move(props[name], dest_ref)
     merged["properties"] = props
     location = files.move(merged["location"], dest_ref)
+    merged["location"] = location
     metadata_dir = (props.get("write.metadata.path") or location.rstrip("/") + "/metadata")
     metadata_dir = files.move(metadata_dir.rstrip("/"), dest_ref)
     version = int(merged.get("format-version", 1))
@@ -430,25 +456,31 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
     now = max(int(time.time() * 1000), int(merged.get("last-updated-ms", 0)) + 1)
     snapshots = list(merged.get("snapshots") or [])
     log = list(merged.get("snapshot-log") or [])
-    written: dict[int, tuple] = {}  # the manifest lists written here, kept: not read back
+    # the manifest list each replayed snapshot carries on: (its metadata, sync marker and
+    # blocks, still encoded). A replayed append keeps every manifest of its parent as it is,
+    # so its list is the new manifests' records followed by the parent's blocks, copied: the
+    # cost of a replay follows what it adds, not the table's manifests
+    written: dict[int, tuple] = {}
     for source in p.replay:
         new_id = _new_id(ids)
         ids.add(new_id)
         if version >= 2:
             seq += 1
         parent = by_id.get(current) if current is not None else None
-        carried = []
-        list_meta = None
+        list_meta, sync, tail = None, None, b""
         if current in written:
-            list_meta, carried = written[current]
+            list_meta, sync, tail = written[current]
         elif parent is not None and parent.get("manifest-list"):
-            list_meta, _, carried = read_container(files.read(parent["manifest-list"],
-                                                              dest_ref))
+            list_meta, sync, tail = split_container(files.read(parent["manifest-list"],
+                                                               dest_ref))
         added, template_meta = _added_manifests(files, source, new_id, seq, version,
                                                 metadata_dir, dest_ref)
-        if p.removed.get(source["snapshot-id"]):
+        carried = []
+        if p.removed.get(source["snapshot-id"]) and tail:
+            _, _, carried = read_container(write_container(list_meta, [], sync, tail))
             carried = _without(files, carried, p.removed[source["snapshot-id"]], new_id, seq,
                                version, metadata_dir, dest_ref)
+            tail = b""
         first_row = next_row
         if version >= 3:  # the new data manifests' rows get the next row ids, in order
             for record in added:
@@ -469,8 +501,9 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
         if version >= 3:
             list_meta["first-row-id"] = str(first_row).encode()
         list_path = f"{metadata_dir}/snap-{new_id}-1-{uuid.uuid4()}.avro"
-        files.write(list_path, write_container(list_meta, added + carried))
-        written[new_id] = (list_meta, added + carried)
+        data = write_container(list_meta, added + carried, sync, tail)
+        files.write(list_path, data)
+        written[new_id] = split_container(data)
         summary = _summary(source.get("summary") or {}, (parent or {}).get("summary") or {},
                            source["snapshot-id"])
         snapshot = {"snapshot-id": new_id, "timestamp-ms": now, "summary": summary,
@@ -515,12 +548,24 @@ def _added_manifests(files: Files, source: dict, new_id: int, seq: int, version:
                      metadata_dir: str, dest_ref: str | None):
     """New manifests holding the files snapshot ``source`` added (as added by ``new_id``):
     (their manifest-list records, the source's manifest list's metadata)."""
-    list_meta, _, records = read_container(files.read(source["manifest-list"], dest_ref))
+    records = iter_container(files.read(source["manifest-list"], dest_ref))
+    list_meta = records.meta
     out = []
     sid = source["snapshot-id"]
+    # writers list a snapshot's new manifests first: once they hold as many added files as
+    # its summary counts, the rest of the list (the table's older manifests) is not decoded
+    summary = source.get("summary") or {}
+    try:
+        expected = int(summary["added-data-files"]) + int(summary.get("added-delete-files", 0))
+    except (KeyError, TypeError, ValueError):
+        expected = None
+    found = 0
     for record in records:
+        if expected is not None and found >= expected:
+            break
         if record.get("added_snapshot_id") != sid:  # written by an earlier snapshot
             continue
+        found += _count(record, "added") or 0
         meta, _, entries = read_container(files.read(record["manifest_path"], dest_ref))
         # added by that snapshot (a null snapshot id is inherited from the manifest)
         mine = [e for e in entries

@@ -24,7 +24,13 @@ from pyiceberg.transforms import IdentityTransform  # noqa: E402
 from pyiceberg.typedef import Record  # noqa: E402
 from pyiceberg.types import LongType, NestedField, StringType  # noqa: E402
 
-from kvmodel.avro_files import AvroError, read_container, write_container  # noqa: E402
+from kvmodel.avro_files import (  # noqa: E402
+    AvroError,
+    iter_container,
+    read_container,
+    split_container,
+    write_container,
+)
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False),
                 NestedField(2, "day", StringType(), required=False))
@@ -92,6 +98,43 @@ def test_a_path_changed_is_the_only_change(tmp_path):
     assert after[1]["data_file"]["file_path"] == "s3a://repo/main/t/data/1.parquet"
     after[1]["data_file"]["file_path"] = before[1]["data_file"]["file_path"]
     assert after == before
+
+
+@pytest.mark.parametrize("codec", ["null", "deflate"])
+def test_blocks_carried_into_another_file_read_as_its_records(tmp_path, codec):
+    """A manifest list carried on (what a replayed append writes): new records in front, the
+    other file's blocks copied behind them under its sync marker; pyiceberg reads both."""
+    io = PyArrowFileIO()
+    manifest_list, _ = _manifest(tmp_path, 2, codec)
+    data = open(manifest_list, "rb").read()
+    meta, sync, blocks = split_container(data)
+    [old] = read_container(data)[2]
+    new = dict(old, manifest_path="s3a://repo/main/t/metadata/new-m0.avro", added_snapshot_id=8)
+    meta = dict(meta, **{"snapshot-id": b"8", "parent-snapshot-id": b"7"})
+    carried = write_container(meta, [new], sync=sync, tail=blocks)
+    assert [r["manifest_path"] for r in read_container(carried)[2]] == [
+        new["manifest_path"], old["manifest_path"]]
+    open(tmp_path / "carried.avro", "wb").write(carried)
+    got = read_manifest_list(io.new_input(str(tmp_path / "carried.avro")))
+    assert [(m.manifest_path, m.added_snapshot_id) for m in got] == [
+        (new["manifest_path"], 8), (old["manifest_path"], 7)]
+    # carried twice: the blocks of a carried file carry on as well
+    again = write_container(meta, [], *split_container(carried)[1:])
+    assert read_container(again)[2] == read_container(carried)[2]
+    with pytest.raises(AvroError):  # another file's blocks under a new sync marker
+        write_container(meta, [new], tail=blocks)
+    with pytest.raises(AvroError):
+        read_container(write_container(meta, [new], sync=bytes(16), tail=blocks))
+
+
+def test_records_are_decoded_as_they_are_asked_for(tmp_path):
+    _, manifest = _manifest(tmp_path, 2, "deflate")
+    data = open(manifest, "rb").read()
+    records = iter_container(data)
+    assert records.meta == read_container(data)[0]
+    first = next(iter(records))
+    assert first == read_container(data)[2][0]
+    assert len(list(records)) == 2  # the rest, once
 
 
 @pytest.mark.parametrize("data", [b"", b"Obj", b"PAR1xxxx", b"Obj\x01\x02"])
