@@ -94,6 +94,7 @@ class Anchor:
         self.lakefs = unwrap(store)
         self.files = files_for(store)
         self.paths = self.files.paths
+        self._named: dict[str, frozenset[str]] = {}  # metadata location -> refs it names
 
     # --- files ------------------------------------------------------------------------------
     def foreign(self, path: str | None, ref: str) -> bool:
@@ -115,6 +116,11 @@ class Anchor:
         return bool(self._traces(metadata, location, ref))
 
     def _traces(self, metadata: dict, location: str, ref: str) -> list[str]:
+        return [p for p in self._paths(metadata, location) if self.foreign(p, ref)]
+
+    @staticmethod
+    def _paths(metadata: dict, location: str) -> list[str]:
+        """The paths the metadata file at ``location`` names directly."""
         paths = [location, metadata.get("location")]
         props = metadata.get("properties") or {}
         paths += [props.get(k) for k in PATH_PROPERTIES]
@@ -124,7 +130,7 @@ class Anchor:
         paths += [e.get("metadata-file") for e in metadata.get("metadata-log") or []]
         for key in ("statistics", "partition-statistics"):
             paths += [s.get("statistics-path") for s in metadata.get(key) or []]
-        return [p for p in paths if isinstance(p, str) and self.foreign(p, ref)]
+        return [p for p in paths if isinstance(p, str)]
 
     def _deep(self, metadata: dict, location: str, ref: str) -> bool:
         """Whether something was written on ``ref`` after the table named another ref (so a
@@ -300,26 +306,50 @@ class Anchor:
         """Anchor the Iceberg tables of branch ``ref`` (``names``: only these (db, table)
         pairs; ``through``: only tables whose metadata names that ref)."""
         if names is None:
-            names = self.iceberg_tables(ref)
+            names = self.naming(ref, through)
+        elif through is not None:
+            names = [(db, name) for db, name in names
+                     if self.names_ref(ref, db, name, through)]
         done = []
         for db, name in names:
-            if through is not None and not self.names_ref(ref, db, name, through):
-                continue
             anchored = self.table(ref, db, name)
             if anchored is not None:
                 done.append(anchored)
         return done
 
-    def iceberg_tables(self, ref: str) -> list[tuple[str, str]]:
+    def naming(self, ref: str, through: str | None = None) -> list[tuple[str, str]]:
+        """The Iceberg tables of ``ref`` ((db, table) pairs), with ``through`` only those whose
+        metadata names that ref."""
+        return [(db, name) for db, name, location in self.iceberg_tables(ref)
+                if through is None or through in self.refs_named(location, ref)]
+
+    def iceberg_tables(self, ref: str) -> list[tuple[str, str, str]]:
+        """The Iceberg tables of ``ref`` as it is now: (db, table, metadata location)."""
         out = []
         self.store.latest(ref)
         with self.store.read(ref) as view:
             reader = CatalogReader(view, ttypes)
             for db in reader.database_names():
                 for name, raw in reader.tables(db):
-                    if is_iceberg(codec.decode(ttypes.Table, raw)):
-                        out.append((db, name))
+                    table = codec.decode(ttypes.Table, raw)
+                    if is_iceberg(table):
+                        out.append((db, name, table.parameters[METADATA_LOCATION]))
         return out
+
+    def refs_named(self, location: str, ref: str) -> frozenset[str]:
+        """The refs whose paths the metadata file at ``location`` names (its own location,
+        manifest lists, metadata log, statistics; read through ``ref``), kept by location:
+        a metadata file is written once, so branches that share a table's state read it once
+        (what a branch's deletion asks of every other branch)."""
+        hit = self._named.get(location)
+        if hit is None:
+            metadata = json.loads(self._read(location, ref))
+            refs = (ref_of(self.paths, p) for p in self._paths(metadata, location))
+            hit = frozenset(r for r in refs if r is not None)
+            if len(self._named) >= 100_000:
+                self._named.clear()
+            self._named[location] = hit
+        return hit
 
     def names_ref(self, ref: str, db: str, name: str, other: str) -> bool:
         """Whether table ``db.name`` on ``ref`` names files through ``other`` (its metadata
@@ -329,10 +359,7 @@ class Anchor:
             table = CatalogReader(view, ttypes).table(db, name)
         if table is None or not is_iceberg(table):
             return False
-        location = table.parameters[METADATA_LOCATION]
-        metadata = json.loads(self._read(location, ref))
-        heads = tuple(f"{h}{other}/" for h in self.paths.heads)
-        return any(p.startswith(heads) for p in self._traces(metadata, location, ref))
+        return other in self.refs_named(table.parameters[METADATA_LOCATION], ref)
 
 
 class Misplaced(Exception):
@@ -486,8 +513,11 @@ def anchor_before_delete(store, doomed: str, skip=lambda name: False) -> list[An
         name = branch.name
         if name == doomed or skip(name):
             continue
+        names = anchor.naming(name, doomed)
+        if not names:
+            continue
         dirty = _uncommitted(store, name)
-        here = anchor.tables(name, through=doomed)
+        here = anchor.tables(name, names)
         if here and not dirty:
             store.commit(name, f"hms-proxy: {len(here)} Iceberg table"
                                f"{'' if len(here) == 1 else 's'} anchored on {name} before "
