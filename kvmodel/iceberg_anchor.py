@@ -83,6 +83,7 @@ class _Run:
     lists: dict = field(default_factory=dict)  # old path -> new path
     manifests: dict = field(default_factory=dict)  # old path -> (new path, length)
     only: set | None = None  # the paths to move (else: every path through another ref)
+    puffins: dict = field(default_factory=dict)  # deletion vectors' files written again
 
 
 class Anchor:
@@ -170,7 +171,7 @@ class Anchor:
                     data_file,
                     lambda p: self.paths.move(p, run.ref) if self._moves(run, p) else p,
                     lambda p: self._read(p, run.ref), self._write,
-                    lambda p: self._new_path(p, run.ref)):
+                    lambda p: self._new_path(p, run.ref), run.puffins):
                 changed = True  # written again on the ref, its rows' paths moved
             for name in ("file_path", "referenced_data_file"):
                 value = data_file.get(name)

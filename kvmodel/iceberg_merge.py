@@ -461,6 +461,7 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
     # so its list is the new manifests' records followed by the parent's blocks, copied: the
     # cost of a replay follows what it adds, not the table's manifests
     written: dict[int, tuple] = {}
+    puffins: dict = {}
     for source in p.replay:
         new_id = _new_id(ids)
         ids.add(new_id)
@@ -474,7 +475,7 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
             list_meta, sync, tail = split_container(files.read(parent["manifest-list"],
                                                                dest_ref))
         added, template_meta = _added_manifests(files, source, new_id, seq, version,
-                                                metadata_dir, dest_ref)
+                                                metadata_dir, dest_ref, puffins)
         carried = []
         if p.removed.get(source["snapshot-id"]) and tail:
             _, _, carried = read_container(write_container(list_meta, [], sync, tail))
@@ -545,9 +546,10 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
 
 
 def _added_manifests(files: Files, source: dict, new_id: int, seq: int, version: int,
-                     metadata_dir: str, dest_ref: str | None):
+                     metadata_dir: str, dest_ref: str | None, puffins: dict):
     """New manifests holding the files snapshot ``source`` added (as added by ``new_id``):
-    (their manifest-list records, the source's manifest list's metadata)."""
+    (their manifest-list records, the source's manifest list's metadata). ``puffins``: the
+    deletion vectors' files written again so far."""
     records = iter_container(files.read(source["manifest-list"], dest_ref))
     list_meta = records.meta
     out = []
@@ -587,7 +589,8 @@ def _added_manifests(files: Files, source: dict, new_id: int, seq: int, version:
             if dest_ref is not None and is_position_deletes(data_file):
                 move_position_deletes(data_file, lambda p: files.move(p, dest_ref),
                                       lambda p: files.read(p, dest_ref), files.write,
-                                      lambda p: beside(files.move(p, dest_ref), "merged"))
+                                      lambda p: beside(files.move(p, dest_ref), "merged"),
+                                      puffins)
             for name in ("file_path", "referenced_data_file"):
                 if isinstance(data_file.get(name), str):
                     data_file[name] = files.move(data_file[name], dest_ref)

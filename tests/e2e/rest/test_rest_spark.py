@@ -307,9 +307,10 @@ def test_spark_on_lakefs_rest_on_dev_thrift_reads_lakefs_merges(spark_env, tmp_p
 def test_spark_position_deletes_on_a_lakefs_branch_still_delete_after_it_goes(spark_env,
                                                                             tmp_path):
     """Merge-on-read deletes (Iceberg's position delete files, which name the data files they
-    delete from by path) on a lakeFS branch: after ``hms-proxy merge`` and the branch deleted
-    with lakeFS's API, the rows they deleted stay deleted on main, read by Spark and by
-    pyiceberg: the delete files are anchored with the data files they name."""
+    delete from by path; in format 3 deletion vectors, Puffin blobs that name them too) on a
+    lakeFS branch: after ``hms-proxy merge`` and the branch deleted with lakeFS's API, the rows
+    they deleted stay deleted on main, read by Spark and by pyiceberg: the delete files are
+    anchored with the data files they name."""
     from tests.e2e.rest.conftest import start_lakefs_rest_server
     from tests.support.lakefs import LakeFSApi
 
@@ -329,7 +330,10 @@ def test_spark_position_deletes_on_a_lakefs_branch_still_delete_after_it_goes(sp
             "CREATE TABLE rest_main.lake.t (id bigint, v string) USING iceberg "
             "TBLPROPERTIES ('write.delete.mode'='merge-on-read', "
             "'write.update.mode'='merge-on-read')",
-            "INSERT INTO rest_main.lake.t VALUES (1, 'a'), (2, 'b')"], catalogs,
+            "INSERT INTO rest_main.lake.t VALUES (1, 'a'), (2, 'b')",
+            "CREATE TABLE rest_main.lake.v3 (id bigint, v string) USING iceberg "
+            "TBLPROPERTIES ('format-version'='3', 'write.delete.mode'='merge-on-read')",
+            "INSERT INTO rest_main.lake.v3 VALUES (1, 'a'), (2, 'b')"], catalogs,
             workdir=tmp_path)
         for result in made:
             rows(result)
@@ -338,23 +342,48 @@ def test_spark_position_deletes_on_a_lakefs_branch_still_delete_after_it_goes(sp
         got = spark_iceberg.run_sql([
             "INSERT INTO rest_dev.lake.t VALUES (3, 'c'), (4, 'd')",
             "DELETE FROM rest_dev.lake.t WHERE id IN (1, 3)",
-            "SELECT id FROM rest_dev.lake.t ORDER BY id"], catalogs, workdir=tmp_path)
-        for result in got[:2]:
+            "SELECT id FROM rest_dev.lake.t ORDER BY id",
+            "INSERT INTO rest_dev.lake.v3 VALUES (3, 'c'), (4, 'd')",
+            "DELETE FROM rest_dev.lake.v3 WHERE id IN (1, 3)",
+            "SELECT id FROM rest_dev.lake.v3 ORDER BY id"], catalogs, workdir=tmp_path)
+        for result in got[:2] + got[3:5]:
             rows(result)
-        assert rows(got[2]) == [[2], [4]]
+        assert rows(got[2]) == rows(got[5]) == [[2], [4]]
         table = server.rest("dev").load_table("lake.t")
         assert table.current_snapshot().summary["added-position-delete-files"] in ("1", "2")
+        assert any(f"/{repo}/dev/" in p for p in _vector_paths(server.rest("dev"), "lake.v3"))
         server.cli("merge", "dev", "main")
         with lakefs.sdk() as client:
             LakeFSApi(client, repo).delete_branch("dev")
         table = server.rest("main").load_table("lake.t")
         assert not any(f"/{repo}/dev/" in p for p in named_paths(table))
         assert ids(table) == [2, 4]
-        after = spark_iceberg.run_sql(["SELECT id FROM rest_main.lake.t ORDER BY id"],
+        vectors = server.rest("main").load_table("lake.v3")
+        assert not any(f"/{repo}/dev/" in p for p in named_paths(vectors))
+        named = _vector_paths(server.rest("main"), "lake.v3")
+        assert len(named) == 2 and not any(f"/{repo}/dev/" in p for p in named), named
+        after = spark_iceberg.run_sql(["SELECT id FROM rest_main.lake.t ORDER BY id",
+                                       "SELECT id FROM rest_main.lake.v3 ORDER BY id"],
                                       catalogs, workdir=tmp_path)
-        assert rows(after[0]) == [[2], [4]]
+        assert rows(after[0]) == rows(after[1]) == [[2], [4]]
     finally:
         server.proc.stop()
+
+
+def _vector_paths(catalog, name: str) -> list[str]:
+    """The data files the deletion vectors of a format 3 table name in their Puffin files
+    (each blob's ``referenced-data-file``), read with pyiceberg."""
+    from pyiceberg.table.puffin import PuffinFile
+
+    table = catalog.load_table(name)
+    out = []
+    for manifest in table.current_snapshot().manifests(table.io):
+        for entry in manifest.fetch_manifest_entry(table.io):
+            if entry.data_file.file_format.name == "PUFFIN":
+                with table.io.new_input(entry.data_file.file_path).open() as stream:
+                    puffin = PuffinFile(stream.read())
+                out += [b.properties["referenced-data-file"] for b in puffin.footer.blobs]
+    return sorted(set(out))
 
 
 def test_spark_format_version_3_tables_commit_and_merge(spark_env, tmp_path):
