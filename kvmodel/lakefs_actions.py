@@ -15,7 +15,9 @@ commits or merges. :data:`ACTION_PATH` holds one action with two webhooks served
   merge has conflicts, or when what lakeFS's merge of the objects reads as is not what the
   catalog merge gives (both branches changed one table, in different fields: lakeFS keeps one
   whole object, ``hms-proxy merge`` merges them field by field). The refusal names the table
-  and the fields; lakeFS shows it in the action's run (``lakectl actions runs describe``);
+  and the fields; lakeFS shows it in the action's run (``lakectl actions runs describe``).
+  The merges of hms-proxy's own temporary branches (``hms-proxy merge`` at work: its 3-way
+  result, Iceberg replays included, is what they bring) are let by;
 * **post-merge**: the Iceberg tables lakeFS's merge brought are anchored on the destination
   branch and committed there (:mod:`kvmodel.iceberg_anchor`: their paths through the source
   branch moved to the destination, so that deleting the source keeps them readable);
@@ -152,6 +154,9 @@ def on_event(store, event: dict) -> dict:
         return {"event": kind, "branch": branch, "folded": folded}
     if kind == "pre-merge":
         source, merged = _text(event, "source_ref"), _text(event, "commit_id")
+        if source.startswith(TEMP_BRANCH) or str(event.get("branch_id") or "").startswith(
+                TEMP_BRANCH):  # hms-proxy's own merge at work: its 3-way result is there
+            return {"event": kind, "ignored": True}
         problems = check_merge(store, source, merged)
         if problems:
             log.warning("refused lakeFS's merge of %s into %s: %s", event.get("merge_source")

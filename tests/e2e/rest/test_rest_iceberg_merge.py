@@ -319,3 +319,49 @@ def test_appends_on_two_lakefs_branches_keep_every_row_after_the_branch_goes(tmp
         assert ids(server.hive().load_table("lparts.t")) == [2, 4, 10, 11]
     finally:
         server.proc.stop()
+
+
+def test_with_the_lakefs_action_a_table_both_branches_committed_to_merges_by_hms_proxy(tmp_path):
+    """lakeFS's own merge of an Iceberg table both branches committed to (the action
+    installed, so each lakeFS commit folds the catalog into one object per table) stops on
+    lakeFS's conflict and changes nothing; ``hms-proxy merge`` replays the source's append in
+    Iceberg's terms, through the action's hooks (which let its own temporary branches by);
+    after the branch is deleted the destination reads every row through both doors and takes
+    a Thrift writer's append."""
+    from lakefs_sdk.exceptions import ApiException
+
+    from tests.support.wait import wait_until
+
+    server = start_lakefs_rest_server(tmp_path / "hms", "icehooks", "--http-port", "0",
+                                      "--lakefs-hooks", "self")
+    repo = server.repo
+    try:
+        with server.lakefs.sdk() as client:
+            api = LakeFSApi(client, repo)
+            api.branch("prod", "main")  # made after the action: lakeFS runs its hooks there
+            prod = server.rest("prod")
+            wait_until(lambda: prod.list_namespaces() is not None, what="prod on the server")
+            prod.create_namespace("lake")
+            prod.create_table("lake.t", schema=rows(0).schema).append(rows(1))
+            api.commit("prod", "the table")
+            api.branch("dev", "prod")
+            wait_until(lambda: server.rest("dev").table_exists("lake.t"), what="dev's table")
+            server.rest("dev").load_table("lake.t").append(rows(2))
+            prod.load_table("lake.t").append(rows(10))
+            api.commit("dev", "append 2")
+            api.commit("prod", "append 10")
+            with pytest.raises(ApiException) as refused:
+                api.merge("dev", "prod")
+            assert refused.value.status == 409, refused.value
+        assert ids(prod.load_table("lake.t")) == [1, 10]
+        merged = server.cli("merge", "dev", "prod")
+        assert "1 snapshot replayed (append" in merged.stdout, merged.stdout
+        with server.lakefs.sdk() as client:
+            LakeFSApi(client, repo).delete_branch("dev")
+        assert ids(server.rest("prod").load_table("lake.t")) == [1, 2, 10]
+        stored = server.hive().load_table("lake@prod.t")
+        assert not any(f"/{repo}/dev/" in p for p in named_paths(stored))
+        stored.append(rows(11))
+        assert ids(server.rest("prod").load_table("lake.t")) == [1, 2, 10, 11]
+    finally:
+        server.proc.stop()
