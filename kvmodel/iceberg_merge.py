@@ -426,10 +426,68 @@ def _new_id(taken: set[int]) -> int:
             return candidate
 
 
+class _Batched:
+    """``files`` for one merge: the source's manifest lists and the manifests they add read
+    ahead in parallel, every new file written at the end in parallel, before the metadata file
+    that names them (through lakeFS's S3 gateway each read or write is a round trip: one at a
+    time, a merge of 100 snapshots took 100 times four of them)."""
+
+    WORKERS = 8
+
+    def __init__(self, files: Files):
+        self.files, self.paths = files, files.paths
+        self.move, self.ident = files.move, files.ident
+        self._read: dict = {}
+        self._writes: dict = {}  # path -> bytes, not written yet (read back from here)
+
+    def read(self, path: str, ref: str | None = None) -> bytes:
+        hit = self._read.get((path, ref))
+        if hit is None:
+            hit = self._writes.get(self.files.move(path, ref))
+        return hit if hit is not None else self.files.read(path, ref)
+
+    def write(self, path: str, data: bytes) -> None:
+        self._writes[path] = data
+
+    def metadata(self, path: str, ref: str | None = None) -> dict:
+        return json.loads(self.read(path, ref))
+
+    def _map(self, fn, items: list) -> list:
+        if len(items) <= 1:
+            return [fn(x) for x in items]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(self.WORKERS, len(items))) as pool:
+            return list(pool.map(fn, items))
+
+    def prefetch(self, paths: list[str], ref: str | None) -> None:
+        paths = [x for x in dict.fromkeys(paths) if (x, ref) not in self._read]
+        for path, data in zip(paths, self._map(lambda x: self.files.read(x, ref), paths)):
+            self._read[(path, ref)] = data
+
+    def flush(self) -> None:
+        self._map(lambda w: self.files.write(*w), list(self._writes.items()))
+        self._writes = {}
+
+
+def _read_ahead(batched: _Batched, replay: list[dict], dest_ref: str | None) -> None:
+    """What replaying ``replay`` reads: their manifest lists, then the manifests they add."""
+    batched.prefetch([s["manifest-list"] for s in replay if s.get("manifest-list")], dest_ref)
+    manifests = []
+    for source in replay:
+        if source.get("manifest-list"):
+            manifests += [r["manifest_path"] for r in _own_manifests(
+                iter_container(batched.read(source["manifest-list"], dest_ref)), source)]
+    batched.prefetch(manifests, dest_ref)
+
+
 def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tuple[str, dict]:
     """Write the merged table: for each replayed snapshot, a manifest of the files it added and
     a manifest list; then one metadata file (next to ``p.dest``). Returns (its location, its
     JSON)."""
+    metadata_writer = files
+    files = _Batched(files)
+    _read_ahead(files, p.replay, dest_ref)
     merged = json.loads(json.dumps(dst))
     merged.update(p.taken)
     props = dict(merged.get("properties") or {})
@@ -541,8 +599,30 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
     keep = int(props.get("write.metadata.previous-versions-max", 100) or 100)
     merged["metadata-log"] = history[-keep:] if keep > 0 else []
     path = next_metadata_location(metadata_dir, p.dest)
-    files.write(path, json.dumps(merged, separators=(",", ":")).encode())
+    files.flush()  # what the metadata file names, before it
+    metadata_writer.write(path, json.dumps(merged, separators=(",", ":")).encode())
     return path, merged
+
+
+def _own_manifests(records, source: dict):
+    """The manifest list records (``records``: an :func:`iter_container`) of the manifests
+    snapshot ``source`` wrote. Writers list a snapshot's new manifests first: once they hold
+    as many added files as its summary counts, the rest of the list (the table's older
+    manifests) is not decoded."""
+    sid = source["snapshot-id"]
+    summary = source.get("summary") or {}
+    try:
+        expected = int(summary["added-data-files"]) + int(summary.get("added-delete-files", 0))
+    except (KeyError, TypeError, ValueError):
+        expected = None
+    found = 0
+    for record in records:
+        if expected is not None and found >= expected:
+            return
+        if record.get("added_snapshot_id") != sid:  # written by an earlier snapshot
+            continue
+        found += _count(record, "added") or 0
+        yield record
 
 
 def _added_manifests(files: Files, source: dict, new_id: int, seq: int, version: int,
@@ -554,20 +634,7 @@ def _added_manifests(files: Files, source: dict, new_id: int, seq: int, version:
     list_meta = records.meta
     out = []
     sid = source["snapshot-id"]
-    # writers list a snapshot's new manifests first: once they hold as many added files as
-    # its summary counts, the rest of the list (the table's older manifests) is not decoded
-    summary = source.get("summary") or {}
-    try:
-        expected = int(summary["added-data-files"]) + int(summary.get("added-delete-files", 0))
-    except (KeyError, TypeError, ValueError):
-        expected = None
-    found = 0
-    for record in records:
-        if expected is not None and found >= expected:
-            break
-        if record.get("added_snapshot_id") != sid:  # written by an earlier snapshot
-            continue
-        found += _count(record, "added") or 0
+    for record in _own_manifests(records, source):
         meta, _, entries = read_container(files.read(record["manifest_path"], dest_ref))
         # added by that snapshot (a null snapshot id is inherited from the manifest)
         mine = [e for e in entries
