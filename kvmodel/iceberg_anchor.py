@@ -33,6 +33,7 @@ import json
 import logging
 import posixpath
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes
@@ -509,12 +510,23 @@ def anchor_before_delete(store, doomed: str, skip=lambda name: False) -> list[An
     if not anchors(store) or not has_pyiceberg():
         return []
     anchor = Anchor(store)
+    raw = unwrap(store)
+    others = [b.name for b in store.list_branches() if b.name != doomed and not skip(b.name)]
+
+    def look(name: str) -> list[tuple[str, str]]:
+        watched = raw.watched(name) if hasattr(raw, "watched") else True
+        try:
+            return anchor.naming(name, doomed)
+        finally:
+            if not watched:
+                raw.unwatch(name)
+
+    # every branch is looked at (a cherry-pick brings files without ancestry), several at a
+    # time: lakeFS waits for the hook (60 s) before it deletes
+    with ThreadPoolExecutor(min(8, max(1, len(others)))) as pool:
+        found = list(pool.map(look, others))
     done: list[Anchored] = []
-    for branch in store.list_branches():
-        name = branch.name
-        if name == doomed or skip(name):
-            continue
-        names = anchor.naming(name, doomed)
+    for name, names in zip(others, found):
         if not names:
             continue
         dirty = _uncommitted(store, name)

@@ -216,6 +216,17 @@ class BranchStates:
         with self._lock:
             self._branches.pop(branch, None)
 
+    def watched(self, branch: str) -> bool:
+        """Whether the branch's state is kept and refreshed in the background (it was read
+        in the last IDLE_AFTER seconds)."""
+        return branch in self._branches
+
+    def unwatch(self, branch: str) -> None:
+        """Stop keeping the branch's state (a one-off look at many branches, such as what
+        lakeFS's pre-delete-branch hook asks, must not have them all refreshed for minutes);
+        its next read builds it again."""
+        self._drop_state(branch)
+
     def _forget_log(self) -> None:
         """Drop the log objects read that no branch state needs any more (the caller holds
         ``self._lock``)."""

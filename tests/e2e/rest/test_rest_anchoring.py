@@ -126,9 +126,12 @@ def test_hms_proxy_merge_then_branch_deleted_main_reads(tmp_path):
         server.proc.stop()
 
 
-def test_a_branch_deleted_under_a_cherry_picked_table_is_anchored_first(tmp_path):
+def test_a_branch_deleted_under_a_cherry_picked_table_is_anchored_first(tmp_path,
+                                                                         monkeypatch):
     """lakeFS's cherry-pick runs no merge hook: main's table names dev's files until lakeFS is
-    asked to delete dev; its pre-delete-branch hook anchors main's table, then dev goes."""
+    asked to delete dev; its pre-delete-branch hook anchors main's table, then dev goes. The
+    hook looks at every branch (here also some that hold the table and name nothing of dev)
+    without keeping them refreshed afterwards."""
     server = start_lakefs_rest_server(tmp_path / "hms", "anchorpick", "--http-port", "0",
                                       "--lakefs-hooks", "self")
     repo = server.repo
@@ -148,6 +151,8 @@ def test_a_branch_deleted_under_a_cherry_picked_table_is_anchored_first(tmp_path
                        what="the cherry-picked append on main")
             table = main.load_table("lake.events")
             assert table.metadata_location.startswith(f"s3a://{repo}/dev/")  # not anchored
+            for i in range(4):
+                api.branch(f"other{i}", "main")
             api.delete_branch("dev")
             assert _head_message(api, "main").startswith(
                 "hms-proxy: 1 Iceberg table anchored on main before branch dev was deleted")
@@ -156,6 +161,18 @@ def test_a_branch_deleted_under_a_cherry_picked_table_is_anchored_first(tmp_path
             assert not any(f"/{repo}/dev/" in p for p in named_paths(table))
             table.append(rows(4))
             assert ids(server.hive().load_table("lake.events")) == [1, 2, 3, 4]
+        # what the hook runs, in this process: the branches it looked at are not kept
+        from kvmodel.iceberg_anchor import anchor_before_delete
+        from kvmodel.store import open_store
+
+        for name, value in server.lakefs.env().items():
+            monkeypatch.setenv(name, value)
+        store = open_store(server.store)
+        try:
+            assert anchor_before_delete(store, "other0") == []
+            assert not any(store.watched(b.name) for b in store.list_branches())
+        finally:
+            store.close()
     finally:
         server.proc.stop()
 
