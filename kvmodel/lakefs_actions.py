@@ -14,8 +14,11 @@ commits or merges. :data:`ACTION_PATH` holds one action with two webhooks served
   (:func:`kvmodel.merge.three_way`) and refuses the merge (lakeFS then aborts it) when that
   merge has conflicts, or when what lakeFS's merge of the objects reads as is not what the
   catalog merge gives (both branches changed one table, in different fields: lakeFS keeps one
-  whole object, ``hms-proxy merge`` merges them field by field). The refusal names the table
-  and the fields; lakeFS shows it in the action's run (``lakectl actions runs describe``).
+  whole object, ``hms-proxy merge`` merges them field by field), and when both committed to
+  one Iceberg table (kept as each branch's own variant, :mod:`kvmodel.store.lakefs.variants`,
+  so lakeFS merged them without a conflict: ``hms-proxy merge`` replays one side's snapshots
+  on the other's). The refusal names the table and the fields, or ``hms-proxy merge``;
+  lakeFS shows it in the action's run (``lakectl actions runs describe``).
   The merges of hms-proxy's own temporary branches (``hms-proxy merge`` at work: its 3-way
   result, Iceberg replays included, is what they bring) are let by;
 * **post-merge**: the Iceberg tables lakeFS's merge brought are anchored on the destination
@@ -36,11 +39,12 @@ import time
 
 from kvmodel.entities import parse_key
 from kvmodel.iceberg_anchor import anchor_after_merge, anchor_before_delete
+from kvmodel.locations import LAKEFS_ACTION
 from kvmodel.merge import three_way
 from kvmodel.store.errors import NothingToCommit, StoreError
 from kvmodel.store.lakefs.common import TEMP_BRANCH
 
-ACTION_PATH = "_lakefs_actions/hms-proxy.yaml"
+ACTION_PATH = LAKEFS_ACTION
 INSTALL_ATTEMPTS = 8  # servers started together commit the branch at the same moments
 ACTION_NAME = "hms-proxy catalog"
 HOOK_PATH = "/api/v1/lakefs/hooks"
@@ -157,7 +161,8 @@ def on_event(store, event: dict) -> dict:
         if source.startswith(TEMP_BRANCH) or str(event.get("branch_id") or "").startswith(
                 TEMP_BRANCH):  # hms-proxy's own merge at work: its 3-way result is there
             return {"event": kind, "ignored": True}
-        problems = check_merge(store, source, merged)
+        problems = check_merge(store, source, merged, event.get("branch_id"),
+                               event.get("merge_source"))
         if problems:
             log.warning("refused lakeFS's merge of %s into %s: %s", event.get("merge_source")
                         or source, event.get("branch_id"), "; ".join(problems))
@@ -196,9 +201,11 @@ def _text(event: dict, name: str) -> str:
     return value
 
 
-def check_merge(store, source: str, merged: str) -> list[str]:
-    """Why lakeFS's merge commit ``merged`` of ``source`` must not become its branch's head,
-    one line each (none: it reads as the catalog's own 3-way merge)."""
+def check_merge(store, source: str, merged: str, dest_name: str | None = None,
+                source_name: str | None = None) -> list[str]:
+    """Why lakeFS's merge commit ``merged`` of ``source`` (``source_name``, as the user named
+    it, into branch ``dest_name``) must not become its branch's head, one line each (none: it
+    reads as the catalog's own 3-way merge)."""
     commit = store.get_commit(merged)
     if not commit.parents:
         return []
@@ -210,6 +217,14 @@ def check_merge(store, source: str, merged: str) -> list[str]:
     problems = [f"{_name(c.kind, c.path)}: {c.type.lower().replace('_', ' ')} "
                 f"({', '.join(c.fields)}): merge with `hms-proxy merge --strategy ...` or "
                 f"change one side" for c in outcome.conflicts]
+    # Iceberg tables both branches committed to (kept per branch, so lakeFS merged them
+    # without a conflict): lakeFS's merge reads as one side's snapshots
+    problems += [f"{_name('table', parse_key(key)[1])}: both branches committed to this "
+                 "Iceberg table and lakeFS's merge would keep one side's snapshots only: merge "
+                 f"with `hms-proxy merge {source_name or source} {dest_name or dest}`, which "
+                 f"merges it in Iceberg's terms ({len(plan.replay)} snapshot"
+                 f"{'' if len(plan.replay) == 1 else 's'} of {source_name or source} replayed)"
+                 for key, plan in sorted(outcome.iceberg.items())]
     if problems:
         return problems
     made = {d.key: d.right for d in store.diff(dest, merged)}

@@ -226,16 +226,37 @@ class RenderedStore:
             return view.get(key)
 
 
-__all__ = ["RefLocations", "RenderedStore", "SCHEMES", "CANONICAL_SCHEME"]
+__all__ = ["RefLocations", "RenderedStore", "SCHEMES", "CANONICAL_SCHEME", "carried_by_branch"]
+
+
+LAKEFS_ACTION = "_lakefs_actions/hms-proxy.yaml"  # kvmodel.lakefs_actions.ACTION_PATH
+
+
+def carried_by_branch(key: str, value: bytes) -> bool:
+    """Whether a lakeFS store keeps ``key`` per branch (:mod:`kvmodel.store.lakefs.variants`):
+    an Iceberg table, which every commit of its writers changes, and which two branches that
+    both committed to must merge in Iceberg's terms, not stop on lakeFS's object conflict."""
+    parts = key.split("/")
+    if len(parts) != 4 or parts[0] != "db" or parts[2] != "table":
+        return False
+    try:
+        params = codec.decode(ttypes.Table, value).parameters or {}
+    except Exception:  # noqa: BLE001 - not a table's bytes: kept as any key
+        return False
+    return str(params.get("table_type", "")).upper() == "ICEBERG"
 
 
 def open_catalog_store(location, **lakefs_options) -> VersionedStore:
     """The store at ``location`` as the catalog keeps it (:func:`kvmodel.store.open_store`):
     a lakeFS one stores the locations under its repository ref-free
-    (:meth:`RefLocations.canonical` on every value written), any other as it is.
-    ``lakefs_options``: keyword arguments of ``LakeFSStore`` (``config``...)."""
+    (:meth:`RefLocations.canonical` on every value written) and keeps Iceberg tables per
+    branch (:func:`carried_by_branch`), any other as it is. ``lakefs_options``: keyword
+    arguments of ``LakeFSStore`` (``config``...)."""
     repository = lakefs_repository(str(location))
     if repository is not None:
+        lakefs_options.setdefault("carried", carried_by_branch)
+        # only where the lakeFS action's pre-merge hook checks lakeFS's merges of them
+        lakefs_options.setdefault("carry_guard", LAKEFS_ACTION)
         return open_store(location, canonical=RefLocations(repository).canonical,
                           **lakefs_options)
     return open_store(location)

@@ -88,11 +88,11 @@ class _Backend:
         return RestCatalog(ref, uri=rest, warehouse=ref, **keys)
 
     def open(self):
-        from kvmodel.store import open_store
+        from kvmodel.locations import open_catalog_store
 
         if self.lake is not None:
             os.environ.update(self.lake.env())
-        return open_store(self.spec)
+        return open_catalog_store(self.spec)
 
     def commit(self, store, branch: str, message: str) -> None:
         if self.lake is not None:  # the embedded store's server committed every write

@@ -57,7 +57,8 @@ down). Tags and commits are read once. Catalog objects must be written through t
 **Modules**, by concern: :mod:`~kvmodel.store.lakefs.api` (configuration, lakeFS's API and its
 errors), :mod:`~kvmodel.store.lakefs.log` (the write log's format),
 :mod:`~kvmodel.store.lakefs.views` (views, write transactions, caches),
-:mod:`~kvmodel.store.lakefs.committed` (reading commits), :mod:`~kvmodel.store.lakefs.state`
+:mod:`~kvmodel.store.lakefs.committed` (reading commits), :mod:`~kvmodel.store.lakefs.variants`
+(keys kept per branch: Iceberg tables), :mod:`~kvmodel.store.lakefs.state`
 (branch states and their refresh), :mod:`~kvmodel.store.lakefs.writes` (writes, folds and
 commits), :mod:`~kvmodel.store.lakefs.merges` (log, diff, merges),
 :mod:`~kvmodel.store.lakefs.data` (table files), :mod:`~kvmodel.store.lakefs.store` (refs and

@@ -222,6 +222,24 @@ class CommittedReads:
         return hit
 
 
+    def _commit_overlay(self, commit: CommitID) -> "_CommitLog":
+        """What a commit's per-key objects read with: the newest variant of each key that has
+        any (:mod:`kvmodel.store.lakefs.variants`), and the live log entries it holds over
+        them."""
+        logged = self._commit_log(commit)
+        variants = self._commit_variants(commit)
+        if not variants:
+            return logged
+        hit = self._overlays.get(commit)
+        if hit is None:
+            overlay = dict(variants.newest)
+            overlay.update(logged.overlay)
+            hit = _CommitLog(overlay, sorted(overlay))
+            self._overlays.put(commit, hit, 64 + sum(len(k) + len(v or b"") + 32
+                                                     for k, v in overlay.items()))
+        return hit
+
+
 class _CommitLog:
     """A commit's live log entries, applied: ``overlay`` (key -> value or None) and its keys,
     sorted."""

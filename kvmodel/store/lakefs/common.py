@@ -15,7 +15,8 @@ from kvmodel.store.lakefs.log import LOG
 
 PREFIX = "_hms/"  # catalog key k is the object PREFIX + k
 JOURNAL = "_hms_journal/"  # the layout before the write log: one object per branch, dropped
-NOT_DATA = (PREFIX, JOURNAL, LOG)  # what is the catalog's, not table data
+VARIANTS = "_hms_v/"  # per-branch variants of some keys (kvmodel.store.lakefs.variants)
+NOT_DATA = (PREFIX, JOURNAL, LOG, VARIANTS)  # what is the catalog's, not table data
 INLINE_LIMIT = 2048  # bytes of value carried in user metadata (base64 of at most this)
 META_VALUE = "hms-v"
 META_AUTHOR = "hms.author"

@@ -83,7 +83,7 @@ class Lanes:
         return _BranchState(state.head, state.base, state.entries, state.folded, staged, keys,
                             state.checked, state.version, used=state.used, news=state.news,
                             last_seq=state.last_seq, last_time=state.last_time,
-                            contents=state.contents)
+                            contents=state.contents, variants=state.variants)
 
     def join(self, changes: dict) -> tuple[Group, bool]:
         """A transaction's changes into the forming group, or a new one in flight when none

@@ -24,6 +24,7 @@ from kvmodel.store.errors import (
 )
 from kvmodel.store.lakefs.api import LakeFSError
 from kvmodel.store.lakefs.common import (
+    _ABSENT,
     CONNECT_TIMEOUT,
     META_AUTHOR,
     META_CREATED,
@@ -152,13 +153,19 @@ class Merges:
         keys = {_key(path) for path, _ in self._commit_diff(left, right, PREFIX + prefix)}
         for commit in (left, right):
             keys.update(k for k in self._commit_log(commit).keys if k.startswith(prefix))
-        if left != right:
-            for commit in (left, right):
-                if self._commit_log(commit).keys:  # value-compared: keep only real changes
-                    found = sorted(keys)
-                    lv = _Snapshot(self, left).get_many(found)
-                    rv = _Snapshot(self, right).get_many(found)
-                    return {k for k, a, b in zip(found, lv, rv) if a != b}
+        # keys kept per branch: their newest variants at the two commits (the right's made
+        # from the left's and the diff between them, which a merge has asked for already)
+        lvar = self._commit_variants(left).newest
+        rvar = self._commit_variants(right, near=left).newest
+        keys.update(k for k in lvar.keys() | rvar.keys()
+                    if k.startswith(prefix) and lvar.get(k, _ABSENT) != rvar.get(k, _ABSENT))
+        if left != right and (lvar or rvar or any(self._commit_log(c).keys
+                                                   for c in (left, right))):
+            # value-compared: keep only real changes
+            found = sorted(keys)
+            lv = _Snapshot(self, left).get_many(found)
+            rv = _Snapshot(self, right).get_many(found)
+            return {k for k, a, b in zip(found, lv, rv) if a != b}
         return keys
 
     def data_conflicts(self, base: CommitID, source: CommitID, dest: CommitID) -> list[str]:
@@ -247,7 +254,8 @@ class Merges:
             if writes:
                 if self._commit_log(state.head).keys:  # they would read over the writes
                     self._fold_branch(temp)
-                self._put_keys(temp, state.head, writes)
+                self._put_catalog(temp, branch, state.head, writes,
+                                  state.variants.newest.keys())
             self._commit(temp, message, author, metadata, allow_empty=True)
             return self._merge(temp, branch, message, author, metadata, None)
         finally:
@@ -299,7 +307,10 @@ class Merges:
             if fixes:
                 if self._commit_log(temp_head).keys:  # they would read over the fixes
                     self._fold_branch(temp)
-                self._put_keys(temp, temp_head, fixes)
+                sticky = self._commit_variants(source, near=base) if base else None
+                sticky = (sticky.newest.keys() if sticky else set()) | \
+                    (self._commit_variants(dest, near=base).newest.keys() if base else set())
+                self._put_catalog(temp, branch, temp_head, fixes, sticky)
                 self._commit(temp, f"Merge resolutions for {branch}", author, {},
                              allow_empty=True)
             return self._merge(temp, branch, message, author, metadata, None)

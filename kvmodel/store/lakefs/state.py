@@ -15,7 +15,16 @@ from kvmodel.store.errors import (
     StoreError,
 )
 from kvmodel.store.lakefs import log as lakefs_log
-from kvmodel.store.lakefs.common import _ABSENT, IDLE_AFTER, PREFIX, TEMP_BRANCH, _key, log
+from kvmodel.store.lakefs.common import (
+    _ABSENT,
+    IDLE_AFTER,
+    PREFIX,
+    TEMP_BRANCH,
+    VARIANTS,
+    _key,
+    log,
+)
+from kvmodel.store.lakefs.variants import EMPTY, VariantIndex, parse_variant
 from kvmodel.store.lakefs.views import _BranchState, _CommitCache, _versions, _View
 
 
@@ -33,6 +42,8 @@ class BranchStates:
         self._pages = _CommitCache(self._pages.local.max_weight, redis_url, self.repository)
         self._commit_logs = _CommitCache(self._commit_logs.local.max_weight, redis_url,
                                          self.repository + ":log")
+        self._variant_idx = _CommitCache(self._variant_idx.local.max_weight, redis_url,
+                                         self.repository + ":variants")
         self._redis = redis.Redis.from_url(redis_url, socket_timeout=0.5,
                                            socket_connect_timeout=0.5)
 
@@ -125,22 +136,27 @@ class BranchStates:
         if cached and all(c is not None for c in cached):
             for changes in cached:
                 known.update(changes)
-        base = self._list_staged(branch, covered, known)
+        base, staged_variants = self._list_staged(branch, covered, known)
         ref = self._branch(branch)
         if ref is None:
             self._drop_state(branch)
             raise RefNotFound(f"no branch {branch!r}")
+        variants = self._commit_variants(ref.commit_id, before.head if before else None)
+        if staged_variants:
+            variants = variants.changed(staged_variants)
         with self._lock:
             self._entries.update(contents)  # kept while a state applies them (_forget_log)
             current = self._branches.get(branch)
             keys = tuple(o.cache_key for o in live)
             if current is not None and current.head == ref.commit_id and \
                     current.base == base and current.folded == folded and \
+                    current.variants == variants and \
                     keys[:len(current.entries)] == current.entry_keys:
                 state = self._extend(branch, current, live[len(current.entries):], started,
                                      contents)
             else:
-                state = self._build(branch, ref.commit_id, base, live, folded, started, contents)
+                state = self._build(branch, ref.commit_id, base, live, folded, started, contents,
+                                    variants)
                 # this process's writes made during the calls above, which they may not show
                 seen = set(keys) | set(folded)
                 earlier = set() if before is None else set(before.entry_keys)
@@ -161,13 +177,16 @@ class BranchStates:
             self._failures.pop(branch, None)
         return state
 
-    def _build(self, branch, head, base, live, folded, checked, contents) -> _BranchState:
+    def _build(self, branch, head, base, live, folded, checked, contents,
+               variants: VariantIndex = EMPTY) -> _BranchState:
         staged = dict(base)
+        staged.update(variants.newest)  # a key's newest variant over its per-key object
         for obj in live:
             staged.update(contents[obj.cache_key])
         state = _BranchState(head, base, tuple(live), tuple(folded), staged, sorted(staged),
                              checked, next(_versions), time.monotonic(),
-                             contents={o.cache_key: contents[o.cache_key] for o in live})
+                             contents={o.cache_key: contents[o.cache_key] for o in live},
+                             variants=variants)
         for obj in live:
             if obj.directory == branch and obj.seq is not None:
                 state.last_seq = max(state.last_seq, obj.seq)
@@ -193,7 +212,8 @@ class BranchStates:
                 last_seq, last_time = max(last_seq, obj.seq), max(last_time, obj.time)
         return _BranchState(known.head, known.base, known.entries + tuple(new), known.folded,
                             staged, keys, checked, next(_versions), known.used,
-                            last_seq=last_seq, last_time=last_time, contents=mine)
+                            last_seq=last_seq, last_time=last_time, contents=mine,
+                            variants=known.variants)
 
     def _put_state(self, branch: str, state: _BranchState) -> None:
         """Install ``state`` (the caller holds ``self._lock``); start the refresher."""
@@ -256,11 +276,24 @@ class BranchStates:
                 if self._stop.is_set():
                     return
 
-    def _list_staged(self, branch: str, covered: set, known: dict) -> dict:
-        """The staged per-key catalog objects (left by a fold not committed yet; normally
-        none): one diff call when there are none. Values are read only for keys the live log
-        does not set anyway (``covered``) and whose value is not ``known``, in parallel."""
+    def _list_staged(self, branch: str, covered: set, known: dict) -> tuple[dict, dict]:
+        """The staged per-key catalog objects and variants (left by a fold not committed yet;
+        normally none): (key -> value, variant path -> (stamp, value) or None: removed). One
+        diff call when there are none (grouped by prefix: it says which of ``_hms/`` and
+        ``_hms_v/`` has any). Values are read only for keys the live log does not set anyway
+        (``covered``) and whose value is not ``known``, in parallel."""
+        prefixes = {d.path for d in self._paged(self.api.branches.diff_branch, branch,
+                                                prefix=PREFIX.rstrip("/"), delimiter="/")
+                    if d.path_type == "common_prefix"}
+        variants = {}
+        if VARIANTS in prefixes:
+            for d in self._paged(self.api.branches.diff_branch, branch, prefix=VARIANTS):
+                if d.path_type == "object" and parse_variant(d.path) is not None:
+                    variants[d.path] = None if d.type == "removed" else \
+                        self._staged_variant(branch, d.path)
         staged = {}
+        if PREFIX not in prefixes:
+            return staged, variants
         wanted = []
         for d in self._paged(self.api.branches.diff_branch, branch, prefix=PREFIX):
             if d.path_type != "object":
@@ -284,7 +317,7 @@ class BranchStates:
 
         for path, value in self._pool.map(read, wanted) if len(wanted) > 1 else map(read, wanted):
             staged[_key(path)] = value
-        return staged
+        return staged, variants
 
     def _view(self, ref: RefExpr) -> _View:
         state = self._fresh(ref, news=True) if isinstance(ref, str) else None

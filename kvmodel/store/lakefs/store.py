@@ -45,12 +45,14 @@ from kvmodel.store.lakefs.common import (
 from kvmodel.store.lakefs.data import DataObjects
 from kvmodel.store.lakefs.merges import Merges
 from kvmodel.store.lakefs.state import BranchStates
+from kvmodel.store.lakefs.variants import Variants
 from kvmodel.store.lakefs.views import _BranchState, _CommitCache
 from kvmodel.store.lakefs.writes import Writes
 from kvmodel.store.refs import is_commit_prefix, parse_ref, validate_name, walk_ancestry
 
 
-class LakeFSStore(BranchStates, CommittedReads, Writes, Merges, DataObjects, VersionedStore):
+class LakeFSStore(BranchStates, CommittedReads, Variants, Writes, Merges, DataObjects,
+                  VersionedStore):
     """A :class:`VersionedStore` over lakeFS repository ``repository`` (see the module doc).
 
     Args:
@@ -65,6 +67,14 @@ class LakeFSStore(BranchStates, CommittedReads, Writes, Merges, DataObjects, Ver
             catalog opens its store with :meth:`kvmodel.locations.RefLocations.canonical`, so
             that locations under the repository are stored ref-free
             (:func:`kvmodel.locations.open_catalog_store`). None: values stored as given.
+        carried: ``(key, value) -> bool``: the keys a fold writes as the branch's own variant
+            (:mod:`kvmodel.store.lakefs.variants`), so that lakeFS's merge of two branches
+            that both changed one leaves it to the catalog's merge; the catalog passes
+            :func:`kvmodel.locations.carried_by_branch` (Iceberg tables). None: none but
+            those that have a variant already.
+        carry_guard: a path (the lakeFS action of :mod:`kvmodel.lakefs_actions`) without
+            which at a branch's head ``carried`` is not applied there: its pre-merge hook is
+            what refuses lakeFS's merges of a key both branches changed.
         redis_url: also cache what is read at commits in this Redis (``serve --redis``).
     """
 
@@ -74,10 +84,14 @@ class LakeFSStore(BranchStates, CommittedReads, Writes, Merges, DataObjects, Ver
     def __init__(self, repository: str, config: LakeFSConfig | None = None, *,
                  cache_bytes: int = 256 << 20, refresh: float = DEFAULT_REFRESH,
                  canonical: Callable[[str, bytes, str], bytes] | None = None,
+                 carried: Callable[[str, bytes], bool] | None = None,
+                 carry_guard: str | None = None,
                  redis_url: str | None = None):
 
         self.repository = repository
         self.canonical = canonical
+        self.carried = carried
+        self.carry_guard = carry_guard
         self.config = config or LakeFSConfig.discover()
         self.api = _Api(self.config, repository)
         self.refresh_interval = float(refresh)
@@ -97,6 +111,10 @@ class LakeFSStore(BranchStates, CommittedReads, Writes, Merges, DataObjects, Ver
         # commit -> _CommitLog: the live log entries a commit holds, applied
         self._commit_logs = _CommitCache(max(cache_bytes // 16, 1 << 20), redis_url,
                                          repository + ":log")
+        # commit -> VariantIndex; commit -> its variants and live entries, applied
+        self._variant_idx = _CommitCache(max(cache_bytes // 16, 1 << 20), redis_url,
+                                         repository + ":variants")
+        self._overlays = LRUCache(max(cache_bytes // 16, 1 << 20))
         self._branch_locks: dict[str, threading.RLock] = {}
         self._write_lanes: dict = {}  # branch -> its write groups (groups.Lanes)
         self._refresh_locks: dict[str, threading.Lock] = {}

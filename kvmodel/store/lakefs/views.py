@@ -17,6 +17,7 @@ from kvmodel.store.contract import (
     Value,
     WriteTxn,
 )
+from kvmodel.store.lakefs.variants import EMPTY, VariantIndex
 
 
 class _CommitCache:
@@ -81,7 +82,7 @@ class _Snapshot:
     @property
     def log(self):
         if self._log is None:
-            self._log = self.store._commit_log(self.commit)
+            self._log = self.store._commit_overlay(self.commit)
         return self._log
 
     def get(self, key: Key) -> Value | None:
@@ -232,6 +233,8 @@ class _BranchState:
     last_seq: int = 0  # the highest slot of the branch's own log directory seen
     last_time: int = 0  # the latest writer's time in it
     contents: dict = field(default_factory=dict)  # an entry's cache_key -> its changes
+    # its head's and staged variants (applied in staged)
+    variants: VariantIndex = field(default_factory=lambda: EMPTY)
 
     @property
     def entry_keys(self) -> tuple:

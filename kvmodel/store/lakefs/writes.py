@@ -37,10 +37,12 @@ from kvmodel.store.lakefs.common import (
     NOT_DATA,
     PAGE,
     PREFIX,
+    VARIANTS,
     VERSIONING_TIMEOUT,
     _path,
 )
 from kvmodel.store.lakefs.groups import Lanes
+from kvmodel.store.lakefs.variants import EMPTY as EMPTY_VARIANTS
 from kvmodel.store.lakefs.views import _BranchState, _Snapshot, _Write
 
 
@@ -169,6 +171,20 @@ class Writes:
         self._delete_paths(branch, [_path(k) for k in dels
                                     if (base.get(k) if k in base else there[k]) is not None])
 
+    def _put_catalog(self, branch: str, owner: str, head: CommitID, changes: dict,
+                     sticky) -> None:
+        """Write ``changes`` on ``branch`` (a temporary branch at ``head``, merged into
+        ``owner`` next): as per-key objects, and the keys kept per branch (``sticky``: those
+        with variants on the sides merged, and those the policy names) as ``owner``'s
+        variants, newer than any of theirs there."""
+        policy = self._policy_applies(head)
+        carried = {k: v for k, v in changes.items()
+                   if k in sticky or self._carries(k, v, EMPTY_VARIANTS, policy)}
+        self._put_keys(branch, head, {k: v for k, v in changes.items() if k not in carried})
+        if carried:
+            self._put_variants(branch, owner, carried, self._refresh(branch).variants,
+                               time.time_ns())
+
     def _delete_paths(self, branch: str, paths: list[str]) -> None:
         for i in range(0, len(paths), PAGE):
             answer = self.api(self.api.objects.delete_objects, branch,
@@ -281,12 +297,21 @@ class Writes:
         keys = sorted(keys)
         unknown = [k for k in keys if k not in state.base]
         committed = dict(zip(unknown, self._committed_values(state.head, unknown)))
-        writes = {}
+        writes, carried = {}, {}
+        newest = state.variants.newest
+        policy = self._policy_applies(state.head)
         for key in keys:
+            value = state.staged.get(key)
             raw = state.base[key] if key in state.base else committed[key]
-            if state.staged.get(key) != raw:
-                writes[key] = state.staged.get(key)
+            if self._carries(key, value, state.variants, policy):  # as the branch's own
+                if value != (newest[key] if key in newest else raw):
+                    carried[key] = value
+            elif value != raw:
+                writes[key] = value
         self._put_keys(branch, state.head, writes, state.base)
+        if carried:
+            self._put_variants(branch, branch, carried, state.variants,
+                               max(time.time_ns(), state.last_time + 1))
         # entries of other directories (brought by a commit or merge made without our fold)
         # are folded by name: the new ones, and those earlier folds named that are still here
         plan, _ = self._read_log(branch)
@@ -396,6 +421,7 @@ class Writes:
     def _reset_catalog(self, branch: str) -> None:
         sdk = self.api.sdk
         for kind, path in (("common_prefix", PREFIX), ("common_prefix", lakefs_log.LOG),
+                           ("common_prefix", VARIANTS),
                            ("object", JOURNAL + branch)):  # the layout before the log's
             try:
                 self.api(self.api.branches.reset_branch, branch,

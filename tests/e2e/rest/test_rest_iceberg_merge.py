@@ -323,11 +323,13 @@ def test_appends_on_two_lakefs_branches_keep_every_row_after_the_branch_goes(tmp
 
 def test_with_the_lakefs_action_a_table_both_branches_committed_to_merges_by_hms_proxy(tmp_path):
     """lakeFS's own merge of an Iceberg table both branches committed to (the action
-    installed, so each lakeFS commit folds the catalog into one object per table) stops on
-    lakeFS's conflict and changes nothing; ``hms-proxy merge`` replays the source's append in
-    Iceberg's terms, through the action's hooks (which let its own temporary branches by);
-    after the branch is deleted the destination reads every row through both doors and takes
-    a Thrift writer's append."""
+    installed, so each lakeFS commit folds the catalog: the table as each branch's own
+    variant, which lakeFS merges without a conflict) is refused by the action's pre-merge hook,
+    naming the table and ``hms-proxy merge``, and changes nothing; ``hms-proxy merge``
+    replays the source's append in Iceberg's terms, through the action's hooks (which let its
+    own temporary branches by); after the branch is deleted the destination reads every row
+    through both doors and takes a Thrift writer's append. A later append on one side only
+    merges with lakeFS's own merge."""
     from lakefs_sdk.exceptions import ApiException
 
     from tests.support.wait import wait_until
@@ -352,7 +354,12 @@ def test_with_the_lakefs_action_a_table_both_branches_committed_to_merges_by_hms
             api.commit("prod", "append 10")
             with pytest.raises(ApiException) as refused:
                 api.merge("dev", "prod")
-            assert refused.value.status == 409, refused.value
+            body = str(refused.value.body)
+            assert "pre-merge hook aborted" in body, body
+            output = api.hook_output(body.split("run id '", 1)[1].split("'", 1)[0])
+            assert "table lake.t: both branches committed to this Iceberg table" in output, \
+                output
+            assert "`hms-proxy merge dev prod`" in output, output
         assert ids(prod.load_table("lake.t")) == [1, 10]
         merged = server.cli("merge", "dev", "prod")
         assert "1 snapshot replayed (append" in merged.stdout, merged.stdout
@@ -363,5 +370,20 @@ def test_with_the_lakefs_action_a_table_both_branches_committed_to_merges_by_hms
         assert not any(f"/{repo}/dev/" in p for p in named_paths(stored))
         stored.append(rows(11))
         assert ids(server.rest("prod").load_table("lake.t")) == [1, 2, 10, 11]
+        # one side only since: lakeFS's own merge, anchored by the post-merge hook
+        with server.lakefs.sdk() as client:
+            api = LakeFSApi(client, repo)
+            api.commit("prod", "append 11")
+            api.branch("dev2", "prod")
+            wait_until(lambda: server.rest("dev2").table_exists("lake.t"), what="dev2's table")
+            server.rest("dev2").load_table("lake.t").append(rows(20))
+            api.commit("dev2", "append 20")
+            api.merge("dev2", "prod")
+            wait_until(lambda: ids(server.rest("prod").load_table("lake.t")) == [
+                1, 2, 10, 11, 20], what="prod after lakeFS's merge")
+            api.delete_branch("dev2")
+        assert ids(server.rest("prod").load_table("lake.t")) == [1, 2, 10, 11, 20]
+        assert not any(f"/{repo}/dev2/" in p for p in named_paths(
+            server.hive().load_table("lake@prod.t")))
     finally:
         server.proc.stop()
