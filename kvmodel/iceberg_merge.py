@@ -488,7 +488,7 @@ def apply(files: Files, p: Plan, dst: dict, dest_ref: str | None = None) -> tupl
     metadata_writer = files
     files = _Batched(files)
     _read_ahead(files, p.replay, dest_ref)
-    merged = json.loads(json.dumps(dst))
+    merged = dict(dst)  # its nested values are replaced below, never changed in place
     merged.update(p.taken)
     props = dict(merged.get("properties") or {})
     for name, value in p.properties.items():
