@@ -46,7 +46,9 @@ def register(subparsers) -> None:
                    help="add: add_partition to a table per writer; alter: alter_partition of "
                         "one shared table (default both)")
     p.add_argument("--servers", default="stock,embedded,lakefs", metavar="NAME,...",
-                   help="stock, embedded, lakefs (default all three)")
+                   help="stock, embedded, lakefs, lakefs-2 (two of our servers over one "
+                        "repository, the writers split between them); default stock, "
+                        "embedded, lakefs")
     p.add_argument("--tuned", action="store_true",
                    help="also lakeFS with the recommended settings (batch delay 0)")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
@@ -146,13 +148,46 @@ def _prepare(server, mode: str, db: str, writers: int) -> None:
         client.close()
 
 
+class _Servers:
+    """Several servers over one store, each writer connected to one of them in turn."""
+
+    def __init__(self, servers: list):
+        self.servers = servers
+        self.host, self.port = servers[0].host, servers[0].port
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()
+
+
+def _seen_everywhere(targets: list, mode: str, db: str, writers: int) -> None:
+    """Wait until every server reads what the first one made (another server's writes are
+    seen within its staleness bound, 1 s)."""
+    names = [f"w{w}" for w in range(writers)] if mode == "add" else ["shared"]
+    deadline = time.monotonic() + 30
+    for target in targets[1:]:
+        client = _client(target.host, target.port)
+        try:
+            while set(names) - set(client.get_all_tables(db) if db in
+                                   client.get_all_databases() else []):
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"server {target.port} did not see {db} within 30 s")
+                time.sleep(0.1)
+        finally:
+            client.close()
+
+
 def _measure(server, mode: str, writers: int, duration: float, tag: str) -> dict:
     db = f"w_{mode}_{writers}_{tag}"
     _prepare(server, mode, db, writers)
+    targets = getattr(server, "servers", [server])
+    _seen_everywhere(targets, mode, db, writers)
     ctx = multiprocessing.get_context("spawn")
     out, ready, start = ctx.Queue(), ctx.Queue(), ctx.Event()
-    procs = [ctx.Process(target=_writer, args=(server.host, server.port, mode, db, w, ready,
-                                               start, duration, out)) for w in range(writers)]
+    procs = [ctx.Process(target=_writer, args=(targets[w % len(targets)].host,
+                                               targets[w % len(targets)].port, mode, db, w,
+                                               ready, start, duration, out))
+             for w in range(writers)]
     for p in procs:
         p.start()
     for _ in procs:  # every writer connected before any writes
@@ -171,7 +206,7 @@ def _measure(server, mode: str, writers: int, duration: float, tag: str) -> dict
 def run(args) -> dict:
     sizes = counts(args.writers, "--writers", "1,8,32")
     modes = _names(args.modes, ("add", "alter"), "--modes")
-    kinds = _names(args.servers, ("stock", "embedded", "lakefs"), "--servers")
+    kinds = _names(args.servers, ("stock", "embedded", "lakefs", "lakefs-2"), "--servers")
     work = Path(tempfile.mkdtemp(prefix="hms-proxy-writes-"))
     started, lakes = {}, []
     load_start = load_average()
@@ -195,6 +230,15 @@ def run(args) -> dict:
                 started[f"ours, {label}"] = metastores.start_proxy(
                     work / f"on-lakefs-{len(lakes)}", *quiet, store="lakefs://bench",
                     warehouse=False, env=dict(os.environ, **lake.env()))
+        if "lakefs-2" in kinds:  # two servers over one repository, writers split between
+            log("starting lakeFS (its defaults) for two servers")
+            lake = lakefs_local.start_lakefs(work / f"lakefs-{len(lakes)}")
+            lakes.append(lake)
+            lake.create_repository("bench2")
+            env = dict(os.environ, **lake.env())
+            started["ours, 2 servers, lakeFS defaults"] = _Servers([
+                metastores.start_proxy(work / f"two-{i}", *quiet, store="lakefs://bench2",
+                                       warehouse=False, env=env) for i in range(2)])
         rows = []
         for mode in modes:
             for n in sizes:

@@ -65,6 +65,15 @@ class CommittedReads:
         hit = self._values.get((commit, key))
         if hit is not None:
             return None if hit == _ABSENT else hit
+        directory = key.rsplit("/", 1)[0] + "/" if "/" in key else ""
+        bound = self._tails.get((commit, directory))
+        if bound is not None and key >= bound:
+            return None  # nothing at or after ``bound`` in its directory at that commit
+        if directory:
+            return self._probe(commit, directory, key)
+        return self._stat_value(commit, key)
+
+    def _stat_value(self, commit: CommitID, key: Key) -> Value | None:
         try:
             stats = self.api(self.api.objects.stat_object, commit, _path(key),
                              user_metadata=True)
@@ -72,6 +81,29 @@ class CommittedReads:
             self._values.put((commit, key), _ABSENT, 64 + len(key))
             return None
         value = self._value_of(commit, stats)
+        self._values.put((commit, key), value, 64 + len(key) + len(value))
+        return value
+
+    def _probe(self, commit: CommitID, directory: Key, key: Key) -> Value | None:
+        """``key``'s value at ``commit`` by a listing of its directory from it (one call, as a
+        stat): the first object at or after it says whether it is there, and when there is
+        none, no key after it is either, which is kept: a new partition's key, asked before
+        it is added (each add_partition asks), is answered from there until the next
+        commit."""
+        page = self.api(self.api.objects.list_objects, commit, user_metadata=True,
+                        after=_after_for(_path(key)), amount=2, prefix=PREFIX + directory)
+        listed = [st for st in page.results if st.path_type == "object"]
+        found = [st for st in listed if _key(st.path) >= key]
+        if not found and listed:  # only paths before it (_after_for's margin): ask it
+            return self._stat_value(commit, key)
+        if not found:
+            self._tails.put((commit, directory), key, 96 + len(key))
+            self._values.put((commit, key), _ABSENT, 64 + len(key))
+            return None
+        if _key(found[0].path) != key:
+            self._values.put((commit, key), _ABSENT, 64 + len(key))
+            return None
+        value = self._value_of(commit, found[0])
         self._values.put((commit, key), value, 64 + len(key) + len(value))
         return value
 
@@ -220,7 +252,6 @@ class CommittedReads:
             self._commit_logs.put(commit, hit, 64 + sum(len(k) + len(v or b"") + 32
                                                         for k, v in overlay.items()))
         return hit
-
 
     def _commit_overlay(self, commit: CommitID) -> "_CommitLog":
         """What a commit's per-key objects read with: the newest variant of each key that has

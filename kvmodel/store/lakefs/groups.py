@@ -1,16 +1,29 @@
-"""Group commit: the writes of one branch that arrive while its log upload is in flight go
-together into the next slot, one object and one upload for all of them.
+"""Group commit, pipelined: the writes of one branch that arrive while its log uploads are in
+flight go together into the next slot (one object and one upload for all of them), and up to
+:data:`DEPTH` such groups are uploaded at once, each in the slot after the one before.
 
 A branch's write rate would otherwise be one upload's latency (each write takes the branch's
 next log slot with a conditional upload, one after the other), whatever the number of clients.
 Here a write transaction runs, as before, one at a time under the branch's lock, over the
 branch's state **and the changes of the groups not acknowledged yet** (so each write is checked
 against what the writes before it leave, compare-and-set included), then joins the group being
-formed and leaves the lock. The first member of a group uploads it once the group before it
-has landed; every member is answered when that upload is acknowledged by lakeFS, never before.
-A failed upload fails its whole group (nothing of it is in the log), and the group formed on
-top of it too, with :class:`WriteConflict`: its writes were decided over changes that do not
-exist, and are decided again (:func:`kvmodel.store.errors.decided_again`).
+formed and leaves the lock. The group's first member (its leader) takes it off once fewer
+than :data:`DEPTH` groups are in flight: its slot is the one after the last group in flight
+(or the first free one after the branch's chain), and it names that group's nonce as the entry
+it was decided over (``pred``, :mod:`kvmodel.store.lakefs.log`): readers count an entry only
+once the one it names is in the branch's chain, so a group whose predecessor never lands is
+never applied by anyone. Every member is answered when lakeFS acknowledged its group's upload
+**and those of every group before it** (answers go in slot order), never before.
+
+A failed upload fails its group, and every group after it:
+
+* when lakeFS refused it (an error answered, or its slot taken by another server: a 412), it
+  is not in the log and the groups after it can never join the chain: they get
+  :class:`WriteConflict` and are decided again (:func:`kvmodel.store.errors.decided_again`),
+  even if their uploads land;
+* when its outcome is unknown (lakeFS did not answer, even to the same upload tried again),
+  neither is theirs once uploaded: they get its error; those whose upload was refused, or not
+  made, get :class:`WriteConflict`.
 
 What must see the branch whole (a commit, a fold, a reset, a merge's snapshot) takes it with
 :meth:`Lanes.exclusive`: new writes wait, the groups in flight land first.
@@ -18,11 +31,18 @@ What must see the branch whole (a commit, a fold, a reset, a merge's snapshot) t
 from __future__ import annotations
 
 import bisect
+import os
 import threading
+import time
+import uuid
 from contextlib import contextmanager
 
 from kvmodel.store.errors import WriteConflict
+from kvmodel.store.lakefs.api import LakeFSUnreachable
 from kvmodel.store.lakefs.views import _BranchState
+
+# groups of one branch uploaded at once (HMS_LAKEFS_WRITE_DEPTH: 1 is one at a time)
+DEPTH = int(os.environ.get("HMS_LAKEFS_WRITE_DEPTH", "3"))
 
 
 class Group:
@@ -33,6 +53,12 @@ class Group:
         self.changes: dict = {}
         self.members = 0
         self.seq: int | None = None  # the slot it takes, once it takes off
+        self.pred: str | None = None  # the nonce of the entry it was decided over
+        self.nonce = ""
+        self.stamp = 0  # the writer's time it carries
+        self.checksum = ""
+        self.uploaded = False
+        self.doubt: BaseException | None = None  # a group before it failed without an answer
         self.error: BaseException | None = None
         self.done = threading.Event()
 
@@ -47,18 +73,25 @@ class Group:
         self.done.set()
 
 
-class Lanes:
-    """One branch's groups: the one in flight and the one forming behind it, under the
-    branch's lock (``lock``, an RLock held by write transactions)."""
+def _later(error: BaseException) -> WriteConflict:
+    return WriteConflict(f"a write of this branch decided before it failed ({error}): read "
+                         "again")
 
-    def __init__(self, lock):
+
+class Lanes:
+    """One branch's groups: those in flight, in slot order, and the one forming behind them,
+    under the branch's lock (``lock``, an RLock held by write transactions)."""
+
+    def __init__(self, lock, depth: int = DEPTH):
         self.cond = threading.Condition(lock)
-        self.flying: Group | None = None
+        self.depth = max(1, int(depth))
+        self.flying: list[Group] = []
         self.forming: Group | None = None
+        self.adrift: set = set()  # failed over a group before them, their uploads not ended
         self.exclusive_waiting = 0
 
     def busy(self) -> bool:
-        return self.flying is not None or self.forming is not None
+        return bool(self.flying or self.adrift) or self.forming is not None
 
     def wait_open(self) -> None:
         """Before a write transaction (lock held): wait while something takes the branch
@@ -70,7 +103,7 @@ class Lanes:
         """``state`` with the changes of the groups not acknowledged yet applied (lock held):
         what a write transaction reads. A group in flight whose slot ``state`` already holds
         (its upload landed, seen by a refresh) is in ``state`` already."""
-        groups = [g for g in (self.flying, self.forming)
+        groups = [g for g in (*self.flying, self.forming)
                   if g is not None and (g.seq is None or state.last_seq < g.seq)]
         if not groups:
             return state
@@ -83,46 +116,75 @@ class Lanes:
         return _BranchState(state.head, state.base, state.entries, state.folded, staged, keys,
                             state.checked, state.version, used=state.used, news=state.news,
                             last_seq=state.last_seq, last_time=state.last_time,
-                            contents=state.contents, variants=state.variants)
+                            contents=state.contents, variants=state.variants,
+                            last_nonce=state.last_nonce, next_slot=state.next_slot)
 
     def join(self, changes: dict) -> tuple[Group, bool]:
-        """A transaction's changes into the forming group, or a new one in flight when none
-        is (lock held): (its group, whether it leads it)."""
-        if self.flying is None and self.forming is None:
-            group = self.flying = Group()
-        else:
-            if self.forming is None:
-                self.forming = Group()
-            group = self.forming
+        """A transaction's changes into the forming group (lock held): (its group, whether it
+        leads it)."""
+        if self.forming is None:
+            self.forming = Group()
+        group = self.forming
         return group, group.join(changes)
 
-    def take_off(self, group: Group, next_seq) -> bool:
-        """The leader of ``group``: wait until the group before it has landed, then mark it
-        in flight with the slot ``next_seq()`` gives (lock held); False when it failed
-        meanwhile (built over a failed group)."""
-        while self.flying is not None and self.flying is not group:
+    def take_off(self, group: Group, first) -> bool:
+        """The leader of ``group``: wait until fewer than ``depth`` groups are in flight, then
+        put it in flight (lock held) in the slot after the last one, decided over it, or where
+        ``first()`` says ((slot, the nonce of the chain's end or None, the latest writer's
+        time) of the branch's state); False when it failed meanwhile (over a failed group)."""
+        while len(self.flying) >= self.depth and group.error is None:
             self.cond.wait()
         if group.error is not None:
             return False
         if self.forming is group:
             self.forming = None
-        self.flying = group
-        group.seq = next_seq()
+        if self.flying:
+            before = self.flying[-1]
+            group.seq, group.pred, last_time = before.seq + 1, before.nonce, before.stamp
+        else:
+            group.seq, group.pred, last_time = first()
+        group.nonce = uuid.uuid4().hex
+        group.stamp = max(time.time_ns(), last_time + 1)
+        self.flying.append(group)
         return True
 
-    def land(self, group: Group, error: BaseException | None) -> None:
-        """``group``'s upload ended (lock held): its members are answered; after a failure the
-        group formed over it fails too."""
-        if self.flying is group:
-            self.flying = None
+    def land(self, group: Group, error: BaseException | None, install) -> None:
+        """``group``'s upload ended (lock held). Groups land in slot order: each whose upload
+        and predecessors' ended well is installed (``install(group)``: into the branch's
+        state) and its members answered; a failure fails the groups after it (see the module
+        doc)."""
+        if group not in self.flying:  # failed already, over a group before it
+            self.adrift.discard(group)
+            if group.doubt is not None and error is None:
+                group.fail(group.doubt)  # it may be in the chain: nobody can tell
+            elif not group.done.is_set():
+                group.fail(error if isinstance(error, LakeFSUnreachable)
+                           else _later(group.doubt or error))
+            self.cond.notify_all()
+            return
         if error is not None:
-            if self.forming is not None:
-                self.forming.fail(WriteConflict("a write of this branch decided before it "
-                                                "failed: read again"))
-                self.forming = None
+            at = self.flying.index(group)
+            later, self.flying = self.flying[at + 1:], self.flying[:at]
             group.fail(error)
+            unknown = isinstance(error, LakeFSUnreachable)  # it may have landed
+            for other in later:
+                if not other.uploaded:
+                    self.adrift.add(other)
+                if unknown and other.uploaded:
+                    other.fail(error)
+                elif unknown:
+                    other.doubt = error  # decided when its own upload ends
+                else:
+                    other.fail(_later(error))
+            if self.forming is not None:
+                self.forming.fail(_later(error))
+                self.forming = None
         else:
-            group.done.set()
+            group.uploaded = True
+            while self.flying and self.flying[0].uploaded:
+                ready = self.flying.pop(0)
+                install(ready)
+                ready.done.set()
         self.cond.notify_all()
 
     @contextmanager

@@ -44,6 +44,8 @@ META_TIME = "hms-t"  # the writer's time in nanoseconds, in an entry's user meta
 META_KIND = "hms-kind"  # "fold" on a fold entry's user metadata
 META_FLOOR = "hms-floor"  # a fold entry's floor, in its user metadata (as in its content)
 META_NAMED = "hms-named"  # how many entries it names: its content is read only if any
+META_NONCE = "hms-n"  # an entry's own random name, in its user metadata
+META_PRED = "hms-p"  # the nonce of the entry it was decided over (the slot chain, below)
 RETAIN = 120.0  # seconds a folded slot stays occupied (a writer's state is never half as old)
 MARKER = "~folded-"  # the layout before slots: a marker naming folded entries of its directory
 _MAGIC = b"HMSLOG1\n"  # the layout before slots: magic, then the changes
@@ -171,6 +173,8 @@ class Listed:
     fold: bool = False  # a fold entry (or a marker of the layout before slots)
     floor: int = 0  # a fold entry's floor, from its metadata
     named: int = -1  # how many entries a fold entry names (-1: unknown, read its content)
+    nonce: str = ""  # its own nonce ("": written before the slot chain)
+    pred: str | None = None  # the nonce of the entry before it in the chain (None: no claim)
 
     @property
     def needs_reading(self) -> bool:
@@ -188,11 +192,17 @@ def listed(path: str, metadata: dict | None, checksum: str, mtime: int = 0) -> L
     if not rest or "/" not in rest:
         return None
     dirname, name = rest.rsplit("/", 1)
-    stamp, fold, floor, named = 0, False, 0, -1
+    stamp, fold, floor, named, nonce, pred = 0, False, 0, -1, "", None
     for key, value in (metadata or {}).items():
         key = key.lower()
         if key == META_KIND:
             fold = value == "fold"
+            continue
+        if key == META_NONCE:
+            nonce = value
+            continue
+        if key == META_PRED:
+            pred = value
             continue
         try:
             number = int(value)
@@ -206,7 +216,7 @@ def listed(path: str, metadata: dict | None, checksum: str, mtime: int = 0) -> L
             named = number
     if _SEQ.fullmatch(name):
         return Listed(path, dirname, int(name), stamp, checksum or "", mtime, fold,
-                      floor if fold else 0, named if fold else -1)
+                      floor if fold else 0, named if fold else -1, nonce, pred)
     if _LEGACY.fullmatch(name):
         return Listed(path, dirname, None, int(name.split("-", 1)[0]), checksum or "", mtime)
     if is_marker(name):
@@ -217,14 +227,51 @@ def listed(path: str, metadata: dict | None, checksum: str, mtime: int = 0) -> L
 @dataclass
 class Plan:
     """What a listed log means: the entries to apply, in order; what folds made of the rest;
-    and, per directory, the last slot used and the last writer's time."""
+    and, per directory, the end of its slot chain (the last slot in it, its nonce, the first
+    free slot after it: where the next write goes) and the last writer's time."""
 
     live: list = field(default_factory=list)  # Listed entries, in the order they apply
     folded: list = field(default_factory=list)  # Listed entries folded (kept or named)
     folds: list = field(default_factory=list)  # Listed fold entries and markers
     floors: dict = field(default_factory=dict)  # directory -> floor
-    last_seq: dict = field(default_factory=dict)  # directory -> highest slot present
+    last_seq: dict = field(default_factory=dict)  # directory -> the last slot of its chain
+    last_nonce: dict = field(default_factory=dict)  # directory -> that slot's nonce
+    next_slot: dict = field(default_factory=dict)  # directory -> the first free slot after
     last_time: dict = field(default_factory=dict)  # directory -> latest writer's time
+    unsettled: list = field(default_factory=list)  # entries after a gap of their chain
+
+
+def _chain(slots: list[Listed]) -> tuple[set, set, int, str]:
+    """One directory's slot objects (sorted by slot): (the cache keys of the slots in its
+    chain, of those after its end that may still join it, the chain's last slot and nonce).
+
+    A writer that has groups in flight decides each over the ones before it, so an entry
+    names the nonce of the one it was decided over (``pred``): it counts only once that one
+    is in the chain. The chain starts at the directory's newest fold entry (written in the
+    first free slot after the chain as its writer saw it, so it is in it), else at slot 0; an
+    entry without ``pred`` (written before the chain, or after an entry without a nonce)
+    joins it wherever it is. An entry whose predecessor is not there yet may still join (its
+    writer's upload of it is in flight, into a free slot before it): it is *unsettled*; when
+    no slot between the chain's end and it is free, it never will (another entry took its
+    predecessor's place)."""
+    folds = [o for o in slots if o.fold]
+    start = folds[-1] if folds else None
+    tip_seq, tip_nonce = (start.seq, start.nonce) if start else (0, None)
+    chain = {start.cache_key} if start else set()
+    after = []
+    for obj in slots:
+        if obj.seq <= tip_seq:
+            continue
+        if obj.pred is None or (tip_nonce is not None and obj.pred == tip_nonce):
+            chain.add(obj.cache_key)
+            tip_seq, tip_nonce = obj.seq, obj.nonce or None
+        else:
+            after.append(obj)
+    taken = {o.seq for o in slots}
+    gap = tip_seq + 1
+    while gap in taken:
+        gap += 1
+    return chain, {o.cache_key for o in after if o.seq > gap}, tip_seq, tip_nonce or ""
 
 
 def plan(objects: list[Listed], folds: dict) -> Plan:
@@ -233,9 +280,10 @@ def plan(objects: list[Listed], folds: dict) -> Plan:
     (``Listed.needs_reading``) to its :class:`Fold`, as the caller read it."""
     out = Plan()
     named: set = set()
+    by_dir: dict[str, list] = {}
     for obj in objects:
         if obj.seq is not None:
-            out.last_seq[obj.directory] = max(out.last_seq.get(obj.directory, 0), obj.seq)
+            by_dir.setdefault(obj.directory, []).append(obj)
             out.last_time[obj.directory] = max(out.last_time.get(obj.directory, 0), obj.time)
         if not obj.fold:
             continue
@@ -244,10 +292,27 @@ def plan(objects: list[Listed], folds: dict) -> Plan:
         named |= fold.named
         if obj.seq is not None:
             out.floors[obj.directory] = max(out.floors.get(obj.directory, 0), fold.floor)
+    chained: set = set()
+    waiting: set = set()
+    for directory, slots in by_dir.items():
+        slots.sort(key=lambda o: o.seq)
+        chain, after, tip, nonce = _chain(slots)
+        chained |= chain
+        waiting |= after
+        out.last_seq[directory], out.last_nonce[directory] = tip, nonce
+        taken = {o.seq for o in slots}
+        free = tip + 1
+        while free in taken:
+            free += 1
+        out.next_slot[directory] = free
     for obj in (o for o in objects if not o.fold):
         if obj.path in named or (obj.seq is not None and
                                  obj.seq <= out.floors.get(obj.directory, 0)):
             out.folded.append(obj)
+        elif obj.seq is not None and obj.cache_key in waiting:
+            out.unsettled.append(obj)
+        elif obj.seq is not None and obj.cache_key not in chained:
+            out.folded.append(obj)  # out of the chain for good: never applied
         else:
             out.live.append(obj)
     out.live.sort(key=order)
@@ -260,5 +325,5 @@ def order(obj: Listed) -> tuple:
     return (obj.seq is not None, obj.time, obj.directory, obj.seq or 0, obj.path)
 
 
-__all__ = ["LOG", "META_TIME", "META_KIND", "RETAIN", "directory", "slot_path", "encode", "decode",
+__all__ = ["LOG", "META_TIME", "META_KIND", "META_NONCE", "META_PRED", "RETAIN", "directory", "slot_path", "encode", "decode",
            "Fold", "encode_fold", "decode_fold", "Listed", "listed", "Plan", "plan", "order"]

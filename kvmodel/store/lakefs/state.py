@@ -18,6 +18,7 @@ from kvmodel.store.lakefs import log as lakefs_log
 from kvmodel.store.lakefs.common import (
     _ABSENT,
     IDLE_AFTER,
+    PAGE,
     PREFIX,
     TEMP_BRANCH,
     VARIANTS,
@@ -26,6 +27,17 @@ from kvmodel.store.lakefs.common import (
 )
 from kvmodel.store.lakefs.variants import EMPTY, VariantIndex, parse_variant
 from kvmodel.store.lakefs.views import _BranchState, _CommitCache, _versions, _View
+
+
+def _advance(state: _BranchState, obj) -> None:
+    """``state``'s end of its own slot chain moved to entry ``obj`` (in the chain) if later."""
+    if obj.seq > state.last_seq:
+        state.last_seq, state.last_nonce = obj.seq, obj.nonce
+        state.next_slot = max(state.next_slot, obj.seq + 1)
+    state.last_time = max(state.last_time, obj.time)
+
+
+FULL_EVERY = 5.0  # seconds between refreshes that list the whole log of a branch
 
 
 class BranchStates:
@@ -117,6 +129,9 @@ class BranchStates:
         started = time.monotonic()
         news = self._news(branch)  # read first: a change announced after it is seen next time
         before = self._branches.get(branch)
+        quick = self._refresh_quick(branch, before, started, news)
+        if quick is not None:
+            return quick
         try:
             plan, contents = self._read_log(branch)
         except RefNotFound:
@@ -136,7 +151,7 @@ class BranchStates:
         if cached and all(c is not None for c in cached):
             for changes in cached:
                 known.update(changes)
-        base, staged_variants = self._list_staged(branch, covered, known)
+        base, staged_variants, prefixes = self._list_staged(branch, covered, known, kinds=True)
         ref = self._branch(branch)
         if ref is None:
             self._drop_state(branch)
@@ -148,6 +163,7 @@ class BranchStates:
             self._entries.update(contents)  # kept while a state applies them (_forget_log)
             current = self._branches.get(branch)
             keys = tuple(o.cache_key for o in live)
+            mine = []
             if current is not None and current.head == ref.commit_id and \
                     current.base == base and current.folded == folded and \
                     current.variants == variants and \
@@ -165,8 +181,17 @@ class BranchStates:
                     o.cache_key not in earlier]
                 if mine:
                     state = self._extend(branch, state, mine, started, current.contents)
-            state.last_seq = max(state.last_seq, plan.last_seq.get(branch, 0))
+            if plan.last_seq.get(branch, 0) >= state.last_seq:  # else: own writes since
+                state.last_seq = plan.last_seq.get(branch, 0)
+                state.last_nonce = plan.last_nonce.get(branch, "")
+                state.next_slot = plan.next_slot.get(branch, state.last_seq + 1)
             state.last_time = max(state.last_time, plan.last_time.get(branch, 0))
+            own = lakefs_log.directory(branch)
+            state.listed_after = max((o.path for o in (*plan.live, *plan.folded, *plan.folds,
+                                                       *plan.unsettled)
+                                      if o.path.startswith(own)), default="")
+            state.full_at = started
+            state.log_staged = lakefs_log.LOG in prefixes or bool(mine)
             if self._moved.get(branch, -float("inf")) >= started:
                 state.checked = -float("inf")  # the branch moved during this refresh
             if state.news != news and (state.news is None or news is None or
@@ -174,6 +199,71 @@ class BranchStates:
                 state.news = news
             self._put_state(branch, state)
             self._forget_log()
+            self._failures.pop(branch, None)
+        return state
+
+    def _refresh_quick(self, branch: str, before: _BranchState | None, started: float,
+                       news) -> _BranchState | None:
+        """The branch's state from ``before`` and the slots its own directory has after the
+        last one a listing showed (one listing of just those, then the staged objects and
+        the head as a refresh asks them), when nothing else can have moved: no fold entry
+        among them, each the next of the chain, the head and the staged objects as before.
+        None: a whole refresh is needed (and one is made every ``FULL_EVERY`` seconds, so that
+        what lakeFS changed under another name, such as a reset, is seen). A busy branch's
+        log between two commits grows by thousands of entries: a refresh every 0.25 s must
+        not list them all."""
+        if before is None or before.listed_after is None or \
+                started - before.full_at > FULL_EVERY or \
+                self._moved.get(branch, -float("inf")) >= before.checked:  # we moved it
+            return None
+        own = lakefs_log.directory(branch)
+        page = self.api(self.api.objects.list_objects, branch, prefix=own,
+                        after=before.listed_after or "", delimiter="", user_metadata=True,
+                        amount=PAGE)
+        if page.pagination.has_more:
+            return None
+        listed = [lakefs_log.listed(st.path, st.metadata, st.checksum, int(st.mtime or 0))
+                  for st in page.results if st.path_type == "object"]
+        if any(o is None or o.fold or o.seq is None for o in listed):
+            return None
+        known = set(before.entry_keys)
+        new = sorted((o for o in listed if o.cache_key not in known), key=lambda o: o.seq)
+        tip, expect = before.last_nonce or None, before.next_slot
+        for obj in new:  # each in the chain, one after the other
+            if obj.seq != expect or not (obj.pred is None or obj.pred == tip):
+                return None
+            tip, expect = obj.nonce or None, obj.seq + 1
+        contents = {o.cache_key: self._entries.get(o.cache_key) for o in new}
+        unread = [o for o in new if contents[o.cache_key] is None]
+        for obj, data in self._read_objects(branch, unread):
+            contents[obj.cache_key] = lakefs_log.decode(data, obj.path)
+        base, staged_variants, prefixes = self._list_staged(branch, set(), {}, kinds=True)
+        # log entries staged before and none now: a reset (by another server, lakectl)? a
+        # whole refresh says
+        log_staged = lakefs_log.LOG in prefixes
+        if base != before.base or staged_variants or (before.log_staged and not log_staged) \
+                or before.variants != self._commit_variants(before.head):
+            return None
+        ref = self._branch(branch)
+        if ref is None or ref.commit_id != before.head:
+            return None
+        with self._lock:
+            current = self._branches.get(branch)
+            if current is None or current.head != before.head:
+                return None
+            self._entries.update(contents)
+            applied = set(current.entry_keys)
+            state = self._extend(branch, current, [o for o in new if o.cache_key not in applied],
+                                 started, contents)
+            if listed:
+                state.listed_after = max(state.listed_after or "", max(o.path for o in listed))
+            state.log_staged = log_staged
+            if self._moved.get(branch, -float("inf")) >= started:
+                state.checked = -float("inf")
+            if state.news != news and (state.news is None or news is None or
+                                       news > state.news):
+                state.news = news
+            self._put_state(branch, state)
             self._failures.pop(branch, None)
         return state
 
@@ -189,8 +279,7 @@ class BranchStates:
                              variants=variants)
         for obj in live:
             if obj.directory == branch and obj.seq is not None:
-                state.last_seq = max(state.last_seq, obj.seq)
-                state.last_time = max(state.last_time, obj.time)
+                _advance(state, obj)
         return state
 
     def _extend(self, branch, known: _BranchState, new, checked, contents) -> _BranchState:
@@ -200,8 +289,13 @@ class BranchStates:
             known.checked = checked
             return known
         staged, keys = dict(known.staged), list(known.keys)
-        last_seq, last_time = known.last_seq, known.last_time
         mine = dict(known.contents)
+        out = _BranchState(known.head, known.base, known.entries + tuple(new), known.folded,
+                           staged, keys, checked, next(_versions), known.used,
+                           last_seq=known.last_seq, last_time=known.last_time, contents=mine,
+                           variants=known.variants, last_nonce=known.last_nonce,
+                           next_slot=known.next_slot, listed_after=known.listed_after,
+                           full_at=known.full_at)
         for obj in new:
             mine[obj.cache_key] = contents[obj.cache_key]
             for key, value in contents[obj.cache_key].items():
@@ -209,11 +303,8 @@ class BranchStates:
                     bisect.insort(keys, key)
                 staged[key] = value
             if obj.directory == branch and obj.seq is not None:
-                last_seq, last_time = max(last_seq, obj.seq), max(last_time, obj.time)
-        return _BranchState(known.head, known.base, known.entries + tuple(new), known.folded,
-                            staged, keys, checked, next(_versions), known.used,
-                            last_seq=last_seq, last_time=last_time, contents=mine,
-                            variants=known.variants)
+                _advance(out, obj)
+        return out
 
     def _put_state(self, branch: str, state: _BranchState) -> None:
         """Install ``state`` (the caller holds ``self._lock``); start the refresher."""
@@ -276,7 +367,8 @@ class BranchStates:
                 if self._stop.is_set():
                     return
 
-    def _list_staged(self, branch: str, covered: set, known: dict) -> tuple[dict, dict]:
+    def _list_staged(self, branch: str, covered: set, known: dict,
+                     kinds: bool = False) -> tuple:
         """The staged per-key catalog objects and variants (left by a fold not committed yet;
         normally none): (key -> value, variant path -> (stamp, value) or None: removed). One
         diff call when there are none (grouped by prefix: it says which of ``_hms/`` and
@@ -293,7 +385,7 @@ class BranchStates:
                         self._staged_variant(branch, d.path)
         staged = {}
         if PREFIX not in prefixes:
-            return staged, variants
+            return (staged, variants, prefixes) if kinds else (staged, variants)
         wanted = []
         for d in self._paged(self.api.branches.diff_branch, branch, prefix=PREFIX):
             if d.path_type != "object":
@@ -317,7 +409,7 @@ class BranchStates:
 
         for path, value in self._pool.map(read, wanted) if len(wanted) > 1 else map(read, wanted):
             staged[_key(path)] = value
-        return staged, variants
+        return (staged, variants, prefixes) if kinds else (staged, variants)
 
     def _view(self, ref: RefExpr) -> _View:
         state = self._fresh(ref, news=True) if isinstance(ref, str) else None

@@ -115,6 +115,8 @@ class LakeFSStore(BranchStates, CommittedReads, Variants, Writes, Merges, DataOb
         self._variant_idx = _CommitCache(max(cache_bytes // 16, 1 << 20), redis_url,
                                          repository + ":variants")
         self._overlays = LRUCache(max(cache_bytes // 16, 1 << 20))
+        # (commit, directory) -> a key such that the directory holds nothing at or after it
+        self._tails = LRUCache(1 << 20)
         self._branch_locks: dict[str, threading.RLock] = {}
         self._write_lanes: dict = {}  # branch -> its write groups (groups.Lanes)
         self._refresh_locks: dict[str, threading.Lock] = {}

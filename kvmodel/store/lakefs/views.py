@@ -230,8 +230,13 @@ class _BranchState:
     version: int
     used: float = 0.0  # time.monotonic() of the last read
     news: int | None = None  # the branch's change counter in Redis when this was made
-    last_seq: int = 0  # the highest slot of the branch's own log directory seen
+    last_seq: int = 0  # the last slot of the branch's own log directory's chain
     last_time: int = 0  # the latest writer's time in it
+    last_nonce: str = ""  # the nonce of that slot's entry ("": none, or written before)
+    next_slot: int = 1  # the first free slot after it: where the branch's next write goes
+    listed_after: str | None = None  # the last path of its own directory a listing showed
+    full_at: float = 0.0  # time.monotonic() of the last refresh that listed the whole log
+    log_staged: bool = True  # whether it may have log entries not committed (a reset: gone)
     contents: dict = field(default_factory=dict)  # an entry's cache_key -> its changes
     # its head's and staged variants (applied in staged)
     variants: VariantIndex = field(default_factory=lambda: EMPTY)

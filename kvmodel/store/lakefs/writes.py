@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -26,7 +27,7 @@ from kvmodel.store.errors import (
     WriteConflict,
 )
 from kvmodel.store.lakefs import log as lakefs_log
-from kvmodel.store.lakefs.api import LakeFSError, LakeFSTimeout, PathTaken
+from kvmodel.store.lakefs.api import LakeFSError, LakeFSTimeout, LakeFSUnreachable, PathTaken
 from kvmodel.store.lakefs.common import (
     CONNECT_TIMEOUT,
     INLINE_LIMIT,
@@ -41,7 +42,7 @@ from kvmodel.store.lakefs.common import (
     VERSIONING_TIMEOUT,
     _path,
 )
-from kvmodel.store.lakefs.groups import Lanes
+from kvmodel.store.lakefs.groups import Group, Lanes
 from kvmodel.store.lakefs.variants import EMPTY as EMPTY_VARIANTS
 from kvmodel.store.lakefs.views import _BranchState, _Snapshot, _Write
 
@@ -87,23 +88,20 @@ class Writes:
                 self._outdate(name)
                 raise WriteConflict(f"branch {name!r} was read too long ago; read again")
             group, leads = lanes.join(txn.changes)
-            if leads and not lanes.take_off(group, lambda: self._next_seq(name, state)):
+            if leads and not lanes.take_off(group, lambda: self._chain_end(name, state)):
                 raise group.error
-        if not leads:
-            group.done.wait()
-            if group.error is not None:
-                raise group.error
-            return
-        error = None
-        try:
-            self._log_write(name, state, group.changes, group.seq)
-        except BaseException as exc:  # the upload may have landed or not: read again
-            error = exc
-            self._outdate(name)
-            raise
-        finally:
+        if leads:  # its upload, beside those of the groups before it (groups.py)
+            error = None
+            try:
+                group.checksum = self._upload_entry(name, group)
+            except BaseException as exc:  # noqa: BLE001 - it may have landed or not: read again
+                error = exc
+                self._outdate(name)
             with self._branch_lock(name):
-                lanes.land(group, error)
+                lanes.land(group, error, lambda g: self._install(name, state, g))
+        group.done.wait()  # answered in slot order
+        if group.error is not None:
+            raise group.error
 
     def _lanes(self, branch: str) -> Lanes:
         """The branch's write groups (created with its lock)."""
@@ -122,38 +120,63 @@ class Writes:
         with self._branch_lock(branch), lanes.exclusive():
             yield
 
-    def _next_seq(self, branch: str, state: _BranchState) -> int:
+    def _chain_end(self, branch: str, state: _BranchState) -> tuple[int, str | None, int]:
+        """Where the branch's next write goes: (the first free slot after its chain, the
+        nonce of the chain's last entry or None, the latest writer's time)."""
         current = self._branches.get(branch) or state
-        return current.last_seq + 1
+        return current.next_slot, current.last_nonce or None, current.last_time
 
-    def _log_write(self, branch: str, state: _BranchState, changes: dict,
-                   seq: int | None = None) -> None:
-        """One log entry with all of ``changes``, in the branch's next slot (``seq``, else the
-        one after the last known): uploaded whole, or not at all; :class:`WriteConflict` when
-        another server took the slot first (this state did not have its write)."""
-        current = self._branches.get(branch) or state
-        if seq is None:
-            seq = current.last_seq + 1
-        stamp = max(time.time_ns(), current.last_time + 1)
-        data = lakefs_log.encode(changes)
-        path = lakefs_log.slot_path(branch, seq)
-        try:
-            checksum = self.api.upload_new(branch, path, data,
-                                           {"x-lakefs-meta-" + lakefs_log.META_TIME: str(stamp)})
-        except PathTaken:
-            self._outdate(branch)
-            raise WriteConflict(f"another server wrote branch {branch!r} first (slot {seq})") \
-                from None
-        entry = lakefs_log.Listed(path, branch, seq, stamp, checksum)
+    def _upload_entry(self, branch: str, group) -> str:
+        """``group``'s changes as one log entry in its slot, naming the entry it was decided
+        over: uploaded whole, or not at all (its checksum); :class:`WriteConflict` when
+        another server took the slot first (the state it was decided on lacked that write)."""
+        headers = {"x-lakefs-meta-" + lakefs_log.META_TIME: str(group.stamp),
+                   "x-lakefs-meta-" + lakefs_log.META_NONCE: group.nonce}
+        if group.pred is not None:
+            headers["x-lakefs-meta-" + lakefs_log.META_PRED] = group.pred
+        data = lakefs_log.encode(group.changes)
+        path = lakefs_log.slot_path(branch, group.seq)
+        for attempt in range(1, 4):  # the same bytes again: found there, it is this upload
+            try:
+                return self.api.upload_new(branch, path, data, headers)
+            except PathTaken:
+                self._outdate(branch)
+                raise WriteConflict(f"another server wrote branch {branch!r} first "
+                                    f"(slot {group.seq})") from None
+            except LakeFSUnreachable:
+                if attempt == 3:
+                    raise
+                time.sleep(0.05 * attempt)
+        raise AssertionError("unreachable")
+
+    def _install(self, branch: str, state: _BranchState, group) -> None:
+        """A group that landed, in slot order, into the branch's state (announced first)."""
+        entry = lakefs_log.Listed(lakefs_log.slot_path(branch, group.seq), branch, group.seq,
+                                  group.stamp, group.checksum, nonce=group.nonce,
+                                  pred=group.pred)
         news = self._announce(branch)
         with self._lock:
-            self._entries[entry.cache_key] = dict(changes)
+            self._entries[entry.cache_key] = dict(group.changes)
             current = self._branches.get(branch) or state
+            if entry.cache_key in current.entry_keys:  # a refresh saw it land already
+                return
             new = self._extend(branch, current, [entry], current.checked,
-                               {entry.cache_key: dict(changes)})
+                               {entry.cache_key: dict(group.changes)})
             # our own change: the state stays current unless another was announced meanwhile
             new.news = news if news is not None and current.news == news - 1 else None
             self._put_state(branch, new)
+
+    def _log_write(self, branch: str, state: _BranchState, changes: dict) -> None:
+        """One log entry with all of ``changes`` at the end of the branch's chain, now (the
+        branch taken whole: no group in flight): uploaded whole, or not at all;
+        :class:`WriteConflict` when another server took the slot first."""
+        group = Group()
+        group.join(changes)
+        group.seq, group.pred, last_time = self._chain_end(branch, state)
+        group.nonce = uuid.uuid4().hex
+        group.stamp = max(time.time_ns(), last_time + 1)
+        group.checksum = self._upload_entry(branch, group)
+        self._install(branch, state, group)
 
     def _put_keys(self, branch: str, head: CommitID, changes: dict,
                   base: dict | None = None) -> None:
@@ -319,15 +342,18 @@ class Writes:
         named.update(o.path for o in plan.folded if o.seq is not None and
                      o.directory != branch and o.seq > plan.floors.get(o.directory, 0))
         named = sorted(named)
-        seq = state.last_seq + 1
+        seq = state.next_slot  # the first free slot after the chain: so in it, for anyone
         stamp = max(time.time_ns(), state.last_time + 1)
+        headers = {"x-lakefs-meta-" + lakefs_log.META_TIME: str(stamp),
+                   "x-lakefs-meta-" + lakefs_log.META_KIND: "fold",
+                   "x-lakefs-meta-" + lakefs_log.META_FLOOR: str(state.last_seq),
+                   "x-lakefs-meta-" + lakefs_log.META_NAMED: str(len(named)),
+                   "x-lakefs-meta-" + lakefs_log.META_NONCE: uuid.uuid4().hex}
+        if state.last_nonce:
+            headers["x-lakefs-meta-" + lakefs_log.META_PRED] = state.last_nonce
         try:
             self.api.upload_new(branch, lakefs_log.slot_path(branch, seq),
-                                lakefs_log.encode_fold(state.last_seq, named),
-                                {"x-lakefs-meta-" + lakefs_log.META_TIME: str(stamp),
-                                 "x-lakefs-meta-" + lakefs_log.META_KIND: "fold",
-                                 "x-lakefs-meta-" + lakefs_log.META_FLOOR: str(state.last_seq),
-                                 "x-lakefs-meta-" + lakefs_log.META_NAMED: str(len(named))})
+                                lakefs_log.encode_fold(state.last_seq, named), headers)
         except PathTaken:
             self._outdate(branch)
             raise WriteConflict(f"another server wrote branch {branch!r} during its fold") \

@@ -78,14 +78,18 @@ def calls(monkeypatch):
             seen[f"{method} {resource_path}"] += 1
         return real(self, resource_path, method, *args, **kwargs)
 
-    def post(self, target, body, headers):  # uploads: our own connection, not lakefs-sdk's
+    def request(self, method, target, body, headers):
+        # uploads, listings and stats of objects: our own connections, not lakefs-sdk's
+        path = target.split("?", 1)[0]
+        name = UPLOAD if method == "POST" else LIST if path.endswith("/objects/ls") else \
+            STAT if path.endswith("/objects/stat") else f"{method} {path}"
         with guard:
-            seen[UPLOAD] += 1
-        return real_post(self, target, body, headers)
+            seen[name] += 1
+        return real_request(self, method, target, body, headers)
 
-    real_post = lakefs_store._Connections.post
+    real_request = lakefs_store._Connections.request
     monkeypatch.setattr(lakefs_sdk.ApiClient, "call_api", call_api)
-    monkeypatch.setattr(lakefs_store._Connections, "post", post)
+    monkeypatch.setattr(lakefs_store._Connections, "request", request)
     return seen
 
 

@@ -181,3 +181,153 @@ def test_a_commit_waits_for_the_groups_in_flight(lake):
     with lake.read(last.id) as view:
         assert sorted(k for k, _ in view.scan_prefix("n/")) == sorted(
             f"n/{t}/{i:05d}" for t, ids in written.items() for i in ids)
+
+
+# --- the slot chain (kvmodel.store.lakefs.log.plan), as listed ------------------------------
+def _slot(seq, nonce, pred=None, fold=False, directory="main"):
+    return lakefs_log.Listed(lakefs_log.slot_path(directory, seq), directory, seq, seq * 10,
+                             f"c{seq}-{nonce}", fold=fold, floor=seq - 1 if fold else 0,
+                             named=0 if fold else -1, nonce=nonce, pred=pred)
+
+
+def _planned(*objects):
+    return lakefs_log.plan(list(objects), {})
+
+
+def test_an_entry_counts_once_the_entry_it_was_decided_over_is_in_the_chain():
+    plan = _planned(_slot(1, "a"), _slot(3, "c", pred="b"))  # slot 2 in flight
+    assert [o.seq for o in plan.live] == [1] and [o.seq for o in plan.unsettled] == [3]
+    assert (plan.last_seq["main"], plan.last_nonce["main"], plan.next_slot["main"]) == (
+        1, "a", 2)  # the next write takes the gap: it decides the race with slot 2's upload
+    plan = _planned(_slot(1, "a"), _slot(2, "b", pred="a"), _slot(3, "c", pred="b"))
+    assert [o.seq for o in plan.live] == [1, 2, 3] and plan.next_slot["main"] == 4
+    # another writer took slot 2: slot 3, decided over what is not there, never counts
+    plan = _planned(_slot(1, "a"), _slot(2, "x", pred="a"), _slot(3, "c", pred="b"))
+    assert [o.seq for o in plan.live] == [1, 2] and plan.unsettled == []
+    assert [o.seq for o in plan.folded] == [3]
+    assert (plan.last_seq["main"], plan.next_slot["main"]) == (2, 4)  # past the void slot
+
+
+def test_the_chain_starts_at_the_newest_fold_entry_and_entries_without_a_claim_join_it():
+    plan = _planned(_slot(4, "old"), _slot(5, "f", pred="old", fold=True),
+                    _slot(6, "g", pred="f"), _slot(7, "h"))
+    assert [o.seq for o in plan.live] == [6, 7] and [o.seq for o in plan.folded] == [4]
+    assert (plan.last_seq["main"], plan.last_nonce["main"]) == (7, "h")
+    # an entry decided over one that is gone (deleted, reverted) is out, as its writer wanted
+    plan = _planned(_slot(1, "a", pred="gone"), _slot(2, "b", pred="a"))
+    assert plan.live == plan.unsettled == [] and [o.seq for o in plan.folded] == [1, 2]
+    assert plan.next_slot["main"] == 3 and plan.last_seq["main"] == 0
+
+
+def test_a_directory_without_a_chain_of_its_own_reads_as_before():
+    legacy = lakefs_log.Listed(lakefs_log.slot_path("dev", 1), "dev", 1, 5, "x")
+    plan = _planned(legacy, _slot(2, "b", directory="dev"))
+    assert [o.seq for o in plan.live] == [1, 2]
+
+
+# --- several groups in flight ---------------------------------------------------------------
+def test_groups_of_one_branch_are_uploaded_several_at_once(lake, monkeypatch):
+    """With 8 writers, more than one group's upload is in flight at a time (each in the slot
+    after the one before), and every write is kept once."""
+    lake.get("main", "x")
+    real_upload = lake.api.upload_new
+    flying, most = [0], [0]
+    guard = threading.Lock()
+
+    def upload_new(branch, path, data, headers):  # observes the real uploads, changes none
+        with guard:
+            flying[0] += 1
+            most[0] = max(most[0], flying[0])
+        try:
+            return real_upload(branch, path, data, headers)
+        finally:
+            with guard:
+                flying[0] -= 1
+
+    monkeypatch.setattr(lake.api, "upload_new", upload_new)
+
+    def put(w, i):
+        with lake.write("main") as txn:
+            txn.put(f"db/d/table/w{w}/part/p={i:03d}", b"%d-%d" % (w, i))
+
+    assert _writers(lake, 8, 20, put) == []
+    assert most[0] > 1, most
+    other = LakeFSStore(lake.repository, real_lakefs().config())
+    try:
+        with other.read("main") as view:
+            assert len(list(view.scan_prefix("db/d/table/"))) == 160
+    finally:
+        other.close()
+
+
+def test_a_group_that_landed_over_a_refused_one_is_never_applied(lake, monkeypatch):
+    """Injected fault: lakeFS refuses the first group's upload after the groups behind it were
+    uploaded (they landed, in the slots after it). They name a predecessor that is not there:
+    no reader applies them; their writes are decided again and each is kept once."""
+    lake.get("main", "x")
+    real_upload = lake.api.upload_new
+    first = threading.Event()
+    others_done = threading.Event()
+    landed = []
+
+    def upload_new(branch, path, data, headers):
+        if not first.is_set():
+            first.set()
+            others_done.wait(5)  # the groups behind it land first
+            raise LakeFSError("injected: lakeFS refused the upload")
+        out = real_upload(branch, path, data, headers)
+        landed.append(path)
+        if len(landed) >= 2:
+            others_done.set()
+        return out
+
+    monkeypatch.setattr(lake.api, "upload_new", upload_new)
+    outcomes = {}
+
+    def write(w, i):
+        if w:
+            first.wait(10)
+        try:
+            decided_again(lambda: _put_pair(lake, w))
+            outcomes[w] = "written"
+        except LakeFSError:
+            outcomes[w] = "refused"
+
+    assert _writers(lake, 5, 1, write) == []
+    assert outcomes[0] == "refused" and all(outcomes[w] == "written" for w in range(1, 5))
+    other = LakeFSStore(lake.repository, real_lakefs().config())
+    try:
+        with other.read("main") as view:
+            got = dict(view.scan_prefix("k"))
+    finally:
+        other.close()
+    assert got == {**{f"k{w}": b"a" for w in range(1, 5)},
+                   **{f"k{w}-twin": b"a" for w in range(1, 5)}}
+
+
+def _put_pair(store, w):
+    with store.write("main") as txn:
+        txn.put(f"k{w}", b"a")
+        txn.put(f"k{w}-twin", b"a")  # both keys of a write, or neither
+
+
+def test_two_stores_pipelining_one_branch_lose_no_increment(lake):
+    """Two servers (stores), 4 writers each, a read-modify-write counter on one branch: the
+    slot each group takes is taken once; whoever loses decides again."""
+    with lake.write("main") as txn:
+        txn.put("counter", b"0")
+    other = LakeFSStore(lake.repository, real_lakefs().config())
+    try:
+        def increment(w, i):
+            store = lake if w % 2 else other
+            def once():
+                with store.write("main") as txn:
+                    txn.put("counter", b"%d" % (int(txn.get("counter")) + 1))
+            decided_again(once)
+
+        assert _writers(lake, 8, 10, increment) == []
+        for store in (lake, other):
+            store.latest("main")  # as lakeFS has it now (else within a second)
+            assert store.get("main", "counter") == b"80"
+    finally:
+        other.close()
