@@ -61,12 +61,25 @@ class Group:
         self.doubt: BaseException | None = None  # a group before it failed without an answer
         self.error: BaseException | None = None
         self.done = threading.Event()
+        self.reads: set = set()  # the keys its transactions read
+        self.ranges: list = []  # and the ranges they scanned
 
-    def join(self, changes: dict) -> bool:
-        """Add a transaction's changes; whether it is the group's first member (its leader)."""
+    def join(self, changes: dict, reads=(), ranges=()) -> bool:
+        """Add a transaction's changes (and what it read); whether it is the group's first
+        member (its leader)."""
         self.changes.update(changes)
+        self.reads.update(reads)
+        self.ranges.extend(ranges)
         self.members += 1
         return self.members == 1
+
+    def touched_by(self, keys) -> bool:
+        """Whether a write of ``keys`` changes what this group was decided on."""
+        for key in keys:
+            if key in self.reads or any(key >= start and (end is None or key < end)
+                                        for start, end in self.ranges):
+                return True
+        return False
 
     def fail(self, error: BaseException) -> None:
         self.error = error
@@ -89,9 +102,38 @@ class Lanes:
         self.forming: Group | None = None
         self.adrift: set = set()  # failed over a group before them, their uploads not ended
         self.exclusive_waiting = 0
+        self.holding: Group | None = None  # taken to a later slot: none takes off meanwhile
 
     def busy(self) -> bool:
         return bool(self.flying or self.adrift) or self.forming is not None
+
+    def hold(self, group: Group, why: BaseException) -> bool:
+        """``group`` lost its slot to another server's writes (lock held): when it is the
+        first in flight, keep it to be taken to a later slot (:meth:`release` after), and fail
+        the groups after it (decided over it as it was) and the one forming; False when it is
+        not first (it fails with those before it)."""
+        if not self.flying or self.flying[0] is not group:
+            return False
+        later, self.flying = self.flying[1:], self.flying[:1]
+        for other in later:
+            if not other.uploaded:
+                self.adrift.add(other)
+            other.fail(_later(why))
+        if self.forming is not None:
+            self.forming.fail(_later(why))
+            self.forming = None
+        self.holding = group
+        return True
+
+    def release(self, group: Group, why: BaseException) -> None:
+        """The end of :meth:`hold` (lock held): the writes decided meanwhile, on a state
+        without those that took its slot, are decided again."""
+        if self.holding is group:
+            self.holding = None
+        if self.forming is not None:
+            self.forming.fail(_later(why))
+            self.forming = None
+        self.cond.notify_all()
 
     def wait_open(self) -> None:
         """Before a write transaction (lock held): wait while something takes the branch
@@ -119,20 +161,21 @@ class Lanes:
                             contents=state.contents, variants=state.variants,
                             last_nonce=state.last_nonce, next_slot=state.next_slot)
 
-    def join(self, changes: dict) -> tuple[Group, bool]:
-        """A transaction's changes into the forming group (lock held): (its group, whether it
-        leads it)."""
+    def join(self, changes: dict, reads=(), ranges=()) -> tuple[Group, bool]:
+        """A transaction's changes (and what it read) into the forming group (lock held):
+        (its group, whether it leads it)."""
         if self.forming is None:
             self.forming = Group()
         group = self.forming
-        return group, group.join(changes)
+        return group, group.join(changes, reads, ranges)
 
     def take_off(self, group: Group, first) -> bool:
         """The leader of ``group``: wait until fewer than ``depth`` groups are in flight, then
         put it in flight (lock held) in the slot after the last one, decided over it, or where
         ``first()`` says ((slot, the nonce of the chain's end or None, the latest writer's
         time) of the branch's state); False when it failed meanwhile (over a failed group)."""
-        while len(self.flying) >= self.depth and group.error is None:
+        while (len(self.flying) >= self.depth or self.holding is not None) and \
+                group.error is None:
             self.cond.wait()
         if group.error is not None:
             return False

@@ -180,18 +180,24 @@ class _Write(_View, WriteTxn):
         super().__init__(store, ref, state, token)
         self._canonical = store.canonical
         self.changes: dict[Key, Value | None] = {}
+        # what it was decided on: a write that lost its slot to writes of other keys stands
+        self.reads: set = set()
+        self.ranges: list = []  # (start, end or None) of its scans
 
     def get(self, key: Key) -> Value | None:
         if isinstance(key, str) and key in self.changes:
             return self.changes[key]
+        self.reads.add(key)
         return super().get(key)
 
     def get_many(self, keys: list[Key]) -> list[Value | None]:
         rest = [k for k in keys if k not in self.changes]
+        self.reads.update(rest)
         found = dict(zip(rest, super().get_many(rest)))
         return [self.changes[k] if k in self.changes else found[k] for k in keys]
 
     def scan(self, start: Key = "", end: Key | None = None) -> Iterator[tuple[Key, Value]]:
+        self.ranges.append((start, end))
         below = super().scan(start, end)
         mine = sorted((k, v) for k, v in self.changes.items()
                       if k >= start and (end is None or k < end))

@@ -47,6 +47,9 @@ from kvmodel.store.lakefs.variants import EMPTY as EMPTY_VARIANTS
 from kvmodel.store.lakefs.views import _BranchState, _Snapshot, _Write
 
 
+REBASES = 5  # times a group that lost its slot to writes of other keys is taken after them
+
+
 class Writes:
     """Methods of :class:`~kvmodel.store.lakefs.LakeFSStore` (see the package doc)."""
 
@@ -87,13 +90,16 @@ class Writes:
                 # a fold may have freed slots this old state does not know were used
                 self._outdate(name)
                 raise WriteConflict(f"branch {name!r} was read too long ago; read again")
-            group, leads = lanes.join(txn.changes)
+            group, leads = lanes.join(txn.changes, txn.reads, txn.ranges)
             if leads and not lanes.take_off(group, lambda: self._chain_end(name, state)):
                 raise group.error
         if leads:  # its upload, beside those of the groups before it (groups.py)
             error = None
             try:
-                group.checksum = self._upload_entry(name, group)
+                try:
+                    group.checksum = self._upload_entry(name, group)
+                except WriteConflict as lost:  # to another server's writes: of other keys?
+                    group.checksum = self._rebase(name, lanes, group, lost)
             except BaseException as exc:  # noqa: BLE001 - it may have landed or not: read again
                 error = exc
                 self._outdate(name)
@@ -148,6 +154,66 @@ class Writes:
                     raise
                 time.sleep(0.05 * attempt)
         raise AssertionError("unreachable")
+
+    def _rebase(self, branch: str, lanes: Lanes, group, lost: WriteConflict) -> str:
+        """``group`` lost its slot to another server's writes: when it is the first of this
+        server's groups in flight and those writes changed nothing it read, what it decided
+        stands, and it is uploaded again after them (at most ``REBASES`` times); the groups
+        after it are decided again. Its checksum; else :class:`WriteConflict`, as lost."""
+        with self._branch_lock(branch):
+            if not lanes.hold(group, lost):
+                raise lost
+        try:
+            for _ in range(REBASES):
+                after = self._after_chain(branch, group)
+                if after is None:
+                    raise lost
+                group.seq, group.pred, last_time = after
+                group.nonce = uuid.uuid4().hex
+                group.stamp = max(time.time_ns(), last_time + 1, group.stamp + 1)
+                try:
+                    return self._upload_entry(branch, group)
+                except WriteConflict:
+                    continue
+            raise lost
+        finally:
+            with self._branch_lock(branch):
+                self._outdate(branch)  # what took its slot: read before the next write
+                lanes.release(group, lost)
+
+    def _after_chain(self, branch: str, group) -> tuple[int, str, int] | None:
+        """Where ``group`` goes after the entries that took its slot: (the first free slot
+        after their chain, the nonce of its end, their latest writer's time); None when they
+        changed a key it read (or cannot be read whole)."""
+        own = lakefs_log.directory(branch)
+        page = self.api(self.api.objects.list_objects, branch, prefix=own,
+                        after=lakefs_log.slot_path(branch, group.seq - 1), delimiter="",
+                        user_metadata=True, amount=PAGE)
+        if page.pagination.has_more:
+            return None
+        listed = sorted((o for o in (lakefs_log.listed(st.path, st.metadata, st.checksum,
+                                                       int(st.mtime or 0))
+                                     for st in page.results if st.path_type == "object")
+                         if o is not None and o.seq is not None), key=lambda o: o.seq)
+        tip, tip_seq, last_time, chain = group.pred, group.seq - 1, group.stamp, []
+        for obj in listed:  # the chain from where this group was decided
+            if obj.seq == tip_seq + 1 and (obj.pred is None or obj.pred == tip):
+                chain.append(obj)
+                tip, tip_seq, last_time = obj.nonce or None, obj.seq, max(last_time, obj.time)
+            elif obj.seq == tip_seq + 1:
+                return None  # not chained to it: its writer saw something this one did not
+        if not chain or tip is None:
+            return None
+        keys = set()
+        for obj, data in self._read_objects(branch, [o for o in chain if not o.fold]):
+            keys.update(lakefs_log.decode(data, obj.path))
+        if group.touched_by(keys):
+            return None
+        taken = {o.seq for o in listed}
+        free = tip_seq + 1
+        while free in taken:
+            free += 1
+        return free, tip, last_time
 
     def _install(self, branch: str, state: _BranchState, group) -> None:
         """A group that landed, in slot order, into the branch's state (announced first)."""

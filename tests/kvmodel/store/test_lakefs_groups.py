@@ -331,3 +331,39 @@ def test_two_stores_pipelining_one_branch_lose_no_increment(lake):
             assert store.get("main", "counter") == b"80"
     finally:
         other.close()
+
+
+def test_a_group_that_lost_its_slot_to_writes_of_other_keys_goes_after_them(lake,
+                                                                            monkeypatch):
+    """Two servers (stores), writers adding keys of their own: a group whose slot the other
+    server took stands, as it read nothing the other's writes changed, and is uploaded again
+    after them rather than decided again; every write is kept once, and each store reads
+    the other's."""
+    lake.get("main", "x")
+    other = LakeFSStore(lake.repository, real_lakefs().config())
+    taken_after = []
+    real = LakeFSStore._after_chain
+
+    def after_chain(self, branch, group):  # observes, changes nothing
+        found = real(self, branch, group)
+        taken_after.append(found is not None)
+        return found
+
+    monkeypatch.setattr(LakeFSStore, "_after_chain", after_chain)
+    try:
+        def put(w, i):
+            store = lake if w % 2 else other
+            def once():
+                with store.write("main") as txn:
+                    txn.get(f"own/w{w}/{i:03d}")  # absent: what it decides on
+                    txn.put(f"own/w{w}/{i:03d}", b"%d" % i)
+            decided_again(once)
+
+        assert _writers(lake, 8, 15, put) == []
+        for store in (lake, other):
+            store.latest("main")
+            with store.read("main") as view:
+                assert len(list(view.scan_prefix("own/"))) == 120
+        assert any(taken_after), "no group lost its slot to the other server's"
+    finally:
+        other.close()
