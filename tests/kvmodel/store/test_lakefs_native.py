@@ -189,20 +189,29 @@ def test_a_merge_starts_from_the_heads_lakefs_has_now_not_a_cached_one(lake):
         server.close()
 
 
-def test_a_write_on_a_state_older_than_a_fold_finds_its_slot_taken(lake):
+def test_a_write_on_a_state_older_than_a_fold_goes_after_the_fold(lake):
     """A fold takes a slot too, and keeps the slots it folded for a while: a writer that read
-    the branch before the fold cannot take a slot it did not know was used."""
+    the branch before the fold never takes a slot it did not know was used. Its write (of a
+    key the fold did not change: a fold changes no value) is uploaded again after the fold's
+    entry; both are kept."""
+    from kvmodel.store.lakefs import log as lakefs_log
+
     store, _ = lake
     other = LakeFSStore(store.repository, real_lakefs().config(), refresh=60)
     try:
         write(store, "main", {"db/a": b"1"})
         other.get("main", "db/a")  # its state: slot 1
         store.commit("main", "folded")  # the fold entry takes slot 2
-        with pytest.raises(WriteConflict):
-            with other.write("main") as txn:
-                txn.put("db/b", b"2")
-        write(other, "main", {"db/b": b"2"})  # read again: slot 3
+        with other.write("main") as txn:  # decided on slot 1: loses slot 2, goes after it
+            assert txn.get("db/a") == b"1"
+            txn.put("db/b", b"2")
         assert catalog(store, "main") == {"db/a": b"1", "db/b": b"2"}
+        assert catalog(other, "main") == {"db/a": b"1", "db/b": b"2"}
+        own = lakefs_log.directory("main")
+        slots = sorted(o.path for o in store.api(store.api.objects.list_objects, "main",
+                                                  prefix=own, amount=100).results)
+        assert lakefs_log.slot_path("main", 2) in slots  # the fold's entry, not written over
+        assert lakefs_log.slot_path("main", 3) in slots
     finally:
         other.close()
 
