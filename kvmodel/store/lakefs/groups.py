@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import random
 import threading
 import time
 import uuid
@@ -43,6 +44,8 @@ from kvmodel.store.lakefs.views import _BranchState
 
 # groups of one branch uploaded at once (HMS_LAKEFS_WRITE_DEPTH: 1 is one at a time)
 DEPTH = int(os.environ.get("HMS_LAKEFS_WRITE_DEPTH", "3"))
+CONTENDED_S = 2.0  # after a slot lost to another server, groups go one at a time this long
+CONTENDED_PAUSE_S = 0.03  # and each waits up to this before it takes off (Lanes.pause)
 
 
 class Group:
@@ -103,6 +106,7 @@ class Lanes:
         self.adrift: set = set()  # failed over a group before them, their uploads not ended
         self.exclusive_waiting = 0
         self.holding: Group | None = None  # taken to a later slot: none takes off meanwhile
+        self.contended_until = 0.0  # another server wrote the branch lately: one at a time
 
     def busy(self) -> bool:
         return bool(self.flying or self.adrift) or self.forming is not None
@@ -112,6 +116,7 @@ class Lanes:
         first in flight, keep it to be taken to a later slot (:meth:`release` after), and fail
         the groups after it (decided over it as it was) and the one forming; False when it is
         not first (it fails with those before it)."""
+        self.contended_until = time.monotonic() + CONTENDED_S
         if not self.flying or self.flying[0] is not group:
             return False
         later, self.flying = self.flying[1:], self.flying[:1]
@@ -125,15 +130,31 @@ class Lanes:
         self.holding = group
         return True
 
-    def release(self, group: Group, why: BaseException) -> None:
+    def release(self, group: Group, why: BaseException, keys=None) -> None:
         """The end of :meth:`hold` (lock held): the writes decided meanwhile, on a state
-        without those that took its slot, are decided again."""
+        that may lack those that took its slot, stand when ``group`` was taken after them
+        (``keys``: what they wrote) and they read none of it; else they are decided again."""
         if self.holding is group:
             self.holding = None
-        if self.forming is not None:
+        if self.forming is not None and (keys is None or self.forming.touched_by(keys)):
             self.forming.fail(_later(why))
             self.forming = None
         self.cond.notify_all()
+
+    def pause(self) -> float:
+        """Seconds a group's leader waits before it takes off while another server writes
+        the branch too: a server whose next upload starts the moment its last one landed
+        would always be first to the next slot, and the other server's writes (which must
+        read that slot's entry before they go after it) would never land."""
+        if time.monotonic() >= self.contended_until:
+            return 0.0
+        return random.uniform(0.0, CONTENDED_PAUSE_S)
+
+    def depth_now(self) -> int:
+        """Groups that may be in flight at once: one while another server writes the branch
+        too (a group decided over one that lost its slot would lose its own, and leave a slot
+        the other server's writes must pass)."""
+        return 1 if time.monotonic() < self.contended_until else self.depth
 
     def wait_open(self) -> None:
         """Before a write transaction (lock held): wait while something takes the branch
@@ -174,7 +195,7 @@ class Lanes:
         put it in flight (lock held) in the slot after the last one, decided over it, or where
         ``first()`` says ((slot, the nonce of the chain's end or None, the latest writer's
         time) of the branch's state); False when it failed meanwhile (over a failed group)."""
-        while (len(self.flying) >= self.depth or self.holding is not None) and \
+        while (len(self.flying) >= self.depth_now() or self.holding is not None) and \
                 group.error is None:
             self.cond.wait()
         if group.error is not None:

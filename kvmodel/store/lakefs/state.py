@@ -217,9 +217,11 @@ class BranchStates:
                 self._moved.get(branch, -float("inf")) >= before.checked:  # we moved it
             return None
         own = lakefs_log.directory(branch)
-        page = self.api(self.api.objects.list_objects, branch, prefix=own,
-                        after=before.listed_after or "", delimiter="", user_metadata=True,
-                        amount=PAGE)
+        # from the chain's end: a slot before the last one listed may have been free then
+        # (an upload in flight into it) and hold the chain's next entry now
+        after = lakefs_log.slot_path(branch, before.last_seq) if before.last_seq > 0 else ""
+        page = self.api(self.api.objects.list_objects, branch, prefix=own, after=after,
+                        delimiter="", user_metadata=True, amount=PAGE)
         if page.pagination.has_more:
             return None
         listed = [lakefs_log.listed(st.path, st.metadata, st.checksum, int(st.mtime or 0))
@@ -227,12 +229,19 @@ class BranchStates:
         if any(o is None or o.fold or o.seq is None for o in listed):
             return None
         known = set(before.entry_keys)
-        new = sorted((o for o in listed if o.cache_key not in known), key=lambda o: o.seq)
-        tip, expect = before.last_nonce or None, before.next_slot
-        for obj in new:  # each in the chain, one after the other
-            if obj.seq != expect or not (obj.pred is None or obj.pred == tip):
-                return None
-            tip, expect = obj.nonce or None, obj.seq + 1
+        new = []
+        tip, tip_seq = before.last_nonce or None, before.last_seq
+        for obj in sorted(listed, key=lambda o: o.seq):  # the chain on, as log._chain reads it
+            if obj.cache_key in known or obj.seq <= tip_seq:
+                continue
+            if obj.pred is None or (tip is not None and obj.pred == tip):
+                new.append(obj)
+                tip, tip_seq = obj.nonce or None, obj.seq
+            # else void, or unsettled: its predecessor may still land in a free slot before it
+        taken = {o.seq for o in listed}
+        gap = tip_seq + 1  # the first free slot after the chain: where the next write goes
+        while gap in taken:
+            gap += 1
         contents = {o.cache_key: self._entries.get(o.cache_key) for o in new}
         unread = [o for o in new if contents[o.cache_key] is None]
         for obj, data in self._read_objects(branch, unread):
@@ -257,6 +266,8 @@ class BranchStates:
                                  started, contents)
             if listed:
                 state.listed_after = max(state.listed_after or "", max(o.path for o in listed))
+            if state.last_seq == tip_seq:  # (else own writes since, after these)
+                state.next_slot = gap
             state.log_staged = log_staged
             if self._moved.get(branch, -float("inf")) >= started:
                 state.checked = -float("inf")

@@ -73,8 +73,12 @@ class Writes:
         lanes = self._lanes(name)
         with self._branch_lock(name):
             lanes.wait_open()
-            state = self._fresh(name, news=True) or self._refresh(name)
-            read_at = state.checked
+            asked = time.monotonic()
+            state = self._fresh(name, news=True)
+            # when it was read: a refresh's state may come marked stale (another thread's
+            # write moved the branch meanwhile) but is no older than the refresh
+            read_at = state.checked if state is not None else asked
+            state = state or self._refresh(name)
             # over the changes of the groups not acknowledged yet (kvmodel.store.lakefs.groups)
             seen = lanes.over(state)
             txn = _Write(self, ResolvedRef(branch, seen.head, name, None), seen, None)
@@ -91,6 +95,9 @@ class Writes:
                 self._outdate(name)
                 raise WriteConflict(f"branch {name!r} was read too long ago; read again")
             group, leads = lanes.join(txn.changes, txn.reads, txn.ranges)
+            pause = lanes.pause() if leads else 0.0
+            if pause:  # another server writes the branch too: give its next upload a chance
+                lanes.cond.wait(pause)  # (the lock is released meanwhile: writes join)
             if leads and not lanes.take_off(group, lambda: self._chain_end(name, state)):
                 raise group.error
         if leads:  # its upload, beside those of the groups before it (groups.py)
@@ -163,27 +170,32 @@ class Writes:
         with self._branch_lock(branch):
             if not lanes.hold(group, lost):
                 raise lost
+        passed, landed = set(), False  # the keys of the entries it was taken after
         try:
             for _ in range(REBASES):
                 after = self._after_chain(branch, group)
                 if after is None:
                     raise lost
-                group.seq, group.pred, last_time = after
+                group.seq, group.pred, last_time, keys = after
+                passed |= keys
                 group.nonce = uuid.uuid4().hex
                 group.stamp = max(time.time_ns(), last_time + 1, group.stamp + 1)
                 try:
-                    return self._upload_entry(branch, group)
+                    checksum = self._upload_entry(branch, group)
+                    landed = True
+                    return checksum
                 except WriteConflict:
                     continue
             raise lost
         finally:
             with self._branch_lock(branch):
                 self._outdate(branch)  # what took its slot: read before the next write
-                lanes.release(group, lost)
+                lanes.release(group, lost, passed if landed else None)
 
-    def _after_chain(self, branch: str, group) -> tuple[int, str, int] | None:
+    def _after_chain(self, branch: str, group) -> tuple[int, str, int, set] | None:
         """Where ``group`` goes after the entries that took its slot: (the first free slot
-        after their chain, the nonce of its end, their latest writer's time); None when they
+        after their chain, the nonce of its end, their latest writer's time, the keys they
+        wrote); None when they
         changed a key it read (or cannot be read whole)."""
         own = lakefs_log.directory(branch)
         page = self.api(self.api.objects.list_objects, branch, prefix=own,
@@ -196,12 +208,12 @@ class Writes:
                                      for st in page.results if st.path_type == "object")
                          if o is not None and o.seq is not None), key=lambda o: o.seq)
         tip, tip_seq, last_time, chain = group.pred, group.seq - 1, group.stamp, []
-        for obj in listed:  # the chain from where this group was decided
-            if obj.seq == tip_seq + 1 and (obj.pred is None or obj.pred == tip):
+        for obj in listed:  # the chain from where this group was decided, as readers see it
+            if obj.pred is None or (tip is not None and obj.pred == tip):  # (log._chain)
                 chain.append(obj)
                 tip, tip_seq, last_time = obj.nonce or None, obj.seq, max(last_time, obj.time)
-            elif obj.seq == tip_seq + 1:
-                return None  # not chained to it: its writer saw something this one did not
+            # else void (its predecessor lost its slot) or unsettled (its predecessor's upload
+            # is in flight into a free slot before it): taking that slot voids it
         if not chain or tip is None:
             return None
         keys = set()
@@ -213,7 +225,7 @@ class Writes:
         free = tip_seq + 1
         while free in taken:
             free += 1
-        return free, tip, last_time
+        return free, tip, last_time, keys
 
     def _install(self, branch: str, state: _BranchState, group) -> None:
         """A group that landed, in slot order, into the branch's state (announced first)."""

@@ -367,3 +367,40 @@ def test_a_group_that_lost_its_slot_to_writes_of_other_keys_goes_after_them(lake
         assert any(taken_after), "no group lost its slot to the other server's"
     finally:
         other.close()
+
+
+def test_an_entry_landing_in_a_slot_before_a_listed_one_is_read(lake):
+    """Another server's groups in flight: a refresh lists the branch while one of them is
+    still uploading into slot N+1 and one it voided is already in N+2. When the first lands,
+    the next refresh reads it (it lists from the chain's end, not from the last slot it saw),
+    and this server's next write goes in the first free slot after it."""
+    from kvmodel.store.lakefs.groups import Group
+
+    other = LakeFSStore(lake.repository, real_lakefs().config())
+    try:
+        with other.write("main") as txn:
+            txn.put("db/a", b"1")
+        state = other._refresh("main")
+        n, tip = state.last_seq, state.last_nonce
+
+        def entry(seq, pred, changes):
+            group = Group()
+            group.join(changes)
+            group.seq, group.pred, group.nonce = seq, pred, f"n{seq}x"
+            group.stamp = time.time_ns()
+            other._upload_entry("main", group)
+
+        lake.get("main", "db/a")
+        entry(n + 2, "lost-one", {"db/void": b"never"})  # void: its predecessor lost
+        lake._refresh_now("main")  # as the background refresh makes them
+        assert lake.get("main", "db/void") is None  # this refresh listed slot N+2
+        entry(n + 1, tip, {"db/b": b"2"})  # the upload that was in flight lands
+        lake._refresh_now("main")
+        assert lake.get("main", "db/b") == b"2"
+        with lake.write("main") as txn:
+            txn.put("db/c", b"3")
+        assert lakefs_log.slot_path("main", n + 3) in _log_entries(lake)
+        assert {k: v for k, v in lake.read("main").__enter__().scan()} == \
+            {"db/a": b"1", "db/b": b"2", "db/c": b"3"}
+    finally:
+        other.close()
