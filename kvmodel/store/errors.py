@@ -65,21 +65,28 @@ class WriteConflict(StoreError):
     not made; read again and decide again (the call is retried from the start)."""
 
 
-WRITE_ATTEMPTS = 30  # a write that lost to another server's is decided again, up to this
+WRITE_ATTEMPTS = 30  # a write that lost to another server's is decided again, at least this
+WRITE_PATIENCE_S = 15.0  # often, and for at least this long
 
 
-def decided_again(decide, *args, attempts: int = WRITE_ATTEMPTS):
+def decided_again(decide, *args, attempts: int = WRITE_ATTEMPTS,
+                  patience: float = WRITE_PATIENCE_S):
     """``decide(*args)``, run again from the start while its write loses to another server's
     (:class:`WriteConflict`: nothing of it was written; the next run reads what the other
     server wrote and decides again, as the stock HMS's database transaction would), after a
-    short random pause so that the two do not meet again. Every write of a server goes through
-    this: a client's call, and what a server writes on its own at start-up, when the replicas
-    of a deployment start at the same moment over one repository."""
-    for attempt in range(1, attempts + 1):
+    short random pause so that the two do not meet again; given up after ``attempts`` tries
+    and ``patience`` seconds both (a busy branch written by several servers, each writer's
+    call waits as it would for the stock HMS's database locks, instead of failing). Every
+    write of a server goes through this: a client's call, and what a server writes on its
+    own at start-up, when the replicas of a deployment start at the same moment over one
+    repository."""
+    start = time.monotonic()
+    attempt = 0
+    while True:
+        attempt += 1
         try:
             return decide(*args)
         except WriteConflict:
-            if attempt == attempts:
+            if attempt >= attempts and time.monotonic() - start >= patience:
                 raise
-            time.sleep(random.uniform(0, min(0.001 * 2 ** attempt, 0.05)))
-    raise AssertionError("unreachable")
+            time.sleep(random.uniform(0, min(0.001 * 2 ** min(attempt, 10), 0.05)))
