@@ -433,13 +433,14 @@ def test_spark_format_version_3_tables_commit_and_merge(spark_env, tmp_path):
         server.proc.stop()
 
 
-def test_spark_through_thrift_on_a_lakefs_branch_merged_and_deleted(spark_env, tmp_path):
+@pytest.mark.parametrize("merge", ["lakefs", "hms-proxy"])
+def test_spark_through_thrift_on_a_lakefs_branch_merged_and_deleted(spark_env, tmp_path, merge):
     """Spark's Iceberg catalog of type ``hive`` (Iceberg's own HiveTableOperations: it reads
     and writes the metadata files itself) on a server bound to a lakeFS branch: an insert, a
     delete, a schema change and an update on dev land on dev only (the server moves what the
-    writer put under main, the table's inherited location); a lakeFS commit and merge; the
-    branch deleted with lakeFS's API: main reads every row, time-travels to its earlier
-    snapshots and takes Spark's insert."""
+    writer put under main, the table's inherited location); a lakeFS commit, then lakeFS's
+    merge or ``hms-proxy merge``; the branch deleted with lakeFS's API: main reads every row,
+    time-travels to its earlier snapshots and takes Spark's insert."""
     import lakefs_sdk
 
     from tests.e2e.rest.conftest import start_lakefs_rest_server, table_on_main_merged_into_dev
@@ -478,10 +479,17 @@ def test_spark_through_thrift_on_a_lakefs_branch_merged_and_deleted(spark_env, t
                 repo, "main").results]
             assert not any("lake.db/t" in p for p in staged_main), staged_main
             api.commit("dev", "Spark's writes")
-            api.merge("dev", "main")
+            if merge == "lakefs":
+                api.merge("dev", "main")
+            else:
+                server.cli("merge", "dev", "main")
+                # anchored at once: by the merge, or by the action's post-merge hook of the
+                # lakeFS merge that lands it (whichever comes first; the other finds it done)
+                wait_until(lambda: not any(f"/{repo}/dev/" in p for p in named_paths(
+                    server.rest("main").load_table("lake.t"))), what="main's table anchored")
         wait_until(lambda: sorted(main.load_table("lake.t").scan().to_arrow()
                                   .column("id").to_pylist()) == [2, 3, 4],
-                   what="main after the lakeFS merge")
+                   what=f"main after the {merge} merge")
         with lakefs.sdk() as client:
             LakeFSApi(client, repo).delete_branch("dev")  # the pre-delete hook anchors main
         table = server.rest("main").load_table("lake.t")

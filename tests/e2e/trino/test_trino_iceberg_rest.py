@@ -207,13 +207,14 @@ def test_trino_on_the_rest_catalog_over_lakefs_branch_merged_by_lakefs(trino, tm
         server.proc.stop()
 
 
-def test_trino_iceberg_over_thrift_on_a_lakefs_branch_merged_and_deleted(trino, tmp_path):
+@pytest.mark.parametrize("merge", ["lakefs", "hms-proxy"])
+def test_trino_iceberg_over_thrift_on_a_lakefs_branch_merged_and_deleted(trino, tmp_path, merge):
     """Trino's Iceberg connector of type ``hive_metastore`` (it reads and writes the metadata
     files itself, where the metadata file says) on a server bound to a lakeFS branch: on a
     table dev inherited from main, an insert, a delete (a position delete file), a schema
     change and an update land on dev only (the server moves what Trino put under main, the
-    table's inherited location, before it records the commit); a lakeFS commit and merge; the
-    branch deleted with lakeFS's API: main reads every row, time-travels to its earlier
+    table's inherited location, before it records the commit); a lakeFS commit, then lakeFS's
+    merge or ``hms-proxy merge``; the branch deleted with lakeFS's API: main reads every row, time-travels to its earlier
     snapshots and takes Trino's insert."""
     import lakefs_sdk
 
@@ -261,9 +262,16 @@ def test_trino_iceberg_over_thrift_on_a_lakefs_branch_merged_and_deleted(trino, 
                 repo, "main").results]
             assert not any("lake.db/t" in p for p in staged_main), staged_main
             api.commit("dev", "Trino's writes")
-            api.merge("dev", "main")
+            if merge == "lakefs":
+                api.merge("dev", "main")
+            else:
+                server.cli("merge", "dev", "main")
+                # anchored at once: by the merge, or by the action's post-merge hook of the
+                # lakeFS merge that lands it (whichever comes first; the other finds it done)
+                wait_until(lambda: not any(f"/{repo}/dev/" in p for p in named_paths(
+                    server.rest("main").load_table("lake.t"))), what="main's table anchored")
         wait_until(lambda: ids(main.load_table("lake.t")) == [2, 3, 4],
-                   what="main after the lakeFS merge")
+                   what=f"main after the {merge} merge")
         with lakefs.sdk() as client:
             LakeFSApi(client, repo).delete_branch("dev")  # the pre-delete hook anchors main
         table = server.rest("main").load_table("lake.t")
