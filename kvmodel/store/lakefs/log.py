@@ -257,21 +257,41 @@ def _chain(slots: list[Listed]) -> tuple[set, set, int, str]:
     folds = [o for o in slots if o.fold]
     start = folds[-1] if folds else None
     tip_seq, tip_nonce = (start.seq, start.nonce) if start else (0, None)
-    chain = {start.cache_key} if start else set()
-    after = []
+    on = follow(slots, tip_seq, tip_nonce)
+    chain = {o.cache_key for o in on.chained} | ({start.cache_key} if start else set())
+    return (chain, {o.cache_key for o in on.others if o.seq > on.gap}, on.tip_seq,
+            on.tip_nonce or "")
+
+
+@dataclass
+class Followed:
+    """What :func:`follow` found after a chain's end."""
+    chained: list  # the entries that continue the chain, in slot order
+    others: list  # the entries after its end not in it (voided, or unsettled)
+    tip_seq: int  # its last slot now
+    tip_nonce: str | None  # and that entry's nonce
+    gap: int  # the first free slot after it: where the next write goes
+
+
+def follow(slots: list[Listed], tip_seq: int, tip_nonce: str | None) -> Followed:
+    """The chain that ends at slot ``tip_seq`` (its entry's nonce ``tip_nonce``, None for
+    none) carried on through ``slots`` (one directory's, sorted by slot; those up to
+    ``tip_seq`` are passed over), as every reader reads it (:func:`_chain`): an entry joins
+    when it names the chain's last entry, or names none."""
+    chained, others = [], []
     for obj in slots:
         if obj.seq <= tip_seq:
             continue
         if obj.pred is None or (tip_nonce is not None and obj.pred == tip_nonce):
-            chain.add(obj.cache_key)
+            chained.append(obj)
             tip_seq, tip_nonce = obj.seq, obj.nonce or None
         else:
-            after.append(obj)
+            others.append(obj)
     taken = {o.seq for o in slots}
     gap = tip_seq + 1
     while gap in taken:
         gap += 1
-    return chain, {o.cache_key for o in after if o.seq > gap}, tip_seq, tip_nonce or ""
+    return Followed(chained, others, tip_seq, tip_nonce, gap)
 
 
 def plan(objects: list[Listed], folds: dict) -> Plan:

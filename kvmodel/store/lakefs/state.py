@@ -216,32 +216,16 @@ class BranchStates:
                 started - before.full_at > FULL_EVERY or \
                 self._moved.get(branch, -float("inf")) >= before.checked:  # we moved it
             return None
-        own = lakefs_log.directory(branch)
         # from the chain's end: a slot before the last one listed may have been free then
         # (an upload in flight into it) and hold the chain's next entry now
-        after = lakefs_log.slot_path(branch, before.last_seq) if before.last_seq > 0 else ""
-        page = self.api(self.api.objects.list_objects, branch, prefix=own, after=after,
-                        delimiter="", user_metadata=True, amount=PAGE)
-        if page.pagination.has_more:
-            return None
-        listed = [lakefs_log.listed(st.path, st.metadata, st.checksum, int(st.mtime or 0))
-                  for st in page.results if st.path_type == "object"]
-        if any(o is None or o.fold or o.seq is None for o in listed):
+        listed = self._own_slots_after(branch, before.last_seq)
+        if listed is None or any(o is None or o.fold or o.seq is None for o in listed):
             return None
         known = set(before.entry_keys)
-        new = []
-        tip, tip_seq = before.last_nonce or None, before.last_seq
-        for obj in sorted(listed, key=lambda o: o.seq):  # the chain on, as log._chain reads it
-            if obj.cache_key in known or obj.seq <= tip_seq:
-                continue
-            if obj.pred is None or (tip is not None and obj.pred == tip):
-                new.append(obj)
-                tip, tip_seq = obj.nonce or None, obj.seq
-            # else void, or unsettled: its predecessor may still land in a free slot before it
-        taken = {o.seq for o in listed}
-        gap = tip_seq + 1  # the first free slot after the chain: where the next write goes
-        while gap in taken:
-            gap += 1
+        on = lakefs_log.follow(sorted(listed, key=lambda o: o.seq), before.last_seq,
+                               before.last_nonce or None)
+        new = [o for o in on.chained if o.cache_key not in known]
+        tip_seq, gap = on.tip_seq, on.gap
         contents = {o.cache_key: self._entries.get(o.cache_key) for o in new}
         unread = [o for o in new if contents[o.cache_key] is None]
         for obj, data in self._read_objects(branch, unread):
@@ -277,6 +261,19 @@ class BranchStates:
             self._put_state(branch, state)
             self._failures.pop(branch, None)
         return state
+
+    def _own_slots_after(self, branch: str, seq: int) -> list | None:
+        """The slot objects of the branch's own log directory after slot ``seq`` (0: all), as
+        :func:`~kvmodel.store.lakefs.log.listed` reads them (None for an object it does not
+        know), in one listing; None when they are more than a page."""
+        after = lakefs_log.slot_path(branch, seq) if seq > 0 else ""
+        page = self.api(self.api.objects.list_objects, branch,
+                        prefix=lakefs_log.directory(branch), after=after, delimiter="",
+                        user_metadata=True, amount=PAGE)
+        if page.pagination.has_more:
+            return None
+        return [lakefs_log.listed(st.path, st.metadata, st.checksum, int(st.mtime or 0))
+                for st in page.results if st.path_type == "object"]
 
     def _build(self, branch, head, base, live, folded, checked, contents,
                variants: VariantIndex = EMPTY) -> _BranchState:

@@ -195,37 +195,24 @@ class Writes:
     def _after_chain(self, branch: str, group) -> tuple[int, str, int, set] | None:
         """Where ``group`` goes after the entries that took its slot: (the first free slot
         after their chain, the nonce of its end, their latest writer's time, the keys they
-        wrote); None when they
-        changed a key it read (or cannot be read whole)."""
-        own = lakefs_log.directory(branch)
-        page = self.api(self.api.objects.list_objects, branch, prefix=own,
-                        after=lakefs_log.slot_path(branch, group.seq - 1), delimiter="",
-                        user_metadata=True, amount=PAGE)
-        if page.pagination.has_more:
+        wrote); None when they changed a key it read (or cannot be read whole)."""
+        listed = self._own_slots_after(branch, group.seq - 1)
+        if listed is None:
             return None
-        listed = sorted((o for o in (lakefs_log.listed(st.path, st.metadata, st.checksum,
-                                                       int(st.mtime or 0))
-                                     for st in page.results if st.path_type == "object")
-                         if o is not None and o.seq is not None), key=lambda o: o.seq)
-        tip, tip_seq, last_time, chain = group.pred, group.seq - 1, group.stamp, []
-        for obj in listed:  # the chain from where this group was decided, as readers see it
-            if obj.pred is None or (tip is not None and obj.pred == tip):  # (log._chain)
-                chain.append(obj)
-                tip, tip_seq, last_time = obj.nonce or None, obj.seq, max(last_time, obj.time)
-            # else void (its predecessor lost its slot) or unsettled (its predecessor's upload
-            # is in flight into a free slot before it): taking that slot voids it
-        if not chain or tip is None:
+        # the chain from where this group was decided, as readers read it: an entry voided
+        # (its predecessor lost its slot) or unsettled (its predecessor's upload is in flight
+        # into a free slot before it) is passed; taking that slot voids it
+        on = lakefs_log.follow(sorted((o for o in listed if o is not None and o.seq is not None),
+                                      key=lambda o: o.seq), group.seq - 1, group.pred)
+        if not on.chained or on.tip_nonce is None:
             return None
         keys = set()
-        for obj, data in self._read_objects(branch, [o for o in chain if not o.fold]):
+        for obj, data in self._read_objects(branch, [o for o in on.chained if not o.fold]):
             keys.update(lakefs_log.decode(data, obj.path))
         if group.touched_by(keys):
             return None
-        taken = {o.seq for o in listed}
-        free = tip_seq + 1
-        while free in taken:
-            free += 1
-        return free, tip, last_time, keys
+        last_time = max([group.stamp, *(o.time for o in on.chained)])
+        return on.gap, on.tip_nonce, last_time, keys
 
     def _install(self, branch: str, state: _BranchState, group) -> None:
         """A group that landed, in slot order, into the branch's state (announced first)."""
