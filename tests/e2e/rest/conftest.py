@@ -106,6 +106,23 @@ def table_on_main_merged_into_dev(server, api) -> set[int]:
     return before
 
 
+def commit_and_merge_dev_into_main(server, api, merge: str, message: str) -> None:
+    """dev's writes committed with lakeFS's API (as lakectl commit), then merged into main by
+    ``merge``: ``lakefs`` (lakeFS's API; the action's post-merge hook anchors a moment after)
+    or ``hms-proxy`` (``hms-proxy merge dev main``: main's ``lake.t`` anchored at once, by the
+    merge or by that hook of the lakeFS merge that lands it, whichever comes first)."""
+    from tests.support.iceberg import named_paths
+    from tests.support.wait import wait_until
+
+    api.commit("dev", message)
+    if merge == "lakefs":
+        api.merge("dev", "main")
+        return
+    server.cli("merge", "dev", "main")
+    wait_until(lambda: not any(f"/{server.repo}/dev/" in p for p in named_paths(
+        server.rest("main").load_table("lake.t"))), what="main's table anchored")
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     srv = start_rest_server(tmp_path_factory.mktemp("rest"), "--autocommit")

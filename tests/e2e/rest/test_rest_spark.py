@@ -443,7 +443,9 @@ def test_spark_through_thrift_on_a_lakefs_branch_merged_and_deleted(spark_env, t
     time-travels to its earlier snapshots and takes Spark's insert."""
     import lakefs_sdk
 
-    from tests.e2e.rest.conftest import start_lakefs_rest_server, table_on_main_merged_into_dev
+    from tests.e2e.rest.conftest import (commit_and_merge_dev_into_main,
+                                          start_lakefs_rest_server,
+                                          table_on_main_merged_into_dev)
     from tests.support.lakefs import LakeFSApi
     from tests.support.wait import wait_until
 
@@ -478,15 +480,7 @@ def test_spark_through_thrift_on_a_lakefs_branch_merged_and_deleted(spark_env, t
             staged_main = [d.path for d in lakefs_sdk.BranchesApi(client).diff_branch(
                 repo, "main").results]
             assert not any("lake.db/t" in p for p in staged_main), staged_main
-            api.commit("dev", "Spark's writes")
-            if merge == "lakefs":
-                api.merge("dev", "main")
-            else:
-                server.cli("merge", "dev", "main")
-                # anchored at once: by the merge, or by the action's post-merge hook of the
-                # lakeFS merge that lands it (whichever comes first; the other finds it done)
-                wait_until(lambda: not any(f"/{repo}/dev/" in p for p in named_paths(
-                    server.rest("main").load_table("lake.t"))), what="main's table anchored")
+            commit_and_merge_dev_into_main(server, api, merge, "Spark's writes")
         wait_until(lambda: sorted(main.load_table("lake.t").scan().to_arrow()
                                   .column("id").to_pylist()) == [2, 3, 4],
                    what=f"main after the {merge} merge")

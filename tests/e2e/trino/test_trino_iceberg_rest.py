@@ -218,7 +218,9 @@ def test_trino_iceberg_over_thrift_on_a_lakefs_branch_merged_and_deleted(trino, 
     snapshots and takes Trino's insert."""
     import lakefs_sdk
 
-    from tests.e2e.rest.conftest import start_lakefs_rest_server, table_on_main_merged_into_dev
+    from tests.e2e.rest.conftest import (commit_and_merge_dev_into_main,
+                                          start_lakefs_rest_server,
+                                          table_on_main_merged_into_dev)
     from tests.support.iceberg import named_paths
     from tests.support.lakefs import LakeFSApi
     from tests.support.wait import wait_until
@@ -261,15 +263,7 @@ def test_trino_iceberg_over_thrift_on_a_lakefs_branch_merged_and_deleted(trino, 
             staged_main = [d.path for d in lakefs_sdk.BranchesApi(client).diff_branch(
                 repo, "main").results]
             assert not any("lake.db/t" in p for p in staged_main), staged_main
-            api.commit("dev", "Trino's writes")
-            if merge == "lakefs":
-                api.merge("dev", "main")
-            else:
-                server.cli("merge", "dev", "main")
-                # anchored at once: by the merge, or by the action's post-merge hook of the
-                # lakeFS merge that lands it (whichever comes first; the other finds it done)
-                wait_until(lambda: not any(f"/{repo}/dev/" in p for p in named_paths(
-                    server.rest("main").load_table("lake.t"))), what="main's table anchored")
+            commit_and_merge_dev_into_main(server, api, merge, "Trino's writes")
         wait_until(lambda: ids(main.load_table("lake.t")) == [2, 3, 4],
                    what=f"main after the {merge} merge")
         with lakefs.sdk() as client:
