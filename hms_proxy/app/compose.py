@@ -56,11 +56,31 @@ def served_store(store, config: StoreConfig):
     store.refresh_interval = config.lakefs_refresh
     if config.redis:  # what is read at commits, shared by the servers
         store.use_redis(config.redis)
+    if config.lakefs_peer != "off":  # one server writes a branch's log; the others hand over
+        host, port, advertise = peer_address(config.lakefs_peer)
+        name = store.serve_peers(host, port, advertise)
+        log.info("lakeFS writes handed between servers on %s", name.partition("@")[2])
     # managed tables' objects move on rename and go on drop, as HMS does on its file systems
     warehouse.register(warehouse.LakeFSFiles(store))
     if config.lakefs_locations == "off":
         return store
     return RenderedStore(store, RefLocations(store.repository, config.lakefs_locations))
+
+
+def peer_address(text: str) -> tuple[str, int, str | None]:
+    """(host to listen on, port, address advertised or None) of ``--lakefs-peer``: ``auto``
+    (every interface, a free port, this machine's address), HOST, HOST:PORT, or
+    HOST:PORT/ADVERTISED (listen there, be reached at ADVERTISED)."""
+    if text == "auto":
+        return "0.0.0.0", 0, None
+    address, _, advertise = text.partition("/")
+    host, colon, port = address.rpartition(":")
+    if not colon:
+        host, port = address, "0"
+    if not port.isdigit() or not host:
+        raise ConfigError(f"--lakefs-peer takes auto, off, HOST, HOST:PORT or "
+                          f"HOST:PORT/ADVERTISED, not {text!r}")
+    return host.strip("[]"), int(port), advertise or None
 
 
 # --- security ----------------------------------------------------------------------------------

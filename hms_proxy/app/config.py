@@ -71,6 +71,7 @@ class StoreConfig:
     lakefs_refresh: float = 0.25
     redis: str | None = None        # locks, transactions and lakeFS commit state shared in Redis
     lakefs_hooks: str | None = None  # install the lakeFS action calling this URL at start
+    lakefs_peer: str = "auto"  # HOST[:PORT] of the port taking other servers' writes, or off
 
 
 @dataclass(frozen=True)

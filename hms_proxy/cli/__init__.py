@@ -185,6 +185,14 @@ def add_lakefs_arguments(parser) -> None:
                              "commits or merges (hms-proxy lakefs-hooks install): URL is this "
                              "server's HTTP API as lakeFS reaches it (needs --http-port; 'self':"
                              " the HTTP API's own address, for a lakeFS on this machine)")
+    parser.add_argument("--lakefs-peer", default="auto", metavar="HOST[:PORT]",
+                        help="lakeFS store: where this server takes the writes that other "
+                             "servers of the repository hand it while it writes a branch (one "
+                             "server writes a branch's log, the others hand their writes to it; "
+                             "authenticated with the lakeFS secret key). auto (default): every "
+                             "interface, a free port, advertised as this machine's address; "
+                             "HOST:PORT/ADVERTISED: listen there, be reached at ADVERTISED; "
+                             "off: write the log directly, taking turns with the others")
 
 
 def add_access_arguments(parser) -> None:

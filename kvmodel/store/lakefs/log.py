@@ -46,6 +46,7 @@ META_FLOOR = "hms-floor"  # a fold entry's floor, in its user metadata (as in it
 META_NAMED = "hms-named"  # how many entries it names: its content is read only if any
 META_NONCE = "hms-n"  # an entry's own random name, in its user metadata
 META_PRED = "hms-p"  # the nonce of the entry it was decided over (the slot chain, below)
+META_WRITER = "hms-w"  # the server that uploaded it: id@host:port (kvmodel.store.lakefs.peers)
 RETAIN = 120.0  # seconds a folded slot stays occupied (a writer's state is never half as old)
 MARKER = "~folded-"  # the layout before slots: a marker naming folded entries of its directory
 _MAGIC = b"HMSLOG1\n"  # the layout before slots: magic, then the changes
@@ -175,6 +176,7 @@ class Listed:
     named: int = -1  # how many entries a fold entry names (-1: unknown, read its content)
     nonce: str = ""  # its own nonce ("": written before the slot chain)
     pred: str | None = None  # the nonce of the entry before it in the chain (None: no claim)
+    writer: str = ""  # the server that uploaded it ("": not said)
 
     @property
     def needs_reading(self) -> bool:
@@ -192,7 +194,7 @@ def listed(path: str, metadata: dict | None, checksum: str, mtime: int = 0) -> L
     if not rest or "/" not in rest:
         return None
     dirname, name = rest.rsplit("/", 1)
-    stamp, fold, floor, named, nonce, pred = 0, False, 0, -1, "", None
+    stamp, fold, floor, named, nonce, pred, writer = 0, False, 0, -1, "", None, ""
     for key, value in (metadata or {}).items():
         key = key.lower()
         if key == META_KIND:
@@ -203,6 +205,9 @@ def listed(path: str, metadata: dict | None, checksum: str, mtime: int = 0) -> L
             continue
         if key == META_PRED:
             pred = value
+            continue
+        if key == META_WRITER:
+            writer = value
             continue
         try:
             number = int(value)
@@ -216,7 +221,7 @@ def listed(path: str, metadata: dict | None, checksum: str, mtime: int = 0) -> L
             named = number
     if _SEQ.fullmatch(name):
         return Listed(path, dirname, int(name), stamp, checksum or "", mtime, fold,
-                      floor if fold else 0, named if fold else -1, nonce, pred)
+                      floor if fold else 0, named if fold else -1, nonce, pred, writer)
     if _LEGACY.fullmatch(name):
         return Listed(path, dirname, None, int(name.split("-", 1)[0]), checksum or "", mtime)
     if is_marker(name):
@@ -345,5 +350,5 @@ def order(obj: Listed) -> tuple:
     return (obj.seq is not None, obj.time, obj.directory, obj.seq or 0, obj.path)
 
 
-__all__ = ["LOG", "META_TIME", "META_KIND", "META_NONCE", "META_PRED", "RETAIN", "directory", "slot_path", "encode", "decode",
+__all__ = ["LOG", "META_TIME", "META_KIND", "META_NONCE", "META_PRED", "META_WRITER", "RETAIN", "directory", "slot_path", "encode", "decode",
            "Fold", "encode_fold", "decode_fold", "Listed", "listed", "Plan", "plan", "order"]

@@ -35,6 +35,8 @@ def _advance(state: _BranchState, obj) -> None:
         state.last_seq, state.last_nonce = obj.seq, obj.nonce
         state.next_slot = max(state.next_slot, obj.seq + 1)
     state.last_time = max(state.last_time, obj.time)
+    if obj.writer and obj.time >= state.writer_time:
+        state.writer, state.writer_time = obj.writer, obj.time
 
 
 FULL_EVERY = 5.0  # seconds between refreshes that list the whole log of a branch
@@ -303,7 +305,8 @@ class BranchStates:
                            last_seq=known.last_seq, last_time=known.last_time, contents=mine,
                            variants=known.variants, last_nonce=known.last_nonce,
                            next_slot=known.next_slot, listed_after=known.listed_after,
-                           full_at=known.full_at)
+                           full_at=known.full_at, writer=known.writer,
+                           writer_time=known.writer_time)
         for obj in new:
             mine[obj.cache_key] = contents[obj.cache_key]
             for key, value in contents[obj.cache_key].items():

@@ -127,6 +127,7 @@ class LakeFSStore(BranchStates, CommittedReads, Variants, Writes, Merges, DataOb
         self._pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="lakefs-upload")
         self._stop = threading.Event()
         self._redis = None  # with use_redis: where branch changes are announced
+        self._peers = None  # with serve_peers: writes handed to the server writing a branch
         self._poller: threading.Thread | None = None
         self._closed = False
         self.api(self.api.repos.get_repository,
@@ -320,6 +321,8 @@ class LakeFSStore(BranchStates, CommittedReads, Variants, Writes, Merges, DataOb
             return
         self._closed = True
         self._stop.set()
+        if self._peers is not None:
+            self._peers.close()
         if self._poller is not None:
             self._poller.join(timeout=READ_TIMEOUT + CONNECT_TIMEOUT)
         self._pool.shutdown(wait=True)

@@ -38,16 +38,20 @@ from kvmodel.store.lakefs.common import (
     NOT_DATA,
     PAGE,
     PREFIX,
+    TEMP_BRANCH,
     VARIANTS,
     VERSIONING_TIMEOUT,
     _path,
 )
 from kvmodel.store.lakefs.groups import Group, Lanes
+from kvmodel.store.lakefs.peers import Peers, PeerPassed, decode_changes, encode_changes, \
+    store_error
 from kvmodel.store.lakefs.variants import EMPTY as EMPTY_VARIANTS
 from kvmodel.store.lakefs.views import _BranchState, _Snapshot, _Write
 
 
 REBASES = 5  # times a group that lost its slot to writes of other keys is taken after them
+ENTRIES_SENT = 4 << 20  # bytes of changes a handed write's answer carries at most
 
 
 class Writes:
@@ -71,6 +75,7 @@ class Writes:
         if name is None:
             raise ReadOnlyRef(f"{branch!r} is not a branch: only branches can be written")
         lanes = self._lanes(name)
+        owner = None
         with self._branch_lock(name):
             lanes.wait_open()
             asked = time.monotonic()
@@ -79,8 +84,13 @@ class Writes:
             # write moved the branch meanwhile) but is no older than the refresh
             read_at = state.checked if state is not None else asked
             state = state or self._refresh(name)
+            # another server writes this branch's log: hand it the write (peers.py), when
+            # none of ours is in flight (a write decided over one could outlive it)
+            if self._peers is not None and not lanes.busy() and \
+                    not name.startswith(TEMP_BRANCH):
+                owner = self._peers.owner(state.writer, state.writer_time)
             # over the changes of the groups not acknowledged yet (kvmodel.store.lakefs.groups)
-            seen = lanes.over(state)
+            seen = state if owner is not None else lanes.over(state)
             txn = _Write(self, ResolvedRef(branch, seen.head, name, None), seen, None)
             yield txn
             if not txn.changes:
@@ -94,13 +104,43 @@ class Writes:
                 # a fold may have freed slots this old state does not know were used
                 self._outdate(name)
                 raise WriteConflict(f"branch {name!r} was read too long ago; read again")
-            group, leads = lanes.join(txn.changes, txn.reads, txn.ranges)
-            pause = lanes.pause() if leads else 0.0
-            if pause:  # another server writes the branch too: give its next upload a chance
-                lanes.cond.wait(pause)  # (the lock is released meanwhile: writes join)
-            if leads and not lanes.take_off(group, lambda: self._chain_end(name, state)):
-                raise group.error
-        if leads:  # its upload, beside those of the groups before it (groups.py)
+            if owner is None:
+                group, leads = self._enter(name, lanes, state, txn.changes, txn.reads,
+                                           txn.ranges)
+        if owner is not None:
+            try:
+                self._hand(owner, name, state, txn)
+                return
+            except PeerPassed:  # not taken there: made here, over what it was decided on
+                with self._branch_lock(name):
+                    lanes.wait_open()
+                    group, leads = self._enter(name, lanes, state, txn.changes, txn.reads,
+                                               txn.ranges, since=state)
+        self._fly(name, lanes, state, group, leads)
+
+    def _enter(self, name: str, lanes: Lanes, state: _BranchState, changes: dict, reads,
+               ranges, since: _BranchState | tuple | None = None) -> tuple[Group, bool]:
+        """A decided write into the branch's forming group (the branch's lock held): (its
+        group, whether it leads it: then it has taken off). ``since``: the write was decided
+        over that state (or (head, slot, nonce) of it) and not over the groups in flight
+        here: it joins only when nothing written after it changed what it read, else
+        :class:`WriteConflict`."""
+        if since is not None:
+            self._check_since(name, lanes, since, reads, ranges)
+        group, leads = lanes.join(changes, reads, ranges)
+        pause = lanes.pause() if leads else 0.0
+        if pause:  # another server writes the branch too: give its next upload a chance
+            lanes.cond.wait(pause)  # (the lock is released meanwhile: writes join)
+        if leads and not lanes.take_off(group, lambda: self._chain_end(name, state)):
+            raise group.error
+        return group, leads
+
+    def _fly(self, name: str, lanes: Lanes, state: _BranchState, group: Group,
+             leads: bool) -> None:
+        """After :meth:`_enter`, the branch's lock released: the leader uploads its group,
+        beside those of the groups before it (groups.py); every member is answered when it
+        and those before it landed."""
+        if leads:
             error = None
             try:
                 try:
@@ -115,6 +155,175 @@ class Writes:
         group.done.wait()  # answered in slot order
         if group.error is not None:
             raise group.error
+
+    # --- writes handed to the server that writes the branch (peers.py) ----------------------
+    def serve_peers(self, host: str = "0.0.0.0", port: int = 0,
+                    advertise: str | None = None) -> str:
+        """Take the writes other servers of this repository hand here, and hand ours to the
+        server that writes a branch (:mod:`kvmodel.store.lakefs.peers`); this server's name
+        (``id@host:port``)."""
+        if self._peers is None:
+            self._peers = Peers(self._take_handed, self.config.secret_access_key,
+                                self.repository, host, port, advertise)
+        return self._peers.name
+
+    def _hand(self, owner: str, name: str, state: _BranchState, txn) -> None:
+        """Hand ``txn``'s write to the server ``owner``, decided over ``state``: made there
+        when this returns (its entries applied to the branch's state here);
+        :class:`PeerPassed` when it was not taken; the store error it answered."""
+        request = {"branch": name, "head": state.head, "seq": state.last_seq,
+                   "nonce": state.last_nonce, "changes": encode_changes(txn.changes),
+                   "reads": sorted(txn.reads), "ranges": [list(r) for r in txn.ranges]}
+        try:
+            answer = self._peers.hand(owner, request)
+        except LakeFSUnreachable:
+            self._outdate(name)
+            raise
+        error = answer.get("error")
+        if error == "unknown":
+            self._outdate(name)
+            raise LakeFSUnreachable(answer.get("message", "the write may have been made"))
+        if error is not None:
+            self._outdate(name)
+            raise store_error(answer)
+        if not self._apply_handed(name, answer.get("entries")):
+            self._outdate(name)  # its next read reads what was made
+        self._announce(name)
+
+    def _apply_handed(self, name: str, entries) -> bool:
+        """The entries a peer answered (the chain from the state a handed write was decided
+        over to the entry holding it, with their changes) applied to the branch's state,
+        when they carry its chain on; whether they did."""
+        if not isinstance(entries, list) or not entries:
+            return False
+        try:
+            listed, contents = [], {}
+            for e in entries:
+                obj = lakefs_log.Listed(lakefs_log.slot_path(name, int(e["seq"])), name,
+                                        int(e["seq"]), int(e["time"]), str(e["checksum"]),
+                                        nonce=str(e["nonce"]), pred=e.get("pred"),
+                                        writer=str(e.get("writer", "")))
+                listed.append(obj)
+                contents[obj.cache_key] = decode_changes(e["changes"])
+        except (KeyError, TypeError, ValueError):
+            return False
+        with self._lock:
+            current = self._branches.get(name)
+            if current is None:
+                return False
+            known = set(current.entry_keys)
+            new = [o for o in listed if o.cache_key not in known and o.seq > current.last_seq]
+            tip = current.last_nonce or None
+            for obj in new:
+                if obj.pred is not None and obj.pred != tip:
+                    return False
+                tip = obj.nonce
+            if not new:
+                return True
+            self._entries.update(contents)
+            state = self._extend(name, current, new, current.checked, contents)
+            state.next_slot = max(state.next_slot, state.last_seq + 1)
+            self._put_state(name, state)
+        return True
+
+    def _take_handed(self, name: str, request: dict) -> dict:
+        """A write another server decided and handed here (peers.py): joined into this
+        server's groups when nothing written after the state it was decided over changed what
+        it read; answered when it landed, with the entries from that state to it."""
+        if self._closed or name.startswith(TEMP_BRANCH):
+            raise PeerPassed("this server does not take writes of that branch")
+        changes = decode_changes(request["changes"])
+        reads = set(request.get("reads") or ())
+        ranges = [(str(a), None if b is None else str(b)) for a, b in request.get("ranges") or ()]
+        since = (str(request["head"]), int(request["seq"]), str(request["nonce"] or ""))
+        if not changes or not all(isinstance(k, str) for k in reads):
+            raise ValueError("a write with no changes, or keys that are not strings")
+        if name not in self._branches and self._branch(name) is None:
+            raise RefNotFound(f"no branch {name!r}")
+        lanes = self._lanes(name)
+        with self._branch_lock(name):
+            lanes.wait_open()
+            state = self._fresh(name, news=True) or self._refresh(name)
+            if self._protected(name):
+                raise ProtectedRef(f"branch {name!r} is protected: it changes only by merges")
+            if self._peers.owner(state.writer, state.writer_time) is not None:
+                raise PeerPassed("this server hands its own writes of the branch on")
+            group, leads = self._enter(name, lanes, state, changes, reads, ranges, since=since)
+        self._fly(name, lanes, state, group, leads)
+        return {"entries": self._entries_since(name, since[1], group)}
+
+    def _check_since(self, name: str, lanes: Lanes, since, reads, ranges) -> None:
+        """:class:`WriteConflict` unless what was written on the branch after ``since`` (a
+        state, or (head, slot, nonce) of one: the end of its chain), landed or in flight
+        here, leaves what a write decided over it read as it was (lock held)."""
+        if isinstance(since, _BranchState):
+            since = (since.head, since.last_seq, since.last_nonce)
+        head, seq, nonce = since
+        probe = Group()
+        probe.reads, probe.ranges = set(reads), list(ranges)
+        for attempt in (1, 2):
+            state = self._branches.get(name) or self._refresh(name)
+            written = self._written_since(name, state, lanes, head, seq, nonce)
+            if written is not None:
+                break
+            if attempt == 1:
+                self._refresh(name)  # it was decided over a state newer than ours?
+        else:
+            raise WriteConflict(f"branch {name!r} moved since this write read it; read again")
+        if probe.touched_by(written):
+            raise WriteConflict(f"branch {name!r} changed what this write read; read again")
+
+    @staticmethod
+    def _written_since(name: str, state: _BranchState, lanes: Lanes, head: str, seq: int,
+                       nonce: str) -> set | None:
+        """The keys written after the end of a chain (slot ``seq``, its entry's ``nonce``, at
+        ``head``): by the entries ``state`` has after it and the groups not in it; None when
+        that end is not in ``state``'s chain (or ``head`` is not its head)."""
+        if head != state.head:
+            return None
+        keys: set = set()
+        if (seq, nonce) != (state.last_seq, state.last_nonce):
+            found = False
+            for obj in reversed(state.entries):  # from the end: a busy log is long
+                if obj.directory != name or obj.seq is None:
+                    continue
+                if obj.seq <= seq:
+                    found = obj.seq == seq and obj.nonce == nonce
+                    break
+                keys.update(state.contents.get(obj.cache_key, {}))
+            if not found:
+                return None
+        for group in (*lanes.flying, lanes.forming):
+            if group is not None and (group.seq is None or group.seq > state.last_seq):
+                keys.update(group.changes)
+        return keys
+
+    def _entries_since(self, name: str, seq: int, group: Group) -> list:
+        """The branch's own entries after slot ``seq`` up to ``group``'s, with their changes,
+        as a peer applies them (:meth:`_apply_handed`); [] when they are not all known here
+        or are more than a peer frame should carry."""
+        state = self._branches.get(name)
+        if state is None:
+            return []
+        out, size = [], 0
+        for obj in reversed(state.entries):  # from the end: a busy log is long
+            if obj.directory != name or obj.seq is None or obj.seq > group.seq:
+                continue
+            if obj.seq <= seq:
+                break
+            changes = state.contents.get(obj.cache_key)
+            if changes is None:
+                return []
+            size += sum(len(k) + len(v or b"") for k, v in changes.items())
+            if size > ENTRIES_SENT:
+                return []
+            out.append({"seq": obj.seq, "time": obj.time, "checksum": obj.checksum,
+                        "nonce": obj.nonce, "pred": obj.pred, "writer": obj.writer,
+                        "changes": encode_changes(changes)})
+        out.reverse()
+        if not out or out[-1]["seq"] != group.seq:
+            return []
+        return out
 
     def _lanes(self, branch: str) -> Lanes:
         """The branch's write groups (created with its lock)."""
@@ -145,6 +354,8 @@ class Writes:
         another server took the slot first (the state it was decided on lacked that write)."""
         headers = {"x-lakefs-meta-" + lakefs_log.META_TIME: str(group.stamp),
                    "x-lakefs-meta-" + lakefs_log.META_NONCE: group.nonce}
+        if self._peers is not None:
+            headers["x-lakefs-meta-" + lakefs_log.META_WRITER] = self._peers.name
         if group.pred is not None:
             headers["x-lakefs-meta-" + lakefs_log.META_PRED] = group.pred
         data = lakefs_log.encode(group.changes)
@@ -218,7 +429,8 @@ class Writes:
         """A group that landed, in slot order, into the branch's state (announced first)."""
         entry = lakefs_log.Listed(lakefs_log.slot_path(branch, group.seq), branch, group.seq,
                                   group.stamp, group.checksum, nonce=group.nonce,
-                                  pred=group.pred)
+                                  pred=group.pred,
+                                  writer=self._peers.name if self._peers is not None else "")
         news = self._announce(branch)
         with self._lock:
             self._entries[entry.cache_key] = dict(group.changes)
