@@ -59,7 +59,7 @@ def served_store(store, config: StoreConfig):
     if config.lakefs_peer != "off":  # one server writes a branch's log; the others hand over
         host, port, advertise = peer_address(config.lakefs_peer)
         name = store.serve_peers(host, port, advertise)
-        log.info("lakeFS writes handed between servers on %s", name.partition("@")[2])
+        log.info("lakeFS peer %s (writes of a branch handed between servers)", name)
     # managed tables' objects move on rename and go on drop, as HMS does on its file systems
     warehouse.register(warehouse.LakeFSFiles(store))
     if config.lakefs_locations == "off":

@@ -181,7 +181,7 @@ class Lanes:
                             last_seq=state.last_seq, last_time=state.last_time,
                             contents=state.contents, variants=state.variants,
                             last_nonce=state.last_nonce, next_slot=state.next_slot,
-                            writer=state.writer, writer_time=state.writer_time)
+                            writers=state.writers)
 
     def join(self, changes: dict, reads=(), ranges=()) -> tuple[Group, bool]:
         """A transaction's changes (and what it read) into the forming group (lock held):

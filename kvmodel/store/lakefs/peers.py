@@ -7,7 +7,9 @@ write, each has one group in flight and they take turns (:mod:`kvmodel.store.lak
 at a third of what one server gets. Here the servers of a repository find each other through
 the log instead: every entry a server uploads names it (``hms-w``: its random id and the
 address of its *peer port*). A server whose view of a branch shows that another server with a
-smaller id wrote it in the last :data:`LEASE_S` seconds does not take slots itself: it
+smaller id wrote it in the last :data:`LEASE_S` seconds (and answers: a peer with a
+handed write unanswered for :data:`SLOW_S` seconds is handed no more meanwhile) does not
+take slots itself: it
 decides each write transaction over its view, as always, and hands the decided write (its
 changes, the keys it read and the ranges it scanned, the end of the chain it was decided
 over) to that server, which takes it into its own groups when nothing written after that
@@ -48,8 +50,9 @@ from kvmodel.store import errors
 
 log = logging.getLogger("kvmodel.lakefs.peers")
 
-LEASE_S = 3.0  # a server that wrote a branch this recently (its writer's time) owns its writes
+LEASE_S = 120.0  # a server that wrote a branch this recently (writer's time) owns its writes
 DOWN_S = 30.0  # a peer that could not take a write is passed over this long
+SLOW_S = 5.0  # a peer with a handed write unanswered this long takes no more meanwhile
 CONNECT_TIMEOUT = 1.0
 ANSWER_TIMEOUT = 120.0  # a handed write waits this long for its group (uploads retried)
 MAX_FRAME = 256 << 20
@@ -145,6 +148,7 @@ class Peers:
         self.port = port
         self._idle: dict[tuple[str, int], list[socket.socket]] = {}
         self._down: dict[str, float] = {}
+        self._waiting: dict[str, dict[int, float]] = {}  # peer -> its handed writes' starts
         self._lock = threading.Lock()
         self._serving = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._closed = False
@@ -154,21 +158,28 @@ class Peers:
         self._thread.start()
 
     # --- whom to hand a write to ----------------------------------------------------------
-    def owner(self, writer: str, writer_time: int) -> str | None:
-        """The peer to hand a branch's writes to, from the last writer its view shows
-        (``writer``'s name and time): another server with a smaller id that wrote it in the
-        last :data:`LEASE_S` seconds and was not passed over lately; else None."""
-        if not writer or self._closed:
+    def owner(self, writers: dict) -> str | None:
+        """The peer to hand a branch's writes to, from the servers its view shows wrote it
+        (name -> latest writer's time): the one with the smallest id, when smaller than ours,
+        that wrote it in the last :data:`LEASE_S` seconds and was not passed over lately and
+        has not left a handed write unanswered for :data:`SLOW_S`; else None."""
+        if not writers or self._closed:
             return None
-        parsed = parse_name(writer)
-        if parsed is None or parsed[0] == self.id or parsed[0] > self.id:
-            return None
-        if time.time_ns() - writer_time > LEASE_S * 1e9:
-            return None
-        down = self._down.get(writer)
-        if down is not None and time.monotonic() < down:
-            return None
-        return writer
+        now_ns, now = time.time_ns(), time.monotonic()
+        best = None
+        for name, stamp in writers.items():
+            parsed = parse_name(name)
+            if parsed is None or parsed[0] >= self.id or now_ns - stamp > LEASE_S * 1e9:
+                continue
+            down = self._down.get(name)
+            if down is not None and now < down:
+                continue
+            waiting = self._waiting.get(name)
+            if waiting and now - min(list(waiting.values()), default=now) > SLOW_S:
+                continue  # hung, or lakeFS slow for it: what it has not answered, it may
+            if best is None or parsed[0] < best[0]:
+                best = (parsed[0], name)
+        return None if best is None else best[1]
 
     def pass_over(self, name: str) -> None:
         self._down[name] = time.monotonic() + DOWN_S
@@ -178,13 +189,23 @@ class Peers:
         """Hand ``request`` to peer ``name``: its answer; :class:`PeerPassed` when it did not
         take it (the write was not made there); ``LakeFSUnreachable`` when it took it and
         gave no answer (it may have been made)."""
-        from kvmodel.store.lakefs.api import LakeFSUnreachable
-
         parsed = parse_name(name)
         if parsed is None:
             raise PeerPassed(f"{name!r} is not a peer's name")
         address = parsed[1:]
         sock = self._connection(name, address)
+        ticket = object()
+        waiting = self._waiting.setdefault(name, {})
+        waiting[id(ticket)] = time.monotonic()
+        try:
+            return self._exchange(name, address, sock, request)
+        finally:
+            waiting.pop(id(ticket), None)
+
+    def _exchange(self, name: str, address: tuple[str, int], sock: socket.socket,
+                  request: dict) -> dict:
+        from kvmodel.store.lakefs.api import LakeFSUnreachable
+
         try:
             sock.settimeout(ANSWER_TIMEOUT)
             _send_frame(sock, request)
@@ -292,7 +313,8 @@ class Peers:
             if not isinstance(branch, str):
                 raise ValueError("branch is a string")
             answer = self._take(branch, request)
-            self.taken += 1
+            if "error" not in answer:
+                self.taken += 1
             return answer
         except PeerPassed as exc:
             return {"error": "passed", "message": str(exc)}

@@ -35,10 +35,15 @@ def _advance(state: _BranchState, obj) -> None:
         state.last_seq, state.last_nonce = obj.seq, obj.nonce
         state.next_slot = max(state.next_slot, obj.seq + 1)
     state.last_time = max(state.last_time, obj.time)
-    if obj.writer and obj.time >= state.writer_time:
-        state.writer, state.writer_time = obj.writer, obj.time
+    if obj.writer and state.writers.get(obj.writer, -1) < obj.time:
+        writers = dict(state.writers)  # (shared with the state it was made from)
+        writers[obj.writer] = obj.time
+        if len(writers) > WRITERS_KEPT:
+            del writers[min(writers, key=writers.get)]
+        state.writers = writers
 
 
+WRITERS_KEPT = 8  # servers that wrote a branch a state remembers (the latest)
 FULL_EVERY = 5.0  # seconds between refreshes that list the whole log of a branch
 
 
@@ -305,8 +310,7 @@ class BranchStates:
                            last_seq=known.last_seq, last_time=known.last_time, contents=mine,
                            variants=known.variants, last_nonce=known.last_nonce,
                            next_slot=known.next_slot, listed_after=known.listed_after,
-                           full_at=known.full_at, writer=known.writer,
-                           writer_time=known.writer_time)
+                           full_at=known.full_at, writers=known.writers)
         for obj in new:
             mine[obj.cache_key] = contents[obj.cache_key]
             for key, value in contents[obj.cache_key].items():

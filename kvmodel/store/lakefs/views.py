@@ -240,8 +240,9 @@ class _BranchState:
     last_time: int = 0  # the latest writer's time in it
     last_nonce: str = ""  # the nonce of that slot's entry ("": none, or written before)
     next_slot: int = 1  # the first free slot after it: where the branch's next write goes
-    writer: str = ""  # the server that wrote the last entry of that chain that names one
-    writer_time: int = 0  # and that entry's writer's time (kvmodel.store.lakefs.peers)
+    # the servers that wrote entries of that chain, with the latest writer's time of each
+    # (the few latest: kvmodel.store.lakefs.peers)
+    writers: dict = field(default_factory=dict)
     listed_after: str | None = None  # the last path of its own directory a listing showed
     full_at: float = 0.0  # time.monotonic() of the last refresh that listed the whole log
     log_staged: bool = True  # whether it may have log entries not committed (a reset: gone)

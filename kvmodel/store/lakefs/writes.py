@@ -52,6 +52,8 @@ from kvmodel.store.lakefs.views import _BranchState, _Snapshot, _Write
 
 REBASES = 5  # times a group that lost its slot to writes of other keys is taken after them
 ENTRIES_SENT = 4 << 20  # bytes of changes a handed write's answer carries at most
+DRAIN_S = 5.0  # a write to hand on waits this long for this server's groups in flight
+CATCH_UP_S = 10.0  # a handed write refused waits this long for what refused it to land
 
 
 class Writes:
@@ -86,9 +88,19 @@ class Writes:
             state = state or self._refresh(name)
             # another server writes this branch's log: hand it the write (peers.py), when
             # none of ours is in flight (a write decided over one could outlive it)
-            if self._peers is not None and not lanes.busy() and \
-                    not name.startswith(TEMP_BRANCH):
-                owner = self._peers.owner(state.writer, state.writer_time)
+            if self._peers is not None and not name.startswith(TEMP_BRANCH):
+                owner = self._peers.owner(state.writers)
+                if owner is not None and lanes.busy():  # ours land first, then we hand
+                    until = time.monotonic() + DRAIN_S
+                    while lanes.busy() and time.monotonic() < until:
+                        lanes.cond.wait(0.05)
+                    if lanes.busy():
+                        owner = None
+                    else:
+                        asked = time.monotonic()
+                        state = self._fresh(name, news=True)
+                        read_at = state.checked if state is not None else asked
+                        state = state or self._refresh(name)
             # over the changes of the groups not acknowledged yet (kvmodel.store.lakefs.groups)
             seen = state if owner is not None else lanes.over(state)
             txn = _Write(self, ResolvedRef(branch, seen.head, name, None), seen, None)
@@ -184,7 +196,8 @@ class Writes:
             self._outdate(name)
             raise LakeFSUnreachable(answer.get("message", "the write may have been made"))
         if error is not None:
-            self._outdate(name)
+            if not (error == "store" and self._apply_handed(name, answer.get("entries"))):
+                self._outdate(name)  # (else its view has what refused the write: read on)
             raise store_error(answer)
         if not self._apply_handed(name, answer.get("entries")):
             self._outdate(name)  # its next read reads what was made
@@ -246,11 +259,28 @@ class Writes:
             state = self._fresh(name, news=True) or self._refresh(name)
             if self._protected(name):
                 raise ProtectedRef(f"branch {name!r} is protected: it changes only by merges")
-            if self._peers.owner(state.writer, state.writer_time) is not None:
+            if self._peers.owner(state.writers) is not None:
                 raise PeerPassed("this server hands its own writes of the branch on")
-            group, leads = self._enter(name, lanes, state, changes, reads, ranges, since=since)
+            try:
+                group, leads = self._enter(name, lanes, state, changes, reads, ranges,
+                                           since=since)
+            except WriteConflict as conflict:
+                lost, last = conflict, lanes.forming or (lanes.flying[-1] if lanes.flying
+                                                         else None)
+            else:
+                lost = None
+        if lost is not None:
+            # what changed its reads: once landed, sent with the answer, so that the write
+            # decided again over it stands (without it, it would be decided again over the
+            # same state, and lose again, until the handing server read lakeFS)
+            if last is not None:
+                last.done.wait(CATCH_UP_S)
+            current = self._branches.get(name)
+            return {"error": "store", "type": "WriteConflict", "message": str(lost),
+                    "entries": [] if current is None else
+                    self._entries_since(name, since[1], current.last_seq)}
         self._fly(name, lanes, state, group, leads)
-        return {"entries": self._entries_since(name, since[1], group)}
+        return {"entries": self._entries_since(name, since[1], group.seq)}
 
     def _check_since(self, name: str, lanes: Lanes, since, reads, ranges) -> None:
         """:class:`WriteConflict` unless what was written on the branch after ``since`` (a
@@ -298,16 +328,16 @@ class Writes:
                 keys.update(group.changes)
         return keys
 
-    def _entries_since(self, name: str, seq: int, group: Group) -> list:
-        """The branch's own entries after slot ``seq`` up to ``group``'s, with their changes,
-        as a peer applies them (:meth:`_apply_handed`); [] when they are not all known here
-        or are more than a peer frame should carry."""
+    def _entries_since(self, name: str, seq: int, upto: int) -> list:
+        """The branch's own entries after slot ``seq`` up to slot ``upto``, with their
+        changes, as a peer applies them (:meth:`_apply_handed`); [] when they are not all
+        known here or are more than a peer frame should carry."""
         state = self._branches.get(name)
         if state is None:
             return []
         out, size = [], 0
         for obj in reversed(state.entries):  # from the end: a busy log is long
-            if obj.directory != name or obj.seq is None or obj.seq > group.seq:
+            if obj.directory != name or obj.seq is None or obj.seq > upto:
                 continue
             if obj.seq <= seq:
                 break
@@ -321,7 +351,7 @@ class Writes:
                         "nonce": obj.nonce, "pred": obj.pred, "writer": obj.writer,
                         "changes": encode_changes(changes)})
         out.reverse()
-        if not out or out[-1]["seq"] != group.seq:
+        if not out or out[-1]["seq"] != upto:
             return []
         return out
 

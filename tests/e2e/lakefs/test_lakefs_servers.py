@@ -6,6 +6,7 @@ slot reads what the other wrote and decides again. No Redis here: lakeFS alone d
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections import Counter
 
@@ -226,3 +227,98 @@ def test_servers_started_together_with_lakefs_hooks_all_install_the_action(tmp_p
     finally:
         client.close()
 
+
+
+def _peer_id(server) -> str:
+    found = wait_until(lambda: re.search(r"lakeFS peer ([0-9a-f]+)@", server.log_text()),
+                       what=f"{server.name} announcing its peer port")
+    return found.group(1)
+
+
+def _log_writers(server) -> list[str]:
+    """The peer id of the server that wrote each entry of main's log, in slot order."""
+    from kvmodel.store.lakefs import log as lakefs_log
+
+    repo = re.search(r"serving lakefs://(\S+) ", server.log_text()).group(1)
+    with real_lakefs().sdk() as api:
+        objects = lakefs_sdk.ObjectsApi(api)
+        found, after = [], ""
+        while True:
+            page = objects.list_objects(repo, "main", prefix=lakefs_log.LOG + "main/",
+                                        after=after, amount=1000, user_metadata=True)
+            found += [lakefs_log.listed(o.path, o.metadata, o.checksum) for o in page.results]
+            if not page.pagination.has_more:
+                break
+            after = page.pagination.next_offset
+    return [o.writer.partition("@")[0] for o in sorted(found, key=lambda o: o.seq)]
+
+
+def _partition(db: str, tbl: str, value: str) -> T.Partition:
+    return T.Partition([value], db, tbl, 0, 0, table(tbl, db).sd, {})
+
+
+def test_a_server_killed_while_the_other_hands_it_writes_loses_none_acknowledged(servers):
+    """Two servers over one repository: the one with the larger peer id hands its writes of
+    the branch to the other (the log's writer). Four clients of the handing server add
+    partitions; the owner is killed (kill -9) among them. Every add_partition acknowledged
+    before, during and after is in the catalog, the handing server goes on taking writes
+    (making them itself), and a call that failed with the owner made nothing half."""
+    owner, other = sorted(servers, key=_peer_id)
+    part_table = table("parts")
+    part_table.partitionKeys = [T.FieldSchema("p", "string", None)]
+    with connect(owner) as client:
+        client.create_database(T.Database("race", "", None, {}))
+        client.create_table(part_table)
+        client.add_partition(_partition("race", "parts", "first"))
+    wait_served(other, lambda c: "race" in c.get_all_databases() and
+                "parts" in c.get_all_tables("race") and
+                c.get_partition_names("race", "parts", -1) == ["p=first"],
+                what="the handing server seeing the owner's writes")
+    acked: list[str] = []
+    failed: list[str] = []
+    lock = threading.Lock()
+    killed = threading.Event()
+    enough_after = threading.Event()
+
+    def writer(w):
+        with connect(other) as client:
+            for i in range(100_000):
+                value = f"w{w}-{i}"
+                try:
+                    client.add_partition(_partition("race", "parts", value))
+                except T.MetaException:
+                    with lock:
+                        failed.append(value)
+                    continue
+                with lock:
+                    acked.append(value)
+                    if killed.is_set():
+                        after = sum(1 for v in acked if v not in before)
+                        if after >= 40:
+                            enough_after.set()
+                if enough_after.is_set():
+                    return
+
+    before: set = set()
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    wait_until(lambda: len(acked) >= 60, what="60 writes acknowledged before the kill")
+    with lock:
+        before.update(acked)
+    owner_id, other_id = _peer_id(owner), _peer_id(other)
+    writers = Counter(_log_writers(other))
+    assert writers[owner_id] >= 60 and writers[other_id] <= 2, writers  # handed, not taken
+    owner.popen.kill()
+    owner.popen.wait(30)
+    killed.set()
+    for t in threads:
+        t.join(DEADLINE * 5)
+    assert not any(t.is_alive() for t in threads), "a writer never finished"
+    assert enough_after.is_set(), f"no writes after the kill ({len(acked)} in all)"
+    with connect(other) as client:
+        names = set(client.get_partition_names("race", "parts", -1))
+    assert {f"p={v}" for v in acked} <= names, "an acknowledged write was lost"
+    assert names <= {f"p={v}" for v in (*acked, *failed, "first")}
+    assert len(failed) <= 4 * 2, failed  # at most the calls in flight at the kill
+    assert Counter(_log_writers(other))[other_id] >= 40  # made there once the owner was gone

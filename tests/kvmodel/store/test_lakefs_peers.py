@@ -62,7 +62,7 @@ def _owner_writes_first(owner, other):
     with owner.write("main") as txn:
         txn.put("started", b"1")
     other.latest("main")
-    wait_until(lambda: other._refresh("main").writer == owner._peers.name,
+    wait_until(lambda: owner._peers.name in other._refresh("main").writers,
                what="the other store seeing the owner's entry")
 
 
