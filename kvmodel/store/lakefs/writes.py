@@ -312,7 +312,10 @@ class Writes:
         if head != state.head:
             return None
         keys: set = set()
-        if (seq, nonce) != (state.last_seq, state.last_nonce):
+        if seq > state.last_seq:  # seen in lakeFS: one of our groups landed, not installed?
+            if not any(g.seq == seq and g.nonce == nonce for g in lanes.flying):
+                return None
+        elif (seq, nonce) != (state.last_seq, state.last_nonce):
             found = False
             for obj in reversed(state.entries):  # from the end: a busy log is long
                 if obj.directory != name or obj.seq is None:
@@ -323,8 +326,9 @@ class Writes:
                 keys.update(state.contents.get(obj.cache_key, {}))
             if not found:
                 return None
+        after = max(seq, state.last_seq)
         for group in (*lanes.flying, lanes.forming):
-            if group is not None and (group.seq is None or group.seq > state.last_seq):
+            if group is not None and (group.seq is None or group.seq > after):
                 keys.update(group.changes)
         return keys
 
