@@ -191,3 +191,26 @@ def test_a_request_the_owner_cannot_read_is_answered_and_changes_nothing(pair):
             raise lakefs_peers.PeerPassed("cut off")
     assert _writers_of(owner) == before
     assert owner.get("main", "k") is None
+
+
+def test_the_peer_address_option_says_what_it_takes():
+    from hms_proxy.app.compose import peer_address
+    from hms_proxy.app.config import ConfigError
+
+    assert peer_address("auto") == ("0.0.0.0", 0, None)
+    assert peer_address("10.0.0.5") == ("10.0.0.5", 0, None)
+    assert peer_address("0.0.0.0:9300/hms-1.internal") == ("0.0.0.0", 9300, "hms-1.internal")
+    assert peer_address("[::1]:9300") == ("::1", 9300, None)
+    for bad in ("host:port", ":9300", ""):
+        with pytest.raises(ConfigError, match="--lakefs-peer takes auto, off"):
+            peer_address(bad)
+
+
+def test_a_name_that_is_not_a_peer_is_never_handed_to(pair):
+    owner, other = pair
+    assert lakefs_peers.parse_name("not a name") is None
+    now = __import__("time").time_ns()
+    assert other._peers.owner({"garbage": now, f"{'0' * 32}@127.0.0.1:notaport": now}) is None
+    assert other._peers.owner({owner._peers.name: now}) == owner._peers.name
+    assert owner._peers.owner({other._peers.name: now}) is None  # a larger id: never
+    assert other._peers.owner({owner._peers.name: now - int(200e9)}) is None  # long ago
