@@ -201,7 +201,7 @@ class Writes:
             raise store_error(answer)
         if not self._apply_handed(name, answer.get("entries")):
             self._outdate(name)  # its next read reads what was made
-        self._announce(name)
+        # (announced in Redis by the server that made it, before it answered)
 
     def _apply_handed(self, name: str, entries) -> bool:
         """The entries a peer answered (the chain from the state a handed write was decided
@@ -236,6 +236,10 @@ class Writes:
             self._entries.update(contents)
             state = self._extend(name, current, new, current.checked, contents)
             state.next_slot = max(state.next_slot, state.last_seq + 1)
+            # the changes announced in Redis it holds are those ``current`` held (the owner
+            # announced these entries, and others may have been announced meanwhile): a
+            # read asks Redis, and reads lakeFS again when more were
+            state.news = current.news
             self._put_state(name, state)
         return True
 

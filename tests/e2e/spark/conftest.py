@@ -50,6 +50,17 @@ class SideRun:
         self._thread = None
         self._started = 0.0
 
+    def through_first_statement(self, timeout: float = 900.0) -> None:
+        """Until the runner has recorded its first statement's result, or ended."""
+        deadline = time.monotonic() + timeout
+        while self.returncode is None and time.monotonic() < deadline:
+            try:
+                if self.output_path.stat().st_size > 0:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+
     def start(self) -> None:
         cmd = [sys.executable, str(RUNNER), "--uri", self.metastore.uri,
                "--warehouse", str(self.warehouse), "--statements", str(self.statements_path),
@@ -105,7 +116,25 @@ def run_sides(metastores: dict, tmp_path_factory, conf: dict | None = None,
     runs = {name: SideRun(f"{name}{suffix}", ms, tmp_path_factory.mktemp(f"spark{suffix}-{name}"),
                           items, conf)
             for name, ms in metastores.items()}
-    for run in runs.values():
+    order = list(runs.values())
+    if (conf or {}).get("spark.sql.hive.metastore.jars") == "maven":
+        # Spark fetches that client's jars with Ivy into one directory of the user's
+        # (~/.ivy2.5.2/jars, whatever spark.jars.ivy says): two runners fetching at once, in
+        # this test or another worker's, copy over each other's files ("size of source file
+        # ... differs from size of dest file"). One runner at a time gets through its first
+        # statement (the fetch), then the others start.
+        import fcntl
+
+        from hms_proxy.tools.lakefs_local import cache_root
+
+        cache_root().mkdir(parents=True, exist_ok=True)
+        with open(cache_root() / "spark-ivy.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            order[0].start()
+            order[0].through_first_statement()
+    else:
+        order[0].start()
+    for run in order[1:]:
         run.start()
     for run in runs.values():
         run.wait()
