@@ -16,6 +16,7 @@ from kvmodel.store.lakefs import LakeFSError, LakeFSStore  # noqa: E402
 from kvmodel.store.lakefs import log as lakefs_log  # noqa: E402
 from tests.support.lakefs import new_repository, real_lakefs  # noqa: E402
 from tests.support.wait import wait_until  # noqa: E402
+from tests.support.writers import writers_at_once  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -32,27 +33,6 @@ def _log_entries(store) -> list[str]:
         store.repository, "main", prefix=lakefs_log.LOG, amount=1000).results]
 
 
-def _writers(store, count: int, per_writer: int, work) -> list[BaseException]:
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(count)
-
-    def one(w):
-        barrier.wait()
-        try:
-            for i in range(per_writer):
-                work(w, i)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            errors.append(exc)
-
-    threads = [threading.Thread(target=one, args=(w,)) for w in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(240)
-    assert not any(t.is_alive() for t in threads), "a writer never finished"
-    return errors
-
-
 def test_concurrent_writes_share_uploads_and_each_is_kept(lake):
     lake.get("main", "x")
 
@@ -60,7 +40,7 @@ def test_concurrent_writes_share_uploads_and_each_is_kept(lake):
         with lake.write("main") as txn:
             txn.put(f"db/d/table/w{w}/part/p={i:03d}", b"%d-%d" % (w, i))
 
-    errors = _writers(lake, 8, 25, put)
+    errors = writers_at_once(8, 25, put)
     assert errors == []
     with lake.read("main") as view:
         assert len(list(view.scan_prefix("db/d/table/"))) == 200
@@ -85,7 +65,7 @@ def test_each_write_is_checked_against_the_writes_before_it_in_its_group(lake):
         with lake.write("main") as txn:
             txn.put("counter", b"%d" % (int(txn.get("counter")) + 1))
 
-    assert _writers(lake, 8, 20, increment) == []
+    assert writers_at_once(8, 20, increment) == []
     assert lake.get("main", "counter") == b"160"
     other = LakeFSStore(lake.repository, real_lakefs().config())
     try:
@@ -133,7 +113,7 @@ def test_a_failed_upload_fails_its_group_and_the_one_formed_over_it(lake, monkey
         with lock:
             outcomes[w] = result
 
-    assert _writers(lake, 6, 1, write) == []
+    assert writers_at_once(6, 1, write) == []
     assert outcomes[0] == "refused"
     assert [w for w, r in outcomes.items() if r == "refused"] == [0]
     assert all(outcomes[w] == "written" for w in range(1, 6)), outcomes
@@ -250,7 +230,7 @@ def test_groups_of_one_branch_are_uploaded_several_at_once(lake, monkeypatch):
         with lake.write("main") as txn:
             txn.put(f"db/d/table/w{w}/part/p={i:03d}", b"%d-%d" % (w, i))
 
-    assert _writers(lake, 8, 20, put) == []
+    assert writers_at_once(8, 20, put) == []
     assert most[0] > 1, most
     other = LakeFSStore(lake.repository, real_lakefs().config())
     try:
@@ -293,7 +273,7 @@ def test_a_group_that_landed_over_a_refused_one_is_never_applied(lake, monkeypat
         except LakeFSError:
             outcomes[w] = "refused"
 
-    assert _writers(lake, 5, 1, write) == []
+    assert writers_at_once(5, 1, write) == []
     assert outcomes[0] == "refused" and all(outcomes[w] == "written" for w in range(1, 5))
     other = LakeFSStore(lake.repository, real_lakefs().config())
     try:
@@ -325,7 +305,7 @@ def test_two_stores_pipelining_one_branch_lose_no_increment(lake):
                     txn.put("counter", b"%d" % (int(txn.get("counter")) + 1))
             decided_again(once)
 
-        assert _writers(lake, 8, 10, increment) == []
+        assert writers_at_once(8, 10, increment) == []
         for store in (lake, other):
             store.latest("main")  # as lakeFS has it now (else within a second)
             assert store.get("main", "counter") == b"80"
@@ -359,7 +339,7 @@ def test_a_group_that_lost_its_slot_to_writes_of_other_keys_goes_after_them(lake
                     txn.put(f"own/w{w}/{i:03d}", b"%d" % i)
             decided_again(once)
 
-        assert _writers(lake, 8, 15, put) == []
+        assert writers_at_once(8, 15, put) == []
         for store in (lake, other):
             store.latest("main")
             with store.read("main") as view:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import threading
 
 import pytest
 
@@ -18,6 +17,7 @@ from kvmodel.store.lakefs import log as lakefs_log  # noqa: E402
 from kvmodel.store.lakefs import peers as lakefs_peers  # noqa: E402
 from tests.support.lakefs import new_repository, real_lakefs  # noqa: E402
 from tests.support.wait import wait_until  # noqa: E402
+from tests.support.writers import writers_at_once  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -34,27 +34,6 @@ def pair():
     yield stores[0], stores[1]
     for store in stores:
         store.close()
-
-
-def _writers(count: int, per_writer: int, work) -> list[BaseException]:
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(count)
-
-    def one(w):
-        barrier.wait()
-        try:
-            for i in range(per_writer):
-                work(w, i)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            errors.append(exc)
-
-    threads = [threading.Thread(target=one, args=(w,)) for w in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(240)
-    assert not any(t.is_alive() for t in threads), "a writer never finished"
-    return errors
 
 
 def _owner_writes_first(owner, other):
@@ -93,7 +72,7 @@ def test_the_other_server_hands_its_writes_to_the_one_writing_the_branch(pair):
             assert store.get("main", f"mine/{w}/{i}") == b"%d" % value
         decided_again(once)
 
-    assert _writers(8, 10, increment) == []
+    assert writers_at_once(8, 10, increment) == []
     assert other._peers.handed > 0 and owner._peers.taken == other._peers.handed
     assert _writers_of(owner) == {owner._peers.name}  # one server wrote the log
     for store in (owner, other):
