@@ -80,12 +80,7 @@ class Writes:
         owner = None
         with self._branch_lock(name):
             lanes.wait_open()
-            asked = time.monotonic()
-            state = self._fresh(name, news=True)
-            # when it was read: a refresh's state may come marked stale (another thread's
-            # write moved the branch meanwhile) but is no older than the refresh
-            read_at = state.checked if state is not None else asked
-            state = state or self._refresh(name)
+            state, read_at = self._state_to_write(name)
             # another server writes this branch's log: hand it the write (peers.py), when
             # none of ours is in flight (a write decided over one could outlive it)
             if self._peers is not None and not name.startswith(TEMP_BRANCH):
@@ -96,11 +91,8 @@ class Writes:
                         lanes.cond.wait(0.05)
                     if lanes.busy():
                         owner = None
-                    else:
-                        asked = time.monotonic()
-                        state = self._fresh(name, news=True)
-                        read_at = state.checked if state is not None else asked
-                        state = state or self._refresh(name)
+                    else:  # what landed meanwhile is in the state read again
+                        state, read_at = self._state_to_write(name)
             # over the changes of the groups not acknowledged yet (kvmodel.store.lakefs.groups)
             seen = state if owner is not None else lanes.over(state)
             txn = _Write(self, ResolvedRef(branch, seen.head, name, None), seen, None)
@@ -129,6 +121,15 @@ class Writes:
                     group, leads = self._enter(name, lanes, state, txn.changes, txn.reads,
                                                txn.ranges, since=state)
         self._fly(name, lanes, state, group, leads)
+
+    def _state_to_write(self, name: str) -> tuple[_BranchState, float]:
+        """The branch's state a write transaction reads, and when it was read: a refresh's
+        state may come marked stale (another thread's write moved the branch meanwhile) but
+        is no older than the refresh."""
+        asked = time.monotonic()
+        state = self._fresh(name, news=True)
+        read_at = state.checked if state is not None else asked
+        return state or self._refresh(name), read_at
 
     def _enter(self, name: str, lanes: Lanes, state: _BranchState, changes: dict, reads,
                ranges, since: _BranchState | tuple | None = None) -> tuple[Group, bool]:
@@ -224,8 +225,8 @@ class Writes:
             current = self._branches.get(name)
             if current is None:
                 return False
-            known = set(current.entry_keys)
-            new = [o for o in listed if o.cache_key not in known and o.seq > current.last_seq]
+            # (its own entries end at last_seq: those after it are new to it)
+            new = [o for o in listed if o.seq > current.last_seq]
             tip = current.last_nonce or None
             for obj in new:
                 if obj.pred is not None and obj.pred != tip:
