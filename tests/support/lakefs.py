@@ -196,3 +196,37 @@ def past_staleness_bound(since: float) -> None:
 
 
 __all__ = ["RealLakeFS", "real_lakefs", "new_repository", "new_store", "past_staleness_bound"]
+
+
+def peer_id(server) -> str:
+    """The peer id a started server (``tests.support.proxy``) announced in its log."""
+    import re
+
+    from tests.support.wait import wait_until
+
+    found = wait_until(lambda: re.search(r"lakeFS peer ([0-9a-f]+)@", server.log_text()),
+                       what=f"{server.name} announcing its peer port")
+    return found.group(1)
+
+
+def log_writers(server, branch: str = "main") -> list[str]:
+    """The peer id of the server that wrote each entry of ``branch``'s log, in slot order
+    (the repository the server serves)."""
+    import re
+
+    import lakefs_sdk
+
+    from kvmodel.store.lakefs import log as lakefs_log
+
+    repo = re.search(r"serving lakefs://(\S+) ", server.log_text()).group(1)
+    with real_lakefs().sdk() as api:
+        objects = lakefs_sdk.ObjectsApi(api)
+        found, after = [], ""
+        while True:
+            page = objects.list_objects(repo, branch, prefix=lakefs_log.LOG + branch + "/",
+                                        after=after, amount=1000, user_metadata=True)
+            found += [lakefs_log.listed(o.path, o.metadata, o.checksum) for o in page.results]
+            if not page.pagination.has_more:
+                break
+            after = page.pagination.next_offset
+    return [o.writer.partition("@")[0] for o in sorted(found, key=lambda o: o.seq)]

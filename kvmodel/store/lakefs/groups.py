@@ -60,6 +60,7 @@ class Group:
         self.nonce = ""
         self.stamp = 0  # the writer's time it carries
         self.checksum = ""
+        self.news: int | None = None  # the Redis change count its announcement made
         self.uploaded = False
         self.doubt: BaseException | None = None  # a group before it failed without an answer
         self.error: BaseException | None = None

@@ -5,9 +5,10 @@ Two servers writing one branch share its chain of log slots (:mod:`kvmodel.store
 a server must read the other's entry in a slot before it can write after it, so while both
 write, each has one group in flight and they take turns (:mod:`kvmodel.store.lakefs.groups`),
 at a third of what one server gets. Here the servers of a repository find each other through
-the log instead: every entry a server uploads names it (``hms-w``: its random id and the
-address of its *peer port*). A server whose view of a branch shows that another server with a
-smaller id wrote it in the last :data:`LEASE_S` seconds (and answers: a peer with a
+the log instead: every entry a server uploads names it (``hms-w``: its id and the
+address of its *peer port*; the id is the time the server started, then random digits, so the
+server that started first has the smallest). A server whose view of a branch shows that another
+server with a smaller id wrote it in the last :data:`LEASE_S` seconds (and answers: a peer with a
 handed write unanswered for :data:`SLOW_S` seconds is handed no more meanwhile) does not
 take slots itself: it
 decides each write transaction over its view, as always, and hands the decided write (its
@@ -133,7 +134,9 @@ class Peers:
         or this machine's address when it is a wildcard)."""
         self._take = take
         self._key = _key(secret, repository)
-        self.id = uuid.uuid4().hex
+        # the start time first: the server that has run longest owns a branch, so one just
+        # started (a restart, one more server) takes no branch from the others
+        self.id = f"{time.time_ns():016x}{uuid.uuid4().hex[:16]}"
         self._listener = socket.create_server((host, port), reuse_port=False)
         self._listener.settimeout(None)
         port = self._listener.getsockname()[1]

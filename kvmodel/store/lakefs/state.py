@@ -79,6 +79,18 @@ class BranchStates:
         except Exception:  # noqa: BLE001 - Redis down: stale_after still bounds
             return None
 
+    def _redis_id(self) -> str | None:
+        """The run id of the Redis server the change counters are in (asked once); None
+        without Redis or when it fails."""
+        if self._redis is None:
+            return None
+        if self._redis_run_id is None:
+            try:
+                self._redis_run_id = str(self._redis.info("server")["run_id"])
+            except Exception:  # noqa: BLE001 - Redis down: the handing server announces
+                return None
+        return self._redis_run_id
+
     def _announce(self, branch: str) -> int | None:
         """Count a change of the branch in Redis (before the caller is answered)."""
         if self._redis is None:

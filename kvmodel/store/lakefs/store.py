@@ -127,6 +127,7 @@ class LakeFSStore(BranchStates, CommittedReads, Variants, Writes, Merges, DataOb
         self._pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="lakefs-upload")
         self._stop = threading.Event()
         self._redis = None  # with use_redis: where branch changes are announced
+        self._redis_run_id: str | None = None  # that Redis server's run id, asked once
         self._peers = None  # with serve_peers: writes handed to the server writing a branch
         self._poller: threading.Thread | None = None
         self._closed = False

@@ -200,14 +200,28 @@ class Writes:
             if not (error == "store" and self._apply_handed(name, answer.get("entries"))):
                 self._outdate(name)  # (else its view has what refused the write: read on)
             raise store_error(answer)
-        if not self._apply_handed(name, answer.get("entries")):
+        # announced in this server's Redis: the owner announced it in its own, and when that
+        # is not ours (servers of another machine, or without Redis) this server's other
+        # workers must not read the branch without it for up to stale_after
+        news = self._owners_news(answer.get("news"))
+        if news is None:
+            news = self._announce(name)
+        if not self._apply_handed(name, answer.get("entries"), news):
             self._outdate(name)  # its next read reads what was made
-        # (announced in Redis by the server that made it, before it answered)
 
-    def _apply_handed(self, name: str, entries) -> bool:
+    def _owners_news(self, news) -> int | None:
+        """The change count the owner's announcement of a handed write made, when it made it
+        in this server's Redis (``news``: [the Redis server's run id, the count])."""
+        if not (isinstance(news, list) and len(news) == 2 and isinstance(news[1], int)):
+            return None
+        mine = self._redis_id()
+        return news[1] if mine is not None and news[0] == mine else None
+
+    def _apply_handed(self, name: str, entries, news: int | None = None) -> bool:
         """The entries a peer answered (the chain from the state a handed write was decided
         over to the entry holding it, with their changes) applied to the branch's state,
-        when they carry its chain on; whether they did."""
+        when they carry its chain on; whether they did. ``news``: the Redis change count
+        this server's announcement of them made."""
         if not isinstance(entries, list) or not entries:
             return False
         try:
@@ -237,10 +251,11 @@ class Writes:
             self._entries.update(contents)
             state = self._extend(name, current, new, current.checked, contents)
             state.next_slot = max(state.next_slot, state.last_seq + 1)
-            # the changes announced in Redis it holds are those ``current`` held (the owner
-            # announced these entries, and others may have been announced meanwhile): a
-            # read asks Redis, and reads lakeFS again when more were
-            state.news = current.news
+            # the changes announced in Redis it holds: those ``current`` held, and ours of
+            # these entries when none was announced between (the owner's announcement in the
+            # same Redis, another worker's write): else a read asks lakeFS again
+            state.news = news if news is not None and current.news == news - 1 \
+                else current.news
             self._put_state(name, state)
         return True
 
@@ -285,7 +300,11 @@ class Writes:
                     "entries": [] if current is None else
                     self._entries_since(name, since[1], current.last_seq)}
         self._fly(name, lanes, state, group, leads)
-        return {"entries": self._entries_since(name, since[1], group.seq)}
+        answer = {"entries": self._entries_since(name, since[1], group.seq)}
+        redis_id = self._redis_id()
+        if redis_id is not None and group.news is not None:
+            answer["news"] = [redis_id, group.news]  # where it was announced, and the count
+        return answer
 
     def _check_since(self, name: str, lanes: Lanes, since, reads, ranges) -> None:
         """:class:`WriteConflict` unless what was written on the branch after ``since`` (a
@@ -470,7 +489,7 @@ class Writes:
                                   group.stamp, group.checksum, nonce=group.nonce,
                                   pred=group.pred,
                                   writer=self._peers.name if self._peers is not None else "")
-        news = self._announce(branch)
+        news = group.news = self._announce(branch)
         with self._lock:
             self._entries[entry.cache_key] = dict(group.changes)
             current = self._branches.get(branch) or state

@@ -422,11 +422,18 @@ def test_processes_over_one_branch_read_their_writes_on_any_connection(lake, tmp
     """serve --processes 2: connections land on either worker; each worker announces its
     writes in the shared Redis, so a write through one worker is read at once through the
     other (without the announcements about a quarter of the reads missed it, within the 1 s
-    bound), and through new connections, whichever worker answers them."""
+    bound), and through new connections, whichever worker answers them. The module's server,
+    started first and writing main, owns the branch: the workers hand it their writes, and it
+    announces them in a Redis that is not theirs, so the worker that handed one announces it
+    in theirs (without that, reads through the other worker missed it)."""
     from contextlib import ExitStack
 
+    from tests.support.lakefs import log_writers, peer_id
     from tests.support.workers import clients_on_each_worker
 
+    with connect(lake["server"]) as client:  # a writer of main now: its owner
+        client.create_database(T.Database("mp_owner", "", None, {}))
+    owner = peer_id(lake["server"])
     server = start_proxy(tmp_path / "mp", "--processes", "2", store=f"lakefs://{REPO}",
                          warehouse=False, env=lake["env"])
     try:
@@ -438,6 +445,7 @@ def test_processes_over_one_branch_read_their_writes_on_any_connection(lake, tmp
                 assert reader.get_database(f"mp{i}").name == f"mp{i}"  # the other worker
                 with connect(server) as fresh:  # either worker
                     assert fresh.get_database(f"mp{i}").name == f"mp{i}"
+        assert log_writers(lake["server"])[-30:] == [owner] * 30  # handed, made by the owner
     finally:
         server.stop()
 

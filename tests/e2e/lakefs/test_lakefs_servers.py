@@ -6,7 +6,6 @@ slot reads what the other wrote and decides again. No Redis here: lakeFS alone d
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections import Counter
 
@@ -16,7 +15,7 @@ import pytest
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T  # noqa: E402
 from tests.support.client import connect, wait_served
 from kvmodel import lakefs_actions
-from tests.support.lakefs import LakeFSApi, new_repository, real_lakefs
+from tests.support.lakefs import LakeFSApi, log_writers, new_repository, peer_id, real_lakefs
 from tests.support.process import REPO_ROOT
 from tests.support.proxy import start_proxy
 from tests.support.wait import DEADLINE, wait_until
@@ -229,30 +228,6 @@ def test_servers_started_together_with_lakefs_hooks_all_install_the_action(tmp_p
 
 
 
-def _peer_id(server) -> str:
-    found = wait_until(lambda: re.search(r"lakeFS peer ([0-9a-f]+)@", server.log_text()),
-                       what=f"{server.name} announcing its peer port")
-    return found.group(1)
-
-
-def _log_writers(server) -> list[str]:
-    """The peer id of the server that wrote each entry of main's log, in slot order."""
-    from kvmodel.store.lakefs import log as lakefs_log
-
-    repo = re.search(r"serving lakefs://(\S+) ", server.log_text()).group(1)
-    with real_lakefs().sdk() as api:
-        objects = lakefs_sdk.ObjectsApi(api)
-        found, after = [], ""
-        while True:
-            page = objects.list_objects(repo, "main", prefix=lakefs_log.LOG + "main/",
-                                        after=after, amount=1000, user_metadata=True)
-            found += [lakefs_log.listed(o.path, o.metadata, o.checksum) for o in page.results]
-            if not page.pagination.has_more:
-                break
-            after = page.pagination.next_offset
-    return [o.writer.partition("@")[0] for o in sorted(found, key=lambda o: o.seq)]
-
-
 def _partition(db: str, tbl: str, value: str) -> T.Partition:
     return T.Partition([value], db, tbl, 0, 0, table(tbl, db).sd, {})
 
@@ -263,7 +238,7 @@ def test_a_server_killed_while_the_other_hands_it_writes_loses_none_acknowledged
     partitions; the owner is killed (kill -9) among them. Every add_partition acknowledged
     before, during and after is in the catalog, the handing server goes on taking writes
     (making them itself), and a call that failed with the owner made nothing half."""
-    owner, other = sorted(servers, key=_peer_id)
+    owner, other = sorted(servers, key=peer_id)
     part_table = table("parts")
     part_table.partitionKeys = [T.FieldSchema("p", "string", None)]
     with connect(owner) as client:
@@ -306,8 +281,8 @@ def test_a_server_killed_while_the_other_hands_it_writes_loses_none_acknowledged
     wait_until(lambda: len(acked) >= 60, what="60 writes acknowledged before the kill")
     with lock:
         before.update(acked)
-    owner_id, other_id = _peer_id(owner), _peer_id(other)
-    writers = Counter(_log_writers(other))
+    owner_id, other_id = peer_id(owner), peer_id(other)
+    writers = Counter(log_writers(other))
     assert writers[owner_id] >= 60 and writers[other_id] <= 2, writers  # handed, not taken
     owner.popen.kill()
     owner.popen.wait(30)
@@ -321,4 +296,4 @@ def test_a_server_killed_while_the_other_hands_it_writes_loses_none_acknowledged
     assert {f"p={v}" for v in acked} <= names, "an acknowledged write was lost"
     assert names <= {f"p={v}" for v in (*acked, *failed, "first")}
     assert len(failed) <= 4 * 2, failed  # at most the calls in flight at the kill
-    assert Counter(_log_writers(other))[other_id] >= 40  # made there once the owner was gone
+    assert Counter(log_writers(other))[other_id] >= 40  # made there once the owner was gone
