@@ -48,6 +48,7 @@ import time
 import uuid
 
 from kvmodel.store import errors
+from kvmodel.store.lakefs.api import LakeFSUnreachable
 
 log = logging.getLogger("kvmodel.lakefs.peers")
 
@@ -207,8 +208,6 @@ class Peers:
 
     def _exchange(self, name: str, address: tuple[str, int], sock: socket.socket,
                   request: dict) -> dict:
-        from kvmodel.store.lakefs.api import LakeFSUnreachable
-
         try:
             sock.settimeout(ANSWER_TIMEOUT)
             _send_frame(sock, request)
@@ -309,8 +308,6 @@ class Peers:
             self._serving.release()
 
     def _answer(self, request: dict) -> dict:
-        from kvmodel.store.lakefs.api import LakeFSUnreachable
-
         try:
             branch = request["branch"]
             if not isinstance(branch, str):
