@@ -9,7 +9,8 @@ per machine in ``~/.cache/hms-proxy/spark-iceberg/`` under a file lock.
 
 :func:`run_sql` runs a list of SQL statements in one local Spark session (``local[1]``, Java 17)
 in that environment and returns each statement's rows, with the catalogs given as Spark
-settings (``spark.sql.catalog.NAME...``).
+settings (``spark.sql.catalog.NAME...``); :class:`KeptSpark` runs them one after another in
+one JVM, each in a new session.
 """
 from __future__ import annotations
 
@@ -17,10 +18,14 @@ import argparse
 import fcntl
 import json
 import os
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import venv
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,29 +42,55 @@ AWS_BUNDLE = f"iceberg-aws-bundle-{ICEBERG}.jar"
 AWS_BUNDLE_PATH = f"org/apache/iceberg/iceberg-aws-bundle/{ICEBERG}/{AWS_BUNDLE}"
 EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 
-# runs in the environment's own Python: reads {"conf": {...}, "sql": [...]} on stdin, prints
-# one JSON line: the rows of each statement, or the first line of its error
-_JOB = r"""
+# the statements of a run, in the environment's own Python: each statement's rows, or the first
+# line of its error
+_STATEMENTS = r"""
 import json, sys
 from pyspark.sql import SparkSession
+
+def run(spark, statements):
+    out = []
+    for sql in statements:
+        try:
+            rows = [list(r) for r in spark.sql(sql).collect()]
+            out.append({"rows": json.loads(json.dumps(rows, default=str))})
+        except Exception as exc:
+            lines = str(exc).strip().splitlines() or [type(exc).__name__]
+            # py4j's first line names only the call: the Java exception is on a later one
+            named = [l for l in lines if "Exception" in l or "Error" in l]
+            out.append({"error": (named or lines)[0].strip()})
+    return out
+
+def started(conf):
+    builder = SparkSession.builder.master("local[1]").appName("hms-proxy-iceberg")
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+"""
+
+# one run: reads {"conf": {...}, "sql": [...]} on stdin, prints one JSON line
+_JOB = _STATEMENTS + r"""
 job = json.load(sys.stdin)
-builder = SparkSession.builder.master("local[1]").appName("hms-proxy-iceberg")
-for key, value in job["conf"].items():
-    builder = builder.config(key, value)
-spark = builder.getOrCreate()
-spark.sparkContext.setLogLevel("ERROR")
-out = []
-for sql in job["sql"]:
-    try:
-        rows = [list(r) for r in spark.sql(sql).collect()]
-        out.append({"rows": json.loads(json.dumps(rows, default=str))})
-    except Exception as exc:
-        lines = str(exc).strip().splitlines() or [type(exc).__name__]
-        # py4j's first line names only the call: the Java exception is on a later one
-        named = [l for l in lines if "Exception" in l or "Error" in l]
-        out.append({"error": (named or lines)[0].strip()})
+spark = started(job["conf"])
+out = run(spark, job["sql"])
 spark.stop()
 print("RESULT " + json.dumps(out))
+"""
+
+# runs one after another in one JVM (:class:`KeptSpark`): the settings read at the JVM's start
+# as its argument, then one {"conf": {...}, "sql": [...]} line per run, each in a new session
+# (its own settings, catalogs and caches) with the run's settings
+_SERVE = _STATEMENTS + r"""
+base = started(json.loads(sys.argv[1]))
+print("READY", flush=True)
+for line in sys.stdin:
+    job = json.loads(line)
+    spark = base.newSession()
+    for key, value in job["conf"].items():
+        spark.conf.set(key, value)
+    print("RESULT " + json.dumps(run(spark, job["sql"])), flush=True)
 """
 
 
@@ -121,22 +152,124 @@ def catalog_conf(name: str, kind: str, uri: str, warehouse: str | None = None,
     return conf
 
 
-def run_sql(statements: list[str], catalogs: dict[str, str], timeout: float = 600.0,
-            workdir: Path | None = None) -> list[dict]:
-    """Each statement's ``{"rows": [...]}`` or ``{"error": "..."}``, in one Spark session."""
-    spark = ensure()
-    conf = {"spark.jars": f"{spark.jar},{spark.aws_bundle}", "spark.sql.extensions": EXTENSIONS,
-            "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",
-            "spark.driver.memory": "1g", **catalogs}
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_HOME"))}
-    done = subprocess.run([str(spark.python), "-c", _JOB],
-                          input=json.dumps({"conf": conf, "sql": statements}),
-                          capture_output=True, text=True, timeout=timeout, env=env,
-                          cwd=workdir or tempfile.gettempdir(), check=False)
-    for line in done.stdout.splitlines():
+def _launch_conf(spark: SparkIceberg) -> dict[str, str]:
+    """The settings of every run that Spark reads when its JVM starts."""
+    return {"spark.jars": f"{spark.jar},{spark.aws_bundle}", "spark.sql.extensions": EXTENSIONS,
+            "spark.ui.enabled": "false", "spark.driver.memory": "1g"}
+
+
+def _env() -> dict[str, str]:
+    # the project environment's PySpark is not this one's
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_HOME"))}
+
+
+def _result(stdout: str) -> list[dict] | None:
+    for line in stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
-    raise RuntimeError(f"the Spark job failed ({done.returncode}): {done.stderr[-3000:]}")
+    return None
+
+
+def run_sql(statements: list[str], catalogs: dict[str, str], timeout: float = 600.0,
+            workdir: Path | None = None) -> list[dict]:
+    """Each statement's ``{"rows": [...]}`` or ``{"error": "..."}``, in one Spark session of
+    a JVM of its own."""
+    spark = ensure()
+    conf = {**_launch_conf(spark), "spark.sql.shuffle.partitions": "1", **catalogs}
+    done = subprocess.run([str(spark.python), "-c", _JOB],
+                          input=json.dumps({"conf": conf, "sql": statements}),
+                          capture_output=True, text=True, timeout=timeout, env=_env(),
+                          cwd=workdir or tempfile.gettempdir(), check=False)
+    found = _result(done.stdout)
+    if found is None:
+        raise RuntimeError(f"the Spark job failed ({done.returncode}): {done.stderr[-3000:]}")
+    return found
+
+
+class KeptSpark:
+    """Runs of :func:`run_sql` in one JVM kept between them (starting one costs 10 to 25 s of
+    the machine's two cores, a new session in it well under one): each run gets a new session
+    (``newSession``: its own settings, catalogs and their caches) with only the settings Spark
+    reads per session (``spark.sql.*``). What a JVM keeps across sessions: Hadoop's file
+    systems and Iceberg's pool of metastore clients, per URI. One run at a time; the JVM ends
+    with :meth:`close` or when this process's end closes its stdin."""
+
+    def __init__(self):
+        self._popen: subprocess.Popen | None = None
+        self._log = None
+        self._lock = threading.Lock()
+
+    def run_sql(self, statements: list[str], catalogs: dict[str, str],
+                timeout: float = 600.0) -> list[dict]:
+        """As :func:`run_sql` (every key of ``catalogs`` a ``spark.sql.`` one)."""
+        if not all(k.startswith("spark.sql.") for k in catalogs):
+            raise ValueError("a kept JVM takes spark.sql.* settings only")
+        job = json.dumps({"conf": {"spark.sql.shuffle.partitions": "1", **catalogs},
+                          "sql": statements}) + "\n"
+        with self._lock:
+            if self._popen is None or self._popen.poll() is not None:
+                self._start(timeout)
+            try:
+                self._popen.stdin.write(job.encode())
+                self._popen.stdin.flush()
+            except OSError:
+                self._failed("took no run")
+            line = self._line(time.monotonic() + timeout, "RESULT ")
+            return json.loads(line[len("RESULT "):])
+
+    def _start(self, timeout: float) -> None:
+        spark = ensure()
+        self.close()
+        self._log = tempfile.NamedTemporaryFile(prefix="spark-iceberg-", suffix=".log")
+        self._popen = subprocess.Popen(
+            [str(spark.python), "-c", _SERVE, json.dumps(_launch_conf(spark))],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=_env(),
+            cwd=tempfile.mkdtemp(prefix="spark-iceberg-"), start_new_session=True)
+        self._line(time.monotonic() + timeout, "READY")
+
+    def _line(self, deadline: float, prefix: str) -> str:
+        """The next line of the JVM's output starting with ``prefix``; TimeoutExpired (the
+        JVM stopped) past ``deadline``."""
+        out = self._popen.stdout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.close()
+                raise subprocess.TimeoutExpired("spark-iceberg run", deadline)
+            ready, _, _ = select.select([out], [], [], left)
+            if not ready:
+                continue
+            line = out.readline().decode(errors="replace")
+            if not line:
+                self._failed("ended")
+            if line.startswith(prefix):
+                return line
+
+    def _failed(self, what: str):
+        tail = ""
+        if self._log is not None:
+            self._log.flush()
+            with open(self._log.name, errors="replace") as log:
+                tail = log.read()[-3000:]
+        self.close()
+        raise RuntimeError(f"the kept Spark JVM {what}: {tail}")
+
+    def close(self) -> None:
+        popen, self._popen = self._popen, None
+        if popen is not None:
+            try:
+                popen.stdin.close()
+                popen.wait(30)
+            except (OSError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(popen.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                popen.wait()
+            popen.stdout.close()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
 
 def main(argv=None) -> int:

@@ -23,12 +23,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(1200)]
 
 @pytest.fixture(scope="module")
 def spark_env():
+    """The module's Spark: one JVM, a new session per run (spark_iceberg.KeptSpark)."""
     if shutil.which("java") is None:
         pytest.skip("no java: Spark runs on the JVM")
     try:
-        return spark_iceberg.ensure()
+        spark_iceberg.ensure()
     except (RuntimeError, OSError) as exc:
         pytest.skip(f"Spark with Iceberg's runtime could not be set up: {exc}")
+    kept = spark_iceberg.KeptSpark()
+    yield kept
+    kept.close()
 
 
 def rows(result):
@@ -71,7 +75,7 @@ def test_rest_on_dev_spark_through_thrift_then_merged(spark_env, tmp_path):
         dev.load_table("shop.events").append(
             pa.table({"id": pa.array([3], pa.int64()), "v": ["c"]}))
         q = "SELECT id FROM {}.shop.events ORDER BY id"
-        got = spark_iceberg.run_sql([
+        got = spark_env.run_sql([
             q.format("hv_dev"),                                   # 0: Thrift on dev
             q.format("hv_main"),                                  # 1: Thrift on main
             q.format("rest_main"),                                # 2: REST on main
@@ -86,7 +90,7 @@ def test_rest_on_dev_spark_through_thrift_then_merged(spark_env, tmp_path):
             "rest_dev.shop.events",
             "SELECT count(*) FROM hv_dev.shop.made",               # 10
             q.format("hv_main"),                                  # 11: main never saw it
-        ], catalogs, workdir=tmp_path)
+        ], catalogs)
         assert rows(got[0]) == [[1], [2], [3]]
         assert rows(got[1]) == [[1], [2]] and rows(got[2]) == [[1], [2]]
         for result in got[3:8]:
@@ -97,9 +101,9 @@ def test_rest_on_dev_spark_through_thrift_then_merged(spark_env, tmp_path):
         assert rows(got[11]) == [[1], [2]]
         assert ids(server.rest("main").load_table("shop.events")) == [1, 2]
         server.cli("merge", "dev", "main")
-        after = spark_iceberg.run_sql([q.format("hv_main"), q.format("rest_main"),
+        after = spark_env.run_sql([q.format("hv_main"), q.format("rest_main"),
                                        "SELECT count(*) FROM rest_main.shop.made"],
-                                      catalogs, workdir=tmp_path)
+                                      catalogs)
         assert rows(after[0]) == [[2], [3], [4]] and rows(after[1]) == [[2], [3], [4]]
         assert rows(after[2]) == [[3]]
         assert ids(server.rest("main").load_table("shop.events")) == [2, 3, 4]
@@ -120,17 +124,17 @@ def test_spark_appends_on_two_branches_merge_in_icebergs_terms(spark_env, tmp_pa
         main.create_table("sales.t", schema=data.schema).append(data)
         server.cli("branch", "create", "feature", "--from", "main")
         catalogs = feature_and_main(server)
-        got = spark_iceberg.run_sql([
+        got = spark_env.run_sql([
             "INSERT INTO rest_f.sales.t VALUES (2, 'b'), (3, 'c')",
             "INSERT INTO rest_f.sales.t VALUES (4, 'd')",
-            "INSERT INTO rest_main.sales.t VALUES (10, 'x')"], catalogs, workdir=tmp_path)
+            "INSERT INTO rest_main.sales.t VALUES (10, 'x')"], catalogs)
         for result in got:
             rows(result)
         before = main.load_table("sales.t").current_snapshot().snapshot_id
         merged = server.cli("merge", "feature", "main")
         assert "2 snapshots replayed (append" in merged.stdout, merged.stdout
-        after = spark_iceberg.run_sql(["SELECT id FROM rest_main.sales.t ORDER BY id"],
-                                      catalogs, workdir=tmp_path)
+        after = spark_env.run_sql(["SELECT id FROM rest_main.sales.t ORDER BY id"],
+                                      catalogs)
         assert rows(after[0]) == [[1], [2], [3], [4], [10]]
         table = server.rest("main").load_table("sales.t")
         assert ids(table) == [1, 2, 3, 4, 10]
@@ -149,20 +153,20 @@ def test_spark_deletes_on_a_branch_merge_with_appends_to_other_partitions(spark_
     server = start_rest_server(tmp_path / "srv", "--autocommit")
     try:
         catalogs = feature_and_main(server)
-        made = spark_iceberg.run_sql([
+        made = spark_env.run_sql([
             "CREATE NAMESPACE rest_main.sales",
             "CREATE TABLE rest_main.sales.t (id bigint, day string) USING iceberg "
             "PARTITIONED BY (day) TBLPROPERTIES ('write.delete.mode'='merge-on-read')",
             "INSERT INTO rest_main.sales.t VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'c')",
-        ], catalogs, workdir=tmp_path)
+        ], catalogs)
         for result in made:
             rows(result)
         server.cli("branch", "create", "feature", "--from", "main")
-        got = spark_iceberg.run_sql([
+        got = spark_env.run_sql([
             "DELETE FROM rest_f.sales.t WHERE day = 'a'",
             "DELETE FROM rest_f.sales.t WHERE id = 3",
             "INSERT INTO rest_main.sales.t VALUES (10, 'b')",
-        ], catalogs, workdir=tmp_path)
+        ], catalogs)
         for result in got:
             rows(result)
         ops = [s.summary.operation.value
@@ -171,11 +175,11 @@ def test_spark_deletes_on_a_branch_merge_with_appends_to_other_partitions(spark_
         merged = server.cli("merge", "feature", "main")
         assert "2 snapshots replayed (delete" in merged.stdout, merged.stdout
         assert ids(server.rest("main").load_table("sales.t")) == [2, 4, 10]
-        after = spark_iceberg.run_sql([
+        after = spark_env.run_sql([
             "SELECT id FROM rest_main.sales.t ORDER BY id",
             "DELETE FROM rest_main.sales.t WHERE day = 'b'",
             "INSERT INTO rest_f.sales.t VALUES (11, 'b')",
-        ], catalogs, workdir=tmp_path)
+        ], catalogs)
         assert rows(after[0]) == [[2], [4], [10]]
         rows(after[1])
         rows(after[2])
@@ -209,7 +213,7 @@ def test_spark_optimizer_reads_the_ndv_of_stats_compute(spark_env, tmp_path):
         conf = spark_iceberg.catalog_conf("sx", "rest", server.rest_uri, "main")
 
         def filter_estimate() -> str:
-            plan = rows(spark_iceberg.run_sql(query, conf)[1])[0][0]
+            plan = rows(spark_env.run_sql(query, conf)[1])[0][0]
             return next(line for line in plan.splitlines() if "Filter" in line)
 
         assert "rowCount=100)" in filter_estimate()  # no column statistics yet
@@ -269,7 +273,7 @@ def test_spark_on_lakefs_rest_on_dev_thrift_reads_lakefs_merges(spark_env, tmp_p
             wait_until(lambda: len(hive_dev.load_table("lake.t").scan().to_arrow()) == 3,
                        what="pyiceberg's REST append on dev, through the dev server")
             q = "SELECT id FROM {}.lake.t ORDER BY id"
-            got = spark_iceberg.run_sql([
+            got = spark_env.run_sql([
                 q.format("hv_dev"), q.format("hv_main"), q.format("rest_main"),
                 "INSERT INTO rest_dev.lake.t VALUES (4, 'd')"], catalogs)
             assert rows(got[0]) == [[1], [2], [3]]  # pyiceberg's REST append, through Thrift
@@ -277,7 +281,7 @@ def test_spark_on_lakefs_rest_on_dev_thrift_reads_lakefs_merges(spark_env, tmp_p
             rows(got[3])
             wait_until(lambda: len(hive_dev.load_table("lake.t").scan().to_arrow()) == 4,
                        what="Spark's REST insert on dev, through the dev server")
-            got = spark_iceberg.run_sql([q.format("hv_dev"), q.format("hv_main")], catalogs)
+            got = spark_env.run_sql([q.format("hv_dev"), q.format("hv_main")], catalogs)
             assert rows(got[0]) == [[1], [2], [3], [4]] and rows(got[1]) == [[1], [2]]
             data_dir = "warehouse/lake.db/t/data"
             assert len(api.data_files("dev", data_dir)) == \
@@ -286,14 +290,14 @@ def test_spark_on_lakefs_rest_on_dev_thrift_reads_lakefs_merges(spark_env, tmp_p
         # the server sees lakeFS's merge within its staleness bound
         wait_until(lambda: len(main.load_table("lake.t").scan().to_arrow()) == 4,
                    what="main after the lakeFS merge")
-        after = spark_iceberg.run_sql([q.format("hv_main"), q.format("rest_main")], catalogs)
+        after = spark_env.run_sql([q.format("hv_main"), q.format("rest_main")], catalogs)
         assert rows(after[0]) == [[1], [2], [3], [4]] == rows(after[1])
         on_dev.stop()
         on_dev = None
         with lakefs.sdk() as client:
             LakeFSApi(client, repo).delete_branch("dev")  # pre-delete-branch anchors main
         assert not any(f"/{repo}/dev/" in p for p in named_paths(main.load_table("lake.t")))
-        after = spark_iceberg.run_sql([
+        after = spark_env.run_sql([
             q.format("hv_main"), "INSERT INTO rest_main.lake.t VALUES (5, 'e')",
             q.format("rest_main")], catalogs)
         assert rows(after[0]) == [[1], [2], [3], [4]]
@@ -325,7 +329,7 @@ def test_spark_position_deletes_on_a_lakefs_branch_still_delete_after_it_goes(sp
                                          {**server.keys, **s3}),
             **spark_iceberg.catalog_conf("rest_main", "rest", server.rest_uri, "main",
                                          {**server.keys, **s3})}
-        made = spark_iceberg.run_sql([
+        made = spark_env.run_sql([
             "CREATE NAMESPACE rest_main.lake",
             "CREATE TABLE rest_main.lake.t (id bigint, v string) USING iceberg "
             "TBLPROPERTIES ('write.delete.mode'='merge-on-read', "
@@ -333,19 +337,18 @@ def test_spark_position_deletes_on_a_lakefs_branch_still_delete_after_it_goes(sp
             "INSERT INTO rest_main.lake.t VALUES (1, 'a'), (2, 'b')",
             "CREATE TABLE rest_main.lake.v3 (id bigint, v string) USING iceberg "
             "TBLPROPERTIES ('format-version'='3', 'write.delete.mode'='merge-on-read')",
-            "INSERT INTO rest_main.lake.v3 VALUES (1, 'a'), (2, 'b')"], catalogs,
-            workdir=tmp_path)
+            "INSERT INTO rest_main.lake.v3 VALUES (1, 'a'), (2, 'b')"], catalogs)
         for result in made:
             rows(result)
         with lakefs.sdk() as client:
             LakeFSApi(client, repo).branch("dev", "main")
-        got = spark_iceberg.run_sql([
+        got = spark_env.run_sql([
             "INSERT INTO rest_dev.lake.t VALUES (3, 'c'), (4, 'd')",
             "DELETE FROM rest_dev.lake.t WHERE id IN (1, 3)",
             "SELECT id FROM rest_dev.lake.t ORDER BY id",
             "INSERT INTO rest_dev.lake.v3 VALUES (3, 'c'), (4, 'd')",
             "DELETE FROM rest_dev.lake.v3 WHERE id IN (1, 3)",
-            "SELECT id FROM rest_dev.lake.v3 ORDER BY id"], catalogs, workdir=tmp_path)
+            "SELECT id FROM rest_dev.lake.v3 ORDER BY id"], catalogs)
         for result in got[:2] + got[3:5]:
             rows(result)
         assert rows(got[2]) == rows(got[5]) == [[2], [4]]
@@ -362,9 +365,9 @@ def test_spark_position_deletes_on_a_lakefs_branch_still_delete_after_it_goes(sp
         assert not any(f"/{repo}/dev/" in p for p in named_paths(vectors))
         named = _vector_paths(server.rest("main"), "lake.v3")
         assert len(named) == 2 and not any(f"/{repo}/dev/" in p for p in named), named
-        after = spark_iceberg.run_sql(["SELECT id FROM rest_main.lake.t ORDER BY id",
+        after = spark_env.run_sql(["SELECT id FROM rest_main.lake.t ORDER BY id",
                                        "SELECT id FROM rest_main.lake.v3 ORDER BY id"],
-                                      catalogs, workdir=tmp_path)
+                                      catalogs)
         assert rows(after[0]) == rows(after[1]) == [[2], [4]]
     finally:
         server.proc.stop()
@@ -394,34 +397,34 @@ def test_spark_format_version_3_tables_commit_and_merge(spark_env, tmp_path):
     server = start_rest_server(tmp_path / "srv", "--autocommit")
     try:
         catalogs = feature_and_main(server)
-        made = spark_iceberg.run_sql([
+        made = spark_env.run_sql([
             "CREATE NAMESPACE rest_main.v3",
             "CREATE TABLE rest_main.v3.t (id bigint, day string) USING iceberg "
             "PARTITIONED BY (day) TBLPROPERTIES ('format-version'='3')",
             "INSERT INTO rest_main.v3.t VALUES (1, 'a'), (2, 'b'), (3, 'b')",
             "DELETE FROM rest_main.v3.t WHERE id = 3",
             "SELECT id FROM rest_main.v3.t ORDER BY id",
-        ], catalogs, workdir=tmp_path)
+        ], catalogs)
         for result in made[:4]:
             rows(result)
         assert rows(made[4]) == [[1], [2]]
         table = server.rest("main").load_table("v3.t")
         assert table.metadata.format_version == 3
         server.cli("branch", "create", "feature", "--from", "main")
-        got = spark_iceberg.run_sql([
+        got = spark_env.run_sql([
             "INSERT INTO rest_f.v3.t VALUES (4, 'a'), (5, 'c')",
             "INSERT INTO rest_main.v3.t VALUES (10, 'b')",
-        ], catalogs, workdir=tmp_path)
+        ], catalogs)
         for result in got:
             rows(result)
         merged = server.cli("merge", "feature", "main")
         assert "1 snapshot replayed (append" in merged.stdout, merged.stdout
-        after = spark_iceberg.run_sql([
+        after = spark_env.run_sql([
             "SELECT id FROM rest_main.v3.t ORDER BY id",
             "SELECT id, _row_id FROM rest_main.v3.t ORDER BY id",
             "INSERT INTO rest_main.v3.t VALUES (11, 'c')",
             "SELECT count(*), count(DISTINCT _row_id) FROM rest_main.v3.t",
-        ], catalogs, workdir=tmp_path)
+        ], catalogs)
         assert rows(after[0]) == [[1], [2], [4], [5], [10]]
         row_ids = [r[1] for r in rows(after[1])]
         assert None not in row_ids and len(set(row_ids)) == 5, rows(after[1])
@@ -465,14 +468,14 @@ def test_spark_through_thrift_on_a_lakefs_branch_merged_and_deleted(spark_env, t
             catalogs = {**spark_iceberg.catalog_conf("hv_dev", "hive", dev_uri, extra=s3),
                         **spark_iceberg.catalog_conf("hv_main", "hive", server.thrift_uri,
                                                      extra=s3)}
-            got = spark_iceberg.run_sql([
+            got = spark_env.run_sql([
                 "INSERT INTO hv_dev.lake.t VALUES (4, 'd')",
                 "DELETE FROM hv_dev.lake.t WHERE id = 1",
                 "ALTER TABLE hv_dev.lake.t ADD COLUMN qty int",
                 "UPDATE hv_dev.lake.t SET qty = 7 WHERE id = 4",
                 "SELECT id, v, qty FROM hv_dev.lake.t ORDER BY id",
                 "SELECT id FROM hv_main.lake.t ORDER BY id",
-            ], catalogs, workdir=tmp_path)
+            ], catalogs)
             for result in got[:4]:
                 rows(result)
             assert rows(got[4]) == [[2, "b", None], [3, "c", None], [4, "d", 7]]
@@ -492,9 +495,9 @@ def test_spark_through_thrift_on_a_lakefs_branch_merged_and_deleted(spark_env, t
         for snapshot_id in before:
             assert sorted(table.scan(snapshot_id=snapshot_id).to_arrow().column("id")
                           .to_pylist()) == [1, 2, 3]
-        after = spark_iceberg.run_sql([
+        after = spark_env.run_sql([
             "INSERT INTO hv_main.lake.t VALUES (5, 'e', 1)",
-            "SELECT id, qty FROM hv_main.lake.t ORDER BY id"], catalogs, workdir=tmp_path)
+            "SELECT id, qty FROM hv_main.lake.t ORDER BY id"], catalogs)
         rows(after[0])
         assert rows(after[1]) == [[2, None], [3, None], [4, 7], [5, 1]]
     finally:
