@@ -113,10 +113,6 @@ class Anchor:
         return beside(self.paths.move(path, ref), "anchored", "avro")
 
     # --- one table's files --------------------------------------------------------------------
-    def needs(self, metadata: dict, location: str, ref: str) -> bool:
-        """Whether the table at ``location`` (its metadata ``metadata``) names another ref."""
-        return bool(self._traces(metadata, location, ref))
-
     def _traces(self, metadata: dict, location: str, ref: str) -> list[str]:
         return [p for p in self._paths(metadata, location) if self.foreign(p, ref)]
 
@@ -428,13 +424,14 @@ def relocate_commit(store, branch: str, before_location: str | None,
     # ``before`` as it is named: the table may have been anchored on ``branch`` since the
     # client read it (lakeFS's post-merge hook), and its file is then on ``branch`` only
     before = json.loads(anchor._read(before_location, None)) if before_location else {}
-    if after_ref in (branch, "@") and not anchor.needs(after, after_location, branch):
-        return after_location  # nothing of it names another ref: written where it belongs
     # the commit's own files that another ref names: a client that read the table before
     # it was moved to ``branch`` wrote its data under the old location, whatever the
-    # metadata file's own path
-    files = {p for p in new_files(anchor, before, after, after_location)
-             if ref_of(paths, p) not in (None, branch, "@")}
+    # metadata file's own path. Read even when the metadata file names nothing of another ref
+    # itself: a client whose commit lost to the table anchored on ``branch`` meanwhile
+    # (lakeFS's post-merge hook) retries over it, its new manifest list on ``branch`` but the
+    # manifests and data files of its first try (kept, not written again) where it read
+    written = new_files(anchor, before, after, after_location)
+    files = {p for p in written if ref_of(paths, p) not in (None, branch, "@")}
     if not files:
         return after_location
     others = {ref_of(paths, p) for p in files}
@@ -453,7 +450,13 @@ def relocate_commit(store, branch: str, before_location: str | None,
             raise Misplaced(f"files of this commit are already committed on {other}: "
                             + ", ".join(sorted(set(keys) - staged)[:3]))
         lakefs.copy_data(other, branch, keys)
-        done = anchor.anchor_metadata(after_location, branch, only=files)
+        # its files on ``branch`` are walked too: they may name those moved (that retry's
+        # manifest list), and are written again naming where they went
+        done = anchor.anchor_metadata(
+            after_location, branch,
+            only=files | {p for p in written if ref_of(paths, p) == branch})
+        log.info("moved %d files of a commit on %s from %s: %s", len(keys), branch, other,
+                 done[0])
         return done[0]
     except Misplaced:
         raise

@@ -192,11 +192,14 @@ class KeptSpark:
     (``newSession``: its own settings, catalogs and their caches) with only the settings Spark
     reads per session (``spark.sql.*``). What a JVM keeps across sessions: Hadoop's file
     systems and Iceberg's pool of metastore clients, per URI. One run at a time; the JVM ends
-    with :meth:`close` or when this process's end closes its stdin."""
+    with :meth:`close` or when this process's end closes its stdin. Spark's log goes to a
+    temporary file, kept (``spark-iceberg-*.log``) when a statement failed."""
 
     def __init__(self):
         self._popen: subprocess.Popen | None = None
         self._log = None
+        self._keep_log = False
+        self._cwd: str | None = None
         self._lock = threading.Lock()
 
     def run_sql(self, statements: list[str], catalogs: dict[str, str],
@@ -215,16 +218,23 @@ class KeptSpark:
             except OSError:
                 self._failed("took no run")
             line = self._line(time.monotonic() + timeout, "RESULT ")
-            return json.loads(line[len("RESULT "):])
+            results = json.loads(line[len("RESULT "):])
+            if any("error" in r for r in results):
+                self._keep_log = True
+            return results
 
     def _start(self, timeout: float) -> None:
         spark = ensure()
         self.close()
-        self._log = tempfile.NamedTemporaryFile(prefix="spark-iceberg-", suffix=".log")
+        # kept when a run failed a statement (Spark's log of it), removed at close otherwise
+        self._log = tempfile.NamedTemporaryFile(prefix="spark-iceberg-", suffix=".log",
+                                                delete=False)
+        self._keep_log = False
+        self._cwd = tempfile.mkdtemp(prefix="spark-iceberg-")  # its spark-warehouse, if any
         self._popen = subprocess.Popen(
             [str(spark.python), "-c", _SERVE, json.dumps(_launch_conf(spark))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=_env(),
-            cwd=tempfile.mkdtemp(prefix="spark-iceberg-"), start_new_session=True)
+            cwd=self._cwd, start_new_session=True)
         self._line(time.monotonic() + timeout, "READY")
 
     def _line(self, deadline: float, prefix: str) -> str:
@@ -269,7 +279,12 @@ class KeptSpark:
             popen.stdout.close()
         if self._log is not None:
             self._log.close()
+            if not self._keep_log:
+                os.unlink(self._log.name)
             self._log = None
+        if self._cwd is not None:
+            shutil.rmtree(self._cwd, ignore_errors=True)
+            self._cwd = None
 
 
 def main(argv=None) -> int:
