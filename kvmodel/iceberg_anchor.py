@@ -430,6 +430,8 @@ def relocate_commit(store, branch: str, before_location: str | None,
     # itself: a client whose commit lost to the table anchored on ``branch`` meanwhile
     # (lakeFS's post-merge hook) retries over it, its new manifest list on ``branch`` but the
     # manifests and data files of its first try (kept, not written again) where it read
+    if after_ref == "@" and not anchor._traces(after, after_location, branch):
+        return after_location  # the ref-free form, naming nothing of another ref: as it is
     written = new_files(anchor, before, after, after_location)
     files = {p for p in written if ref_of(paths, p) not in (None, branch, "@")}
     if not files:
