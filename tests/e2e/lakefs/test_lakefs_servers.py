@@ -297,4 +297,6 @@ def test_a_server_killed_while_the_other_hands_it_writes_loses_none_acknowledged
     assert {f"p={v}" for v in acked} <= names, "an acknowledged write was lost"
     assert names <= {f"p={v}" for v in (*acked, *failed, "first")}
     assert len(failed) <= 4 * 2, failed  # at most the calls in flight at the kill
-    assert Counter(log_writers(other))[other_id] >= 40  # made there once the owner was gone
+    # made there once the owner was gone: in entries of its own (the 40 writes after the kill
+    # in fewer, as its four clients' writes group)
+    assert Counter(log_writers(other))[other_id] > writers[other_id]
