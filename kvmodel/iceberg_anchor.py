@@ -424,16 +424,16 @@ def relocate_commit(store, branch: str, before_location: str | None,
     # ``before`` as it is named: the table may have been anchored on ``branch`` since the
     # client read it (lakeFS's post-merge hook), and its file is then on ``branch`` only
     before = json.loads(anchor._read(before_location, None)) if before_location else {}
+    if after_ref == "@" and not anchor._traces(after, after_location, branch):
+        return after_location  # the ref-free form, naming nothing of another ref: as it is
     # the commit's own files that another ref names: a client that read the table before
     # it was moved to ``branch`` wrote its data under the old location, whatever the
     # metadata file's own path. Read even when the metadata file names nothing of another ref
     # itself: a client whose commit lost to the table anchored on ``branch`` meanwhile
     # (lakeFS's post-merge hook) retries over it, its new manifest list on ``branch`` but the
     # manifests and data files of its first try (kept, not written again) where it read
-    if after_ref == "@" and not anchor._traces(after, after_location, branch):
-        return after_location  # the ref-free form, naming nothing of another ref: as it is
-    written = new_files(anchor, before, after, after_location)
-    files = {p for p in written if ref_of(paths, p) not in (None, branch, "@")}
+    written = {p: ref_of(paths, p) for p in new_files(anchor, before, after, after_location)}
+    files = {p for p, ref in written.items() if ref not in (None, branch, "@")}
     if not files:
         return after_location
     others = {ref_of(paths, p) for p in files}
@@ -456,7 +456,7 @@ def relocate_commit(store, branch: str, before_location: str | None,
         # manifest list), and are written again naming where they went
         done = anchor.anchor_metadata(
             after_location, branch,
-            only=files | {p for p in written if ref_of(paths, p) == branch})
+            only=files | {p for p, ref in written.items() if ref == branch})
         log.info("moved %d files of a commit on %s from %s: %s", len(keys), branch, other,
                  done[0])
         return done[0]

@@ -7,10 +7,9 @@ class). So these tests run Spark in an environment of their own: a virtual envir
 PySpark 4.1.4 from PyPI and the runtime jar from Maven Central (its SHA-1 checked), made once
 per machine in ``~/.cache/hms-proxy/spark-iceberg/`` under a file lock.
 
-:func:`run_sql` runs a list of SQL statements in one local Spark session (``local[1]``, Java 17)
-in that environment and returns each statement's rows, with the catalogs given as Spark
-settings (``spark.sql.catalog.NAME...``); :class:`KeptSpark` runs them one after another in
-one JVM, each in a new session.
+:class:`KeptSpark` runs lists of SQL statements in that environment, one after another in one
+local Spark JVM (``local[1]``, Java 17), each list in a new session with the catalogs given as
+Spark settings (``spark.sql.catalog.NAME...``), and returns each statement's rows.
 """
 from __future__ import annotations
 
@@ -42,9 +41,11 @@ AWS_BUNDLE = f"iceberg-aws-bundle-{ICEBERG}.jar"
 AWS_BUNDLE_PATH = f"org/apache/iceberg/iceberg-aws-bundle/{ICEBERG}/{AWS_BUNDLE}"
 EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 
-# the statements of a run, in the environment's own Python: each statement's rows, or the first
-# line of its error
-_STATEMENTS = r"""
+# runs one after another in one JVM (:class:`KeptSpark`), in the environment's own Python: the
+# settings read at the JVM's start as its argument, then one {"conf": {...}, "sql": [...]} line
+# per run, each in a new session (its own settings, catalogs and caches) with the run's
+# settings; one JSON line per run: each statement's rows, or the first line of its error
+_SERVE = r"""
 import json, sys
 from pyspark.sql import SparkSession
 
@@ -61,29 +62,11 @@ def run(spark, statements):
             out.append({"error": (named or lines)[0].strip()})
     return out
 
-def started(conf):
-    builder = SparkSession.builder.master("local[1]").appName("hms-proxy-iceberg")
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-"""
-
-# one run: reads {"conf": {...}, "sql": [...]} on stdin, prints one JSON line
-_JOB = _STATEMENTS + r"""
-job = json.load(sys.stdin)
-spark = started(job["conf"])
-out = run(spark, job["sql"])
-spark.stop()
-print("RESULT " + json.dumps(out))
-"""
-
-# runs one after another in one JVM (:class:`KeptSpark`): the settings read at the JVM's start
-# as its argument, then one {"conf": {...}, "sql": [...]} line per run, each in a new session
-# (its own settings, catalogs and caches) with the run's settings
-_SERVE = _STATEMENTS + r"""
-base = started(json.loads(sys.argv[1]))
+builder = SparkSession.builder.master("local[1]").appName("hms-proxy-iceberg")
+for key, value in json.loads(sys.argv[1]).items():
+    builder = builder.config(key, value)
+base = builder.getOrCreate()
+base.sparkContext.setLogLevel("ERROR")
 print("READY", flush=True)
 for line in sys.stdin:
     job = json.loads(line)
@@ -163,31 +146,8 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_HOME"))}
 
 
-def _result(stdout: str) -> list[dict] | None:
-    for line in stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    return None
-
-
-def run_sql(statements: list[str], catalogs: dict[str, str], timeout: float = 600.0,
-            workdir: Path | None = None) -> list[dict]:
-    """Each statement's ``{"rows": [...]}`` or ``{"error": "..."}``, in one Spark session of
-    a JVM of its own."""
-    spark = ensure()
-    conf = {**_launch_conf(spark), "spark.sql.shuffle.partitions": "1", **catalogs}
-    done = subprocess.run([str(spark.python), "-c", _JOB],
-                          input=json.dumps({"conf": conf, "sql": statements}),
-                          capture_output=True, text=True, timeout=timeout, env=_env(),
-                          cwd=workdir or tempfile.gettempdir(), check=False)
-    found = _result(done.stdout)
-    if found is None:
-        raise RuntimeError(f"the Spark job failed ({done.returncode}): {done.stderr[-3000:]}")
-    return found
-
-
 class KeptSpark:
-    """Runs of :func:`run_sql` in one JVM kept between them (starting one costs 10 to 25 s of
+    """Runs of SQL statements in one JVM kept between them (starting one costs 10 to 25 s of
     the machine's two cores, a new session in it well under one): each run gets a new session
     (``newSession``: its own settings, catalogs and their caches) with only the settings Spark
     reads per session (``spark.sql.*``). What a JVM keeps across sessions: Hadoop's file
@@ -204,7 +164,8 @@ class KeptSpark:
 
     def run_sql(self, statements: list[str], catalogs: dict[str, str],
                 timeout: float = 600.0) -> list[dict]:
-        """As :func:`run_sql` (every key of ``catalogs`` a ``spark.sql.`` one)."""
+        """Each statement's ``{"rows": [...]}`` or ``{"error": "..."}``, in one new session
+        with the settings ``catalogs`` (every key a ``spark.sql.`` one)."""
         if not all(k.startswith("spark.sql.") for k in catalogs):
             raise ValueError("a kept JVM takes spark.sql.* settings only")
         job = json.dumps({"conf": {"spark.sql.shuffle.partitions": "1", **catalogs},

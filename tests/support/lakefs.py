@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import uuid
 from dataclasses import dataclass
 
@@ -195,13 +196,8 @@ def past_staleness_bound(since: float) -> None:
     time.sleep(max(0.0, since + STALE_AFTER - time.monotonic()) + 0.05)
 
 
-__all__ = ["RealLakeFS", "real_lakefs", "new_repository", "new_store", "past_staleness_bound"]
-
-
 def peer_id(server) -> str:
     """The peer id a started server (``tests.support.proxy``) announced in its log."""
-    import re
-
     from tests.support.wait import wait_until
 
     found = wait_until(lambda: re.search(r"lakeFS peer ([0-9a-f]+)@", server.log_text()),
@@ -212,8 +208,6 @@ def peer_id(server) -> str:
 def log_writers(server, branch: str = "main") -> list[str]:
     """The peer id of the server that wrote each entry of ``branch``'s log, in slot order
     (the repository the server serves)."""
-    import re
-
     import lakefs_sdk
 
     from kvmodel.store.lakefs import log as lakefs_log
@@ -230,3 +224,7 @@ def log_writers(server, branch: str = "main") -> list[str]:
                 break
             after = page.pagination.next_offset
     return [o.writer.partition("@")[0] for o in sorted(found, key=lambda o: o.seq)]
+
+
+__all__ = ["RealLakeFS", "real_lakefs", "new_repository", "new_store", "past_staleness_bound",
+           "peer_id", "log_writers"]
