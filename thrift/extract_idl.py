@@ -145,6 +145,12 @@ def _field_key(f: dict, union: bool = False):
             json.dumps(f.get("default"), sort_keys=True))
 
 
+# Newer fields whose name an older field holds at another id, kept under another name because
+# newer clients need them: 3.x/4.x's Table.catName (17; 2.3.10's catName is 16) names the
+# catalog a Hive 3.1/4.x client's table is in.
+ALIASES = {("struct Table field", 17, "catName"): "catalogName"}
+
+
 def merge_fields(what: str, base: list[dict], newer: list[dict], version: str,
                  conflicts: list[str], union: bool = False) -> list[dict]:
     """``base``'s fields, then ``newer``'s whose id and name are both new; a newer field that
@@ -163,6 +169,10 @@ def merge_fields(what: str, base: list[dict], newer: list[dict], version: str,
             out = [f if o["name"] == f["name"] else o for o in out]
         elif f["name"] in names:
             conflicts.append(f"{what} {f['id']}: {version} {_sig(f)}, the name is taken")
+            alias = ALIASES.get((what, f["id"], f["name"]))
+            if alias is not None and alias not in names:  # read (and written) by another name
+                out.append(dict(f, name=alias))
+                names.add(alias)
         else:
             out.append(f)
             names.add(f["name"])

@@ -753,6 +753,7 @@ struct Table {
   14: optional bool temporary = false,
   15: optional bool rewriteEnabled,
   16: optional string catName,
+  17: optional string catalogName,
   18: optional PrincipalType ownerType = PrincipalType.USER,
   19: optional i64 writeId = -1,
   20: optional bool isStatsCompliant,

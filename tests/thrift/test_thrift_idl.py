@@ -78,7 +78,8 @@ SHIFTED = ("3.x inserted writeid at 2 and moved every later field up one; add_dy
 INSERT_SHIFTED = ("3.x inserted `replace` at 1 and moved the file lists up one; fire_listener_event "
                   "from a 3.x client keeps its table and partition, not its file list")
 TABLE_16 = ("2.3.10 has catName at 16; 3.x put creationMetadata (materialized views, not served) "
-            "there and catName at 17, which a newer client's tables carry and we do not keep")
+            "there and catName at 17, which a newer client's tables carry: read and written here "
+            "as catalogName")
 OPEN_TXNS = ("a set in 2.3, a list in 3.x: a 3.x/4.x client cannot read get_open_txns's answer; "
              "it calls get_open_txns_req, a method of its own")
 NAMES_THROWS = ("2.3 declares MetaException as o2 at id 1; 3.x added NoSuchObjectException at 1: "
@@ -103,9 +104,11 @@ KNOWN_CONFLICTS = {
         "struct InsertEventRequestData field 1: {v} optional bool replace, kept required list<string> filesAdded",
         "struct InsertEventRequestData field 2: {v} required list<string> filesAdded, kept optional list<string> filesAddedChecksum",
         "struct InsertEventRequestData field 3: {v} optional list<string> filesAddedChecksum, the name is taken")},
-    **{line.format(v=v): TABLE_16 for v in ("3.1.3", "4.0.1") for line in (
-        "struct Table field 16: {v} optional CreationMetadata creationMetadata, kept optional string catName",
-        "struct Table field 17: {v} optional string catName, the name is taken")},
+    **{f"struct Table field 16: {v} optional CreationMetadata creationMetadata, kept optional string catName": TABLE_16
+       for v in ("3.1.3", "4.0.1")},
+    # read as catalogName (extract_idl.ALIASES): 3.1.3's is added under that name, 4.0.1's is it
+    "struct Table field 17: 3.1.3 optional string catName, the name is taken": TABLE_16,
+    "struct Table field 17: 4.0.1 optional string catName, kept optional string catalogName": TABLE_16,
     **{f"struct GetOpenTxnsResponse field 2: {v} required list<i64> open_txns, kept required set<i64> open_txns": OPEN_TXNS
        for v in ("3.1.3", "4.0.1")},
     **{line.format(v=v): NAMES_THROWS for v in ("3.1.3", "4.0.1") for line in (
@@ -192,7 +195,8 @@ def test_every_jar_method_is_generated(jar_models):
 def test_a_newer_clients_table_reads_as_ours():
     """What a 3.x/4.x client sends under an id 2.3 uses differently (Table 16: a
     CreationMetadata struct where 2.3.10 has the string catName) is skipped, with the C
-    accelerated protocol and with the pure-Python one, and the rest of the table is read."""
+    accelerated protocol and with the pure-Python one, and the rest of the table is read, its
+    catalog (17) as ``catalogName``."""
     from thrift.protocol import TBinaryProtocol
     from thrift.Thrift import TType
     from thrift.transport import TTransport
@@ -223,7 +227,8 @@ def test_a_newer_clients_table_reads_as_ours():
                     TBinaryProtocol.TBinaryProtocolFactory()):
         table = ttypes.Table()
         table.read(factory.getProtocol(TTransport.TMemoryBuffer(data)))
-        assert (table.tableName, table.catName, table.writeId) == ("t", None, 7)
+        assert (table.tableName, table.catName, table.catalogName, table.writeId) == \
+            ("t", None, "hive", 7)
 
 
 def test_oneway_methods_have_no_result():

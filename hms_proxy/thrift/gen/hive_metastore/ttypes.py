@@ -7584,6 +7584,7 @@ class Table(object):
      - temporary
      - rewriteEnabled
      - catName
+     - catalogName
      - ownerType
      - writeId
      - isStatsCompliant
@@ -7599,7 +7600,7 @@ class Table(object):
     """
 
 
-    def __init__(self, tableName=None, dbName=None, owner=None, createTime=None, lastAccessTime=None, retention=None, sd=None, partitionKeys=None, parameters=None, viewOriginalText=None, viewExpandedText=None, tableType=None, privileges=None, temporary=False, rewriteEnabled=None, catName=None, ownerType=    1, writeId=-1, isStatsCompliant=None, colStats=None, accessType=None, requiredReadCapabilities=None, requiredWriteCapabilities=None, id=None, fileMetadata=None, dictionary=None, txnId=None,):
+    def __init__(self, tableName=None, dbName=None, owner=None, createTime=None, lastAccessTime=None, retention=None, sd=None, partitionKeys=None, parameters=None, viewOriginalText=None, viewExpandedText=None, tableType=None, privileges=None, temporary=False, rewriteEnabled=None, catName=None, catalogName=None, ownerType=    1, writeId=-1, isStatsCompliant=None, colStats=None, accessType=None, requiredReadCapabilities=None, requiredWriteCapabilities=None, id=None, fileMetadata=None, dictionary=None, txnId=None,):
         self.tableName = tableName
         self.dbName = dbName
         self.owner = owner
@@ -7616,6 +7617,7 @@ class Table(object):
         self.temporary = temporary
         self.rewriteEnabled = rewriteEnabled
         self.catName = catName
+        self.catalogName = catalogName
         self.ownerType = ownerType
         self.writeId = writeId
         self.isStatsCompliant = isStatsCompliant
@@ -7729,6 +7731,11 @@ class Table(object):
             elif fid == 16:
                 if ftype == TType.STRING:
                     self.catName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
+                else:
+                    iprot.skip(ftype)
+            elif fid == 17:
+                if ftype == TType.STRING:
+                    self.catalogName = iprot.readString().decode('utf-8', errors='replace') if sys.version_info[0] == 2 else iprot.readString()
                 else:
                     iprot.skip(ftype)
             elif fid == 18:
@@ -7879,6 +7886,10 @@ class Table(object):
         if self.catName is not None:
             oprot.writeFieldBegin('catName', TType.STRING, 16)
             oprot.writeString(self.catName.encode('utf-8') if sys.version_info[0] == 2 else self.catName)
+            oprot.writeFieldEnd()
+        if self.catalogName is not None:
+            oprot.writeFieldBegin('catalogName', TType.STRING, 17)
+            oprot.writeString(self.catalogName.encode('utf-8') if sys.version_info[0] == 2 else self.catalogName)
             oprot.writeFieldEnd()
         if self.ownerType is not None:
             oprot.writeFieldBegin('ownerType', TType.I32, 18)
@@ -32651,7 +32662,7 @@ Table.thrift_spec = (
     (14, TType.BOOL, 'temporary', None, False, ),  # 14
     (15, TType.BOOL, 'rewriteEnabled', None, None, ),  # 15
     (16, TType.STRING, 'catName', 'UTF8', None, ),  # 16
-    None,  # 17
+    (17, TType.STRING, 'catalogName', 'UTF8', None, ),  # 17
     (18, TType.I32, 'ownerType', None,     1, ),  # 18
     (19, TType.I64, 'writeId', None, -1, ),  # 19
     (20, TType.BOOL, 'isStatsCompliant', None, None, ),  # 20
