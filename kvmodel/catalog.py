@@ -3,7 +3,9 @@
 Key scheme (names are lower-case HMS identifiers, ``[a-z0-9_]``, all of which sort after ``/``,
 so an entity's subtree is one contiguous key range)::
 
-    db/<db>                                        Database
+    cat/<cat>                                      Catalog (not ``hive``: that one is implicit)
+    cat/<cat>/db/<db>/...                          a database of catalog <cat>, laid out as below
+    db/<db>                                        Database (of the ``hive`` catalog)
     db/<db>/fn/<name>                              Function
     db/<db>/table/<tbl>                            Table
     db/<db>/table/<tbl>/part/<k1=v1>/<k2=v2>       Partition (values escaped as Hive escapes)
@@ -11,6 +13,10 @@ so an entity's subtree is one contiguous key range)::
     db/<db>/table/<tbl>/partstats/<part>/<col>     partition column statistics
     role/<name>                                    Role
     grant/role/<role>/<type>/<principal>           a role granted to a principal
+
+Inside the server a database of another catalog than ``hive`` is named ``<cat>.<db>`` (no
+database name has a dot), and every key function below takes that name where it takes a
+database's: ``db_key("sales.shop") == "cat/sales/db/shop"``.
 
 Listing the tables of a database seeks past each table's subtree, so it costs per table, not per
 partition. Values are canonical Thrift binary (:mod:`kvmodel.codec`).
@@ -26,47 +32,94 @@ from kvmodel.store.contract import ReadView, WriteTxn, prefix_end
 SUBTREE_END = chr(ord("/") + 1)  # the first character after '/': skips a whole subtree
 
 
+CATALOG_PREFIX = "cat/"
+CATALOG_DOT = "."
+
+
+def catalog_key(name: str) -> str:
+    return f"{CATALOG_PREFIX}{name}"
+
+
+def in_catalog(catalog: str | None, db: str) -> str:
+    """The server's name of database ``db`` of ``catalog`` (None or ``hive``: ``db`` itself)."""
+    return db if catalog in (None, "hive") else f"{catalog}{CATALOG_DOT}{db}"
+
+
+def split_db(db: str) -> tuple[str | None, str]:
+    """``sales.shop`` -> (``sales``, ``shop``); a database of the ``hive`` catalog -> (None, db)."""
+    cat, dot, name = db.partition(CATALOG_DOT)
+    if dot and cat and name and _plain(cat):
+        return cat, name
+    return None, db
+
+
+def full_name(db: str) -> str:
+    """A database with its catalog, as the stock HMS 3.1/4.x names it in messages: ``hive.shop``,
+    ``sales.shop``."""
+    return db if split_db(db)[0] is not None else f"hive{CATALOG_DOT}{db}"
+
+
+def _plain(name: str) -> bool:
+    return all(c.isalnum() or c == "_" for c in name)
+
+
+def databases_prefix(catalog: str | None = None) -> str:
+    """The prefix under which the databases of ``catalog`` (None: ``hive``) are."""
+    return "db/" if catalog in (None, "hive") else f"{CATALOG_PREFIX}{catalog}/db/"
+
+
 def db_key(db: str) -> str:
+    if CATALOG_DOT in db:
+        cat, name = split_db(db)
+        if cat is not None:
+            return f"{CATALOG_PREFIX}{cat}/db/{name}"
     return f"db/{db}"
 
 
 def table_key(db: str, tbl: str) -> str:
-    return f"db/{db}/table/{tbl}"
+    return f"{db_key(db)}/table/{tbl}"
 
 
 def part_prefix(db: str, tbl: str) -> str:
-    return f"db/{db}/table/{tbl}/part/"
+    return f"{db_key(db)}/table/{tbl}/part/"
 
 
 def part_key(db: str, tbl: str, part_name: str) -> str:
-    return f"db/{db}/table/{tbl}/part/{part_name}"
+    return f"{db_key(db)}/table/{tbl}/part/{part_name}"
 
 
 def func_key(db: str, name: str) -> str:
-    return f"db/{db}/fn/{name}"
+    return f"{db_key(db)}/fn/{name}"
 
 
 def table_colstats_key(db: str, tbl: str, col: str) -> str:
-    return f"db/{db}/table/{tbl}/colstats/{col}"
+    return f"{db_key(db)}/table/{tbl}/colstats/{col}"
 
 
 def part_colstats_prefix(db: str, tbl: str, part_name: str) -> str:
-    return f"db/{db}/table/{tbl}/partstats/{part_name}/"
+    return f"{db_key(db)}/table/{tbl}/partstats/{part_name}/"
 
 
 def part_colstats_root(db: str, tbl: str) -> str:
     """The prefix of every partition's client-written column statistics of a table."""
-    return f"db/{db}/table/{tbl}/partstats/"
+    return f"{db_key(db)}/table/{tbl}/partstats/"
 
 
 def path_prefix(path: str) -> str:
     """``db.table`` -> ``db/<db>/table/<table>``, ``db`` -> ``db/<db>`` (HMS names are
-    lower-case); ValueError for anything else."""
+    lower-case); another catalog's as Hive 3.x/4.x name them, ``@cat#db[.table]``
+    (``cat/<cat>/db/<db>...``); ValueError for anything else."""
     text = path.strip().lower()
+    catalog = None
+    if text.startswith("@"):
+        catalog, sep, text = text[1:].partition("#")
+        if not sep or not catalog or not _plain(catalog):
+            raise ValueError(f"takes DB, DB.TABLE or @CATALOG#DB[.TABLE], not {path!r}")
     db, sep, table = text.partition(".")
     if not db or (sep and not table) or "/" in text or "." in table:
-        raise ValueError(f"takes DB or DB.TABLE, not {path!r}")
-    return f"db/{db}/table/{table}" if sep else f"db/{db}"
+        raise ValueError(f"takes DB, DB.TABLE or @CATALOG#DB[.TABLE], not {path!r}")
+    base = db_key(in_catalog(catalog, db))
+    return f"{base}/table/{table}" if sep else base
 
 
 def under(key: str, prefix: str) -> bool:
@@ -139,8 +192,18 @@ class CatalogReader:
     def database(self, db: str):
         return self._get(self.t.Database, db_key(db))
 
-    def database_names(self) -> list[str]:
-        return list(self._cached(("dbs",), lambda: tuple(self._child_names("db/")), _weigh_names))
+    def database_names(self, catalog: str | None = None) -> list[str]:
+        """The databases of ``catalog`` (None: ``hive``), by their names in it."""
+        prefix = databases_prefix(catalog)
+        return list(self._cached(("dbs", prefix), lambda: tuple(self._child_names(prefix)),
+                                 _weigh_names))
+
+    # --- catalogs (besides hive) ----------------------------------------------------------
+    def catalog(self, name: str):
+        return self._get(self.t.Catalog, catalog_key(name))
+
+    def catalog_names(self) -> list[str]:
+        return [name for name in self._child_names(CATALOG_PREFIX)]
 
     def _child_names(self, prefix: str) -> list[str]:
         """Names of the entities directly under ``prefix`` (``prefix + name``), skipping each
@@ -163,11 +226,12 @@ class CatalogReader:
 
     def table_names(self, db: str) -> list[str]:
         return list(self._cached(("tables", db),
-                                 lambda: tuple(self._child_names(f"db/{db}/table/")), _weigh_names))
+                                 lambda: tuple(self._child_names(f"{db_key(db)}/table/")),
+                                 _weigh_names))
 
     def tables(self, db: str) -> Iterator[tuple[str, bytes]]:
         """(name, raw Table bytes) for every table of ``db``, seeking past partitions."""
-        prefix = f"db/{db}/table/"
+        prefix = f"{db_key(db)}/table/"
         for name in self.table_names(db):
             data = self.view.get(prefix + name)
             if data is not None:
@@ -206,14 +270,14 @@ class CatalogReader:
         return self._get(self.t.Function, func_key(db, name))
 
     def functions(self, db: str) -> Iterator[tuple[str, bytes]]:
-        prefix = f"db/{db}/fn/"
+        prefix = f"{db_key(db)}/fn/"
         n = len(prefix)
         for key, value in self.view.scan_prefix(prefix):
             yield key[n:], value
 
     # --- column statistics ------------------------------------------------------------
     def table_colstats(self, db: str, tbl: str) -> Iterator[tuple[str, bytes]]:
-        prefix = f"db/{db}/table/{tbl}/colstats/"
+        prefix = f"{db_key(db)}/table/{tbl}/colstats/"
         n = len(prefix)
         for key, value in self.view.scan_prefix(prefix):
             yield key[n:], value

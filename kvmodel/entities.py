@@ -26,6 +26,7 @@ from thrift.Thrift import TType
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes
 from kvmodel import codec
+from kvmodel.catalog import catalog_key, db_key, split_db
 
 # Parameters that change with every DDL call: never shown in a diff, never a conflict.
 DIFF_SKIPPED_PARAMS = frozenset({"transient_lastDdlTime"})
@@ -72,6 +73,16 @@ def parse_key(key: str) -> tuple[str, tuple[str, ...]]:
     parts = key.split("/")
     if parts[0] == "role" and len(parts) == 2 and parts[1]:
         return "role", (parts[1],)
+    if parts[0] == "cat" and len(parts) >= 2 and parts[1]:
+        # a catalog besides hive, and its databases: their path names the database
+        # ``<cat>.<db>``, the server's name of it (kvmodel.catalog)
+        if len(parts) == 2:
+            return "catalog", (parts[1],)
+        if parts[2] == "db" and len(parts) >= 4 and parts[3]:
+            kind, path = parse_key("/".join(["db"] + parts[3:]))
+            if kind != "other":
+                return kind, (f"{parts[1]}.{path[0]}",) + path[1:]
+        return "other", (key,)
     if parts[0] != "db" or len(parts) < 2 or not parts[1]:
         return "other", (key,)
     db = parts[1]
@@ -101,24 +112,28 @@ def ancestors(key: str) -> list[str]:
     """Keys of the entities ``key`` cannot exist without, outermost first: its database, its
     table, and for partition statistics, its partition."""
     kind, path = parse_key(key)
-    if kind in ("database", "role", "other"):
+    if kind in ("catalog", "role", "other"):
         return []
-    db = f"db/{path[0]}"
+    cat, _ = split_db(path[0])
+    outer = [catalog_key(cat)] if cat is not None else []
+    db = db_key(path[0])
+    if kind == "database":
+        return outer
     if kind in ("function", "table", "database_item"):
-        return [db]
+        return outer + [db]
     tbl = f"{db}/table/{path[1]}"
     if kind == "partition_column_stats":
-        return [db, tbl, f"{tbl}/part/{path[2]}"]
-    return [db, tbl]
+        return outer + [db, tbl, f"{tbl}/part/{path[2]}"]
+    return outer + [db, tbl]
 
 
 def dependents(key: str) -> tuple[str, ...]:
     """Key prefixes of what depends on the entity at ``key`` (and goes when it is dropped)."""
     kind, path = parse_key(key)
-    if kind in ("database", "table"):
+    if kind in ("catalog", "database", "table"):
         return (key + "/",)
     if kind == "partition":
-        return (f"db/{path[0]}/table/{path[1]}/partstats/{path[2]}/",)
+        return (f"{db_key(path[0])}/table/{path[1]}/partstats/{path[2]}/",)
     return ()
 
 
@@ -201,6 +216,7 @@ _EXPLICIT = {
         _f("owner", "ownerName"), _f("ownerType", "ownerType"),
     ],
     "role": [_f("owner", "ownerName")],
+    "catalog": [_f("location", "locationUri"), _f("description", "description")],
     "table_column_stats": [
         _f("statistics", "statsObj"), _f("lastAnalyzed", "statsDesc.lastAnalyzed", volatile=True),
     ],
@@ -209,7 +225,7 @@ _EXPLICIT["partition_column_stats"] = _EXPLICIT["table_column_stats"]
 
 STRUCTS = {
     "database": ttypes.Database, "table": ttypes.Table, "partition": ttypes.Partition,
-    "function": ttypes.Function, "role": ttypes.Role,
+    "function": ttypes.Function, "role": ttypes.Role, "catalog": ttypes.Catalog,
     "table_column_stats": ttypes.ColumnStatistics,
     "partition_column_stats": ttypes.ColumnStatistics,
 }

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes
 from kvmodel import codec
+from kvmodel.catalog import table_key
 from kvmodel.entities import (
     FIELDS,
     MERGE_VOLATILE_PARAMS,
@@ -525,7 +526,7 @@ def merge_stats_pointer(store: VersionedStore, base: str, source: str, dest: str
     """The merged value of a pointer both sides changed since ``base`` (three commits)."""
     _, (db, tbl, item) = parse_key(key)
     part = item[len("stats/"):]
-    tbl_key = f"db/{db}/table/{tbl}"
+    tbl_key = table_key(db, tbl)
     if part.startswith("_"):  # "_": an unpartitioned table; "_table_": reduced from partitions
         kind, data_key = "table", tbl_key
     else:

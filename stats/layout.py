@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import uuid
 
+from kvmodel.catalog import table_key
+
 STATS_DIR = "_stats"
 UNPARTITIONED = "_"  # the partition name of an unpartitioned table's statistics set
 TABLE_LEVEL = "_table_"  # the partition name of a table's set reduced from its partitions' sets
@@ -162,7 +164,7 @@ def set_dir(table_location: str, partition: str, set_id: str) -> str:
 def pointer_key(db: str, tbl: str, partition: str | None) -> str:
     """``db/<db>/table/<tbl>/stats/<partition or _>`` (a table item: dropped and renamed with
     the table)."""
-    return f"db/{db}/table/{tbl}/stats/{partition or UNPARTITIONED}"
+    return f"{table_key(db, tbl)}/stats/{partition or UNPARTITIONED}"
 
 
 def schema_fingerprint(columns) -> str:

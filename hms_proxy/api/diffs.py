@@ -116,7 +116,8 @@ def _prefix(path: str | None) -> str:
     try:
         return path_prefix(path)
     except ValueError:
-        raise bad_request(f"'path' takes DB or DB.TABLE, not {path!r}") from None
+        raise bad_request(
+            f"'path' takes DB, DB.TABLE or @CATALOG#DB[.TABLE], not {path!r}") from None
 
 
 def _under(key: str, prefix: str) -> bool:

@@ -173,7 +173,8 @@ def log(app, req: Request):
         try:
             prefix = path_prefix(path)
         except ValueError:
-            raise bad_request(f"'path' takes DB or DB.TABLE, not {path!r}") from None
+            raise bad_request(
+                f"'path' takes DB, DB.TABLE or @CATALOG#DB[.TABLE], not {path!r}") from None
     app.policy.check(req.caller, ref, READ, "log", ref)
     store = app.store
     head = store.resolve(ref).commit

@@ -100,8 +100,8 @@ def register(subparsers) -> None:
                               description="Commits reachable from a ref, newest first.", **kw)
     p.add_argument("ref", nargs="?", default="main", help="branch, tag or commit (default main)")
     p.add_argument("-n", "--limit", type=int, default=None, help="show at most N commits")
-    p.add_argument("--path", default=None, metavar="DB[.TABLE]",
-                   help="only commits changing this database or table")
+    p.add_argument("--path", default=None, metavar="[@CAT#]DB[.TABLE]",
+                   help="only commits changing this database or table (@CAT#: of catalog CAT)")
     p.set_defaults(func=_command(cmd_log))
 
     # show
@@ -118,8 +118,8 @@ def register(subparsers) -> None:
                                           "includes its uncommitted changes).", **kw)
     p.add_argument("left")
     p.add_argument("right")
-    p.add_argument("--path", default=None, metavar="DB[.TABLE]",
-                   help="only this database or table")
+    p.add_argument("--path", default=None, metavar="[@CAT#]DB[.TABLE]",
+                   help="only this database or table (@CAT#: of catalog CAT)")
     p.add_argument("--partitions", action="store_true", help="list partitions in full")
     p.set_defaults(func=_command(cmd_diff))
 

@@ -50,7 +50,7 @@ class ColumnStatsCalls(Family):
             columns = {c.name for c in (table.sd.cols or [])}
             part_keys = {k.name for k in table.partitionKeys or []}
             if table_level:
-                prefix, part_name = f"db/{db}/table/{tbl}/colstats/", None
+                prefix, part_name = keys.table_key(db, tbl) + "/colstats/", None
             else:
                 part_name = self._partition_name(cat, table, desc.partName)
                 if part_name is None:
@@ -244,7 +244,7 @@ class ColumnStatsCalls(Family):
                 raise errors.NoSuchObject(
                     f"Table {tbl}  for which stats deletion is requested doesn't exist")
             if col_name is None:
-                cat.delete_prefix(f"db/{db}/table/{tbl}/colstats/")
+                cat.delete_prefix(keys.table_key(db, tbl) + "/colstats/")
                 return True
             key = keys.table_colstats_key(db, tbl, lower(col_name))
             if cat.raw(key) is None:

@@ -62,9 +62,10 @@ class DatabaseCalls(Family):
 
     # --- create / alter / drop -----------------------------------------------------------
     def create_database(self, ctx, database):
-        if database is None or not names.validate_name(database.name or ""):
+        catalog, given = keys.split_db(getattr(database, "name", None) or "")
+        if database is None or not names.validate_name(given):
             raise errors.InvalidObject(f"{getattr(database, 'name', None)} is not a valid database name")
-        check_identifier_length(database.name)
+        check_identifier_length(given)
         name = lower(database.name)
         db = self.t.Database(
             name=name,
@@ -78,17 +79,25 @@ class DatabaseCalls(Family):
         )
         if db.ownerName is None and dialect.hive4():
             # HMS 4 names the caller (its set_ugi user, else the server's own user)
-            db.ownerName = ctx.user or _process_user()
+            db.ownerName = ctx.user or process_user()
         external = external_root(self.env.conf) if dialect.hive4() else None
-        if database.locationUri:
-            db.locationUri = warehouse.qualify(database.locationUri)
-        elif external:  # Hive 4 puts a database's tables under the external warehouse
-            db.locationUri = warehouse.join(external, f"{name}.db")
-        else:
-            db.locationUri = self.env.warehouse.default_database_location(name)
         with self.writing(ctx) as cat:
+            home = None
+            if catalog is not None:  # another catalog's: under its location
+                found = cat.catalog(catalog)
+                if found is None:
+                    raise errors.InvalidObject(f"No such catalog {catalog}")
+                home = found.locationUri
+            if database.locationUri:
+                db.locationUri = warehouse.qualify(database.locationUri)
+            elif home is not None:
+                db.locationUri = warehouse.join(home, f"{lower(given)}.db")
+            elif external:  # Hive 4 puts a database's tables under the external warehouse
+                db.locationUri = warehouse.join(external, f"{name}.db")
+            else:
+                db.locationUri = self.env.warehouse.default_database_location(name)
             if cat.raw(keys.db_key(name)) is not None:
-                raise errors.AlreadyExists(f"Database {database.name} already exists")
+                raise errors.AlreadyExists(f"Database {given} already exists")
             # in the transaction, as for a table: a commit right after it (--autocommit) holds
             # the directory too
             warehouse.mkdirs(db.locationUri)
@@ -117,7 +126,7 @@ class DatabaseCalls(Family):
     def drop_database(self, ctx, name, deleteData, cascade):
         _named(name)
         name = lower(name)
-        if name == DEFAULT_DB:
+        if name == DEFAULT_DB:  # (another catalog's default database may go)
             raise errors.MetaError("Can not drop default database")
         doomed: list[str] = []
         with self.writing(ctx) as cat:
@@ -166,7 +175,10 @@ class DatabaseCalls(Family):
         return as_seen(decode(self.t.Database, data), self.t)
 
     def _names(self, ctx):
-        return self.cached(ctx, ("dbnames",), lambda cat: tuple(cat.database_names()))
+        """The databases of the call's catalog (``ctx.catalog``, None: hive's)."""
+        catalog = ctx.catalog
+        return self.cached(ctx, ("dbnames", catalog),
+                           lambda cat: tuple(cat.database_names(catalog)))
 
     def get_databases(self, ctx, pattern):
         return match_names(pattern, self._names(ctx), "get_databases")
@@ -188,7 +200,7 @@ def as_seen(db, t):
     its catalog, Hive 4 also its kind (native) and keeps its creation time, which older
     clients' metastores do not have."""
     if dialect.since(dialect.HIVE31):
-        db.catalogName = DEFAULT_CATALOG
+        db.catalogName = DEFAULT_CATALOG  # (another catalog's: routing.unqualify_result)
     if dialect.hive4():
         db.type = t.DatabaseType.NATIVE
     else:
@@ -196,7 +208,7 @@ def as_seen(db, t):
     return db
 
 
-def _process_user() -> str:
+def process_user() -> str:
     try:
         return getpass.getuser()
     except (KeyError, OSError):  # no name for this uid (a container's)
@@ -212,7 +224,7 @@ def _named(name) -> None:
 
 def _no_database(name: str) -> errors.NoSuchObject:
     """A missing database as the client's generation words it: HMS 4.x names its catalog
-    (``database hive.shop``), 2.3 and 3.1 the name alone."""
+    (``database hive.shop``), 2.3 and 3.1 the name alone (another catalog's too)."""
     if dialect.hive4():
-        return errors.NoSuchObject(f"database {DEFAULT_CATALOG}.{name}")
-    return errors.NoSuchObject(name)
+        return errors.NoSuchObject(f"database {keys.full_name(name)}")
+    return errors.NoSuchObject(keys.split_db(name)[1])

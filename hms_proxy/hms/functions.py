@@ -84,7 +84,7 @@ class FunctionCalls(Family):
         fn.createTime = now()
         with self.writing(ctx) as cat:
             if cat.raw(keys.db_key(fn.dbName)) is None:
-                raise errors.NoSuchObject(f"database {DEFAULT_CATALOG}.{fn.dbName}" if hive4
+                raise errors.NoSuchObject(f"database {keys.full_name(fn.dbName)}" if hive4
                                           else fn.dbName)
             key = keys.func_key(fn.dbName, fn.functionName)
             if cat.raw(key) is not None:

@@ -120,6 +120,8 @@ def _routed(name: str, impl, method, federation=None, guard=None, served=None):
         value = impl(ctx, *args)
         if served is not None:
             value = served.answer(ctx, value, result_spec, ctx.ref)
+        if ctx.catalog is not None:
+            value = routing.unqualify_result(value, result_spec)
         if ref is not None:
             value = routing.qualify_result(value, result_spec, ref)
         return value
@@ -130,21 +132,24 @@ def _routed(name: str, impl, method, federation=None, guard=None, served=None):
         ref = names.ref
         ctx.ref = ref or ctx.served_ref()
         ctx.call = _describe_call(name, arg_names, args)
-        if names.catalog is None:
+        ctx.catalog = names.foreign
+        if names.catalog is None and names.foreign is None:
             try:
                 return guarded(ctx, args, ref)
             except Exception as exc:
+                if names.absent:
+                    routing.absent_error(exc)
                 if dialect.since(dialect.HIVE31):  # HMS 3.1/4.x name the default catalog
                     routing.default_catalog_error(exc)
                 raise
-        # a call naming a catalog (``@hive#shop``): a Hive 3.x/4.x client's
+        # a call naming a catalog (``@hive#shop``, a struct's catName): a Hive 3.x/4.x client's
         ctx.generation = dialect.at_least(ctx.generation, dialect.HIVE31)
         generation = dialect.CURRENT.set(ctx.generation)
         try:
-            if not routing.in_catalog(names, args) and name in routing.CATALOG_PATTERN_ARGS:
-                return []  # the databases (or tables) of a catalog that has none
             return guarded(ctx, args, ref)
         except Exception as exc:
+            if names.absent:
+                routing.absent_error(exc)
             routing.catalog_error(exc, names)
             raise
         finally:

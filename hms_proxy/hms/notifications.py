@@ -26,6 +26,7 @@ from hms_proxy.hms.databases import NO_EVENTS
 from hms_proxy.hms.family import Family, lower
 from hms_proxy.thrift import errors
 from hms_proxy.thrift.gen.hive_metastore import ttypes
+from kvmodel import catalog as keys
 from kvmodel import codec
 from kvmodel.entities import parse_key
 
@@ -235,9 +236,9 @@ def _events_of(entries, when: int, server: str, store, commit) -> list[Event]:
 
     def table_of(db, tbl):
         if (db, tbl) not in table_cache:
-            data = store.get(commit.id, f"db/{db}/table/{tbl}")
+            data = store.get(commit.id, keys.table_key(db, tbl))
             if data is None and commit.parents:
-                data = store.get(commit.parents[0], f"db/{db}/table/{tbl}")
+                data = store.get(commit.parents[0], keys.table_key(db, tbl))
             table_cache[(db, tbl)] = None if data is None else codec.decode(T.Table, data)
         return table_cache[(db, tbl)]
 

@@ -124,7 +124,7 @@ class PartitionCalls(Family):
         if table is None:
             if dialect.hive4():
                 raise errors.InvalidObject(f"Unable to add partitions because "
-                                           f"{DEFAULT_CATALOG}.{lower(db)}.{lower(tbl)} does not exist")
+                                           f"{keys.full_name(lower(db))}.{lower(tbl)} does not exist")
             raise errors.InvalidObject(
                 "Unable to add partition because table or database do not exist")
         return table
@@ -646,7 +646,7 @@ class PartitionCalls(Family):
             table = cat.table(db, tbl)
             if table is None:  # HMS looks the partition up first
                 raise errors.NoSuchObject(
-                    f"Unable to get partition because {DEFAULT_CATALOG}.{db}.{tbl} does not "
+                    f"Unable to get partition because {keys.full_name(db)}.{tbl} does not "
                     "exist" if hive4 else f"partition values={_java_list(part_vals)}")
             name = part_name(table, part_vals)
             dropped = self._drop(cat, table, [name])

@@ -382,10 +382,10 @@ def _check_exchange_tables(dest, source, source_db, source_table, dest_db, dest_
     the catalog when missing."""
     if dest is None:
         raise errors.MetaError(
-            f"The destination table {DEFAULT_CATALOG}.{dest_db}.{dest_table} not found")
+            f"The destination table {keys.full_name(dest_db)}.{dest_table} not found")
     if source is None:
         raise errors.MetaError(
-            f"The source table {DEFAULT_CATALOG}.{source_db}.{source_table} not found")
+            f"The source table {keys.full_name(source_db)}.{source_table} not found")
 
 
 def _same_columns(a, b) -> bool:

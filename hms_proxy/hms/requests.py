@@ -8,19 +8,20 @@ with its arguments in one struct (and the catalog named in it). Each is served h
 the stock HMS 3.1/4.x answers differently in the request form (its wording of a missing
 database, the catalog checked) is done here.
 
-Catalogs: ``hive`` is the one catalog (a ref, not a catalog, is how this metastore keeps
-several versions of a catalog: ``@hive#shop@dev``). ``get_catalogs`` and ``get_catalog``
-answer as the stock HMS does; creating, altering or dropping a catalog is refused with the
-stock HMS's own errors where it has one (``Catalog hive already exists``, ``Can not drop hive
-catalog``, ``No catalog x``) and a MetaException saying why otherwise.
+Catalogs: ``hive`` is the catalog every client sees (2.3 clients, and 3.x/4.x clients that
+name none); others are created, altered, listed and dropped as the stock HMS 3.1/4.x does it,
+each with a ``default`` database of its own, and kept on the ref like everything else
+(``cat/<name>``, their databases below it: :mod:`kvmodel.catalog`), so branched, diffed and
+merged with it. ``hive`` itself is not stored: its location is the server's warehouse.
 """
 from __future__ import annotations
 
-from hms_proxy.hms import colstats, constraints, databases, partitions, tables
-from hms_proxy.hms.family import Family, lower
-from hms_proxy.thrift import errors
+from hms_proxy.hms import colstats, constraints, databases, names, partitions, tables, warehouse
+from hms_proxy.hms.family import Family, lower, now
+from hms_proxy.thrift import dialect, errors
 from hms_proxy.thrift.replies import RawStream
 from hms_proxy.thrift.routing import DEFAULT_CATALOG
+from kvmodel import catalog as keys
 from kvmodel import codec
 
 CATALOG_DESCRIPTION = "Default catalog, for Hive"  # the stock HMS 3.1/4.x's words
@@ -65,58 +66,108 @@ class RequestCalls(Family):
                               locationUri=self.env.warehouse.root)
 
     def get_catalogs(self, ctx):
-        return self.t.GetCatalogsResponse(names=[DEFAULT_CATALOG])
+        with self.reading(ctx) as cat:
+            found = cat.catalog_names()
+        return self.t.GetCatalogsResponse(names=sorted({DEFAULT_CATALOG, *found}))
 
     def get_catalog(self, ctx, catName):
         name = getattr(catName, "name", None)
         if name is None:
             raise errors.MetaError("A catalog name is required")
-        if not _is_hive(name):
+        if _is_hive(name):
+            return self.t.GetCatalogResponse(catalog=self._catalog())
+        with self.reading(ctx) as cat:
+            found = cat.catalog(lower(name))
+        if found is None:
             raise errors.NoSuchObject(f"No catalog {name}")
-        return self.t.GetCatalogResponse(catalog=self._catalog())
+        return self.t.GetCatalogResponse(catalog=found)
 
     def create_catalog(self, ctx, catalog):
-        cat = getattr(catalog, "catalog", None)
-        if cat is None or not cat.name:
+        given = getattr(catalog, "catalog", None)
+        if given is None or not given.name:
             raise errors.InvalidObject("A catalog needs a name")
-        if _is_hive(cat.name):
-            raise errors.AlreadyExists(f"Catalog {lower(cat.name)} already exists")
-        raise errors.MetaError(
-            f"Cannot create catalog {cat.name}: hive is the only catalog of this metastore "
-            "(a branch of it is a ref: @hive#db@branch)")
+        if not names.validate_name(given.name):
+            raise errors.InvalidObject(f"{given.name} is not a valid catalog name")
+        if not given.locationUri:
+            raise errors.InvalidObject("You must specify a path for the catalog")
+        name = lower(given.name)
+        if name == DEFAULT_CATALOG:
+            raise errors.AlreadyExists(f"Catalog {given.name} already exists")
+        location = warehouse.qualify(given.locationUri)
+        new = self.t.Catalog(name=name, description=given.description, locationUri=location,
+                             createTime=now())
+        # as the stock HMS makes it: a default database in it, at the catalog's location (with
+        # an owner from 4.x on; 3.1's has none)
+        default = self.t.Database(
+            name=keys.in_catalog(name, databases.DEFAULT_DB),
+            description=f"Default database for catalog {name}", locationUri=location,
+            parameters={}, createTime=now())
+        if dialect.hive4():
+            default.ownerName = ctx.user or databases.process_user()
+            default.ownerType = self.t.PrincipalType.USER
+        with self.writing(ctx) as cat:
+            if cat.raw(keys.catalog_key(name)) is not None:
+                raise errors.AlreadyExists(f"Catalog {given.name} already exists")
+            warehouse.mkdirs(location)
+            cat.put(keys.catalog_key(name), new)
+            cat.put(keys.db_key(default.name), default)
 
     def alter_catalog(self, ctx, rqst):
         name = getattr(rqst, "name", None)
-        if not _is_hive(name) or name is None:
-            raise errors.NoSuchObject(f"No catalog {name}")
         new = rqst.newCat
-        if new is not None and new.name is not None and not _is_hive(new.name):
+        if name is None or new is None:
+            raise errors.MetaError("A catalog name and the new catalog are required")
+        if new.name is not None and lower(new.name) != lower(name):
+            if not _is_hive(name) and self._stored_catalog(ctx, name) is None:
+                raise errors.NoSuchObject(f"No catalog {name}")
             raise errors.InvalidOperation("You cannot change a catalog's name")
-        raise errors.MetaError("The hive catalog cannot be altered here: its location is the "
-                               "server's warehouse (serve --warehouse)")
+        if _is_hive(name):
+            raise errors.MetaError("The hive catalog cannot be altered here: its location is "
+                                   "the server's warehouse (serve --warehouse)")
+        with self.writing(ctx) as cat:
+            old = cat.catalog(lower(name))
+            if old is None:
+                raise errors.NoSuchObject(f"No catalog {name}")
+            if new.description is not None:
+                old.description = new.description
+            if new.locationUri:
+                old.locationUri = warehouse.qualify(new.locationUri)
+            cat.put(keys.catalog_key(old.name), old)
+
+    def _stored_catalog(self, ctx, name: str):
+        with self.reading(ctx) as cat:
+            return cat.catalog(lower(name))
 
     def drop_catalog(self, ctx, dropCatalogRequest):
         name = getattr(dropCatalogRequest, "name", None)
         if name is not None and _is_hive(name):
             raise errors.MetaError("Can not drop hive catalog")
-        raise errors.NoSuchObject(f"No catalog {name}")
+        if name is None:
+            raise errors.NoSuchObject(f"No catalog {name}")
+        name_ = lower(name)
+        with self.writing(ctx) as cat:
+            if cat.catalog(name_) is None:
+                raise errors.NoSuchObject(f"No catalog {name}")
+            if [db for db in cat.database_names(name_) if db != databases.DEFAULT_DB]:
+                raise errors.InvalidOperation(f"There are non-default databases in the catalog "
+                                              f"{name} so it cannot be dropped.")
+            cat.delete(keys.catalog_key(name_))
+            cat.delete_prefix(keys.catalog_key(name_) + "/")
 
     # --- databases -----------------------------------------------------------------------
     def get_database_req(self, ctx, request):
         name, catalog = request.name, request.catalogName
-        if not _is_hive(catalog):
-            raise errors.NoSuchObject(f"database {catalog}.{name}")
         try:
             # a 4.x-only call: the database is answered as HMS 4 answers it (its catalog, its
-            # kind: databases.as_seen)
+            # kind: databases.as_seen); another catalog's is named "<cat>.<db>" here (routing)
             return self.databases.get_database(ctx, name)
         except errors.NoSuchObject:
-            raise errors.NoSuchObject(f"database {DEFAULT_CATALOG}.{name}") from None
+            if not _is_hive(catalog) or keys.split_db(name or "")[0] is not None:
+                raise
+            raise errors.NoSuchObject(f"database {keys.full_name(name)}") from None
 
     def create_database_req(self, ctx, createDatabaseRequest):
         req = createDatabaseRequest
-        if not _is_hive(req.catalogName):
-            raise errors.InvalidObject(f"No such catalog {req.catalogName}")
         db = self.t.Database(name=req.databaseName, description=req.description,
                              locationUri=req.locationUri, parameters=req.parameters,
                              privileges=req.privileges, ownerName=req.ownerName,
@@ -127,12 +178,12 @@ class RequestCalls(Family):
         return self.databases.alter_database(ctx, alterDbReq.oldDbName, alterDbReq.newDb)
 
     def drop_database_req(self, ctx, req):
-        if not _is_hive(req.catalogName):
-            raise errors.NoSuchObject(f"No catalog {req.catalogName}")
         try:  # the stock 4.x's answer, whatever ignoreUnknownDb says (its client ignores it)
             self.databases.get_database(ctx, req.name)
         except errors.NoSuchObject:
-            raise errors.NoSuchObject(f"database {DEFAULT_CATALOG}.{req.name}") from None
+            if keys.split_db(req.name or "")[0] is not None:
+                raise
+            raise errors.NoSuchObject(f"database {keys.full_name(req.name)}") from None
         return self.databases.drop_database(ctx, req.name, req.deleteData, req.cascade)
 
     # --- tables --------------------------------------------------------------------------
@@ -153,7 +204,7 @@ class RequestCalls(Family):
             return self.tables.create_table_with_environment_context(ctx, table,
                                                                      request.envContext, also)
         except errors.AlreadyExists:  # the stock 4.x names the table with its catalog
-            raise errors.AlreadyExists(f"Table {DEFAULT_CATALOG}.{lower(table.dbName)}."
+            raise errors.AlreadyExists(f"Table {keys.full_name(lower(table.dbName))}."
                                        f"{lower(table.tableName)} already exists") from None
 
     def drop_table_req(self, ctx, dropTableReq):

@@ -247,7 +247,7 @@ class TableCalls(Family):
         with self.writing(ctx) as cat:
             db = cat.database(db_name)
             if db is None:  # HMS 4.x names the catalog
-                raise errors.InvalidObject(f"database {DEFAULT_CATALOG}.{db_name}"
+                raise errors.InvalidObject(f"database {keys.full_name(db_name)}"
                                            if dialect.hive4() else db_name)
             if cat.raw(keys.table_key(db_name, name)) is not None:
                 raise errors.AlreadyExists(f"Table {tbl.tableName} already exists")
@@ -341,7 +341,8 @@ class TableCalls(Family):
         out = []
         types = set(tbl_types or [])
         with self.reading(ctx) as cat:
-            for db in match_names(db_patterns, cat.database_names()):
+            for plain in match_names(db_patterns, cat.database_names(ctx.catalog)):
+                db = keys.in_catalog(ctx.catalog, plain)  # the call's catalog's (routing)
                 for name in match_names(tbl_patterns, cat.table_names(db)):
                     table = cat.table(db, name)
                     if table is None or (types and table.tableType not in types):
@@ -371,10 +372,10 @@ class TableCalls(Family):
         db = lower(db_name)
         with self.reading(ctx) as cat:
             if cat.raw(keys.db_key(db)) is None:
-                raise errors.UnknownDB(f"There is no database named {db}")
+                raise errors.UnknownDB(f"There is no database named {keys.split_db(db)[1]}")
             table = cat.table(db, lower(base))
         if table is None:
-            raise errors.UnknownTable(f"{db}.{lower(base)} table not found")
+            raise errors.UnknownTable(f"{keys.split_db(db)[1]}.{lower(base)} table not found")
         return table
 
     # --- alter --------------------------------------------------------------------------
@@ -546,7 +547,7 @@ class TableCalls(Family):
                 return None
         dest = self.env.warehouse.default_table_location(target_db.locationUri, new.tableName)
         if warehouse.exists(dest):
-            qualified = f"{DEFAULT_CATALOG}.{new.dbName}" if hive4 else new.dbName
+            qualified = f"{keys.full_name(new.dbName)}" if hive4 else new.dbName
             raise errors.InvalidOperation(f"New location for this table {qualified}."
                                           f"{new.tableName} already exists : {dest}")
         new.sd.location = dest

@@ -26,6 +26,7 @@ from hms_proxy.rest.view_calls import ViewCalls
 from hms_proxy.thrift import errors as thrift_errors
 from hms_proxy.thrift.gen.hive_metastore import ttypes
 from kvmodel import codec
+from kvmodel.catalog import table_key
 
 log = logging.getLogger("hms_proxy.rest")
 LOCK_TIMEOUT = 60.0  # seconds a commit waits for the table's lock before it fails
@@ -299,7 +300,7 @@ class RestCatalog(ViewCalls):
         if self.files.paths is not None:
             return []
         store, here = self.store, _ref(ctx)
-        key = f"db/{db}/table/{name}"
+        key = table_key(db, name)
         where = (table.sd.location if table.sd is not None else None) or ""
         refs = [b.name for b in store.list_branches()] + [t.name for t in store.list_tags()]
         holders = []

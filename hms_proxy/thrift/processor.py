@@ -43,6 +43,7 @@ class CallContext:
     # each call, not at connection time, wins over listener_ref
     listener_server: object = field(default=None, repr=False)
     ref: str | None = None           # the ref of the call being served (set by the handler)
+    catalog: str | None = None       # the call's catalog besides hive (None: hive; the handler)
     call: str = ""                   # "<method> <object>", for commit messages and logs
     listener: str = ""               # host:port of the listener (for the audit log)
     read_only: bool = False          # a read-only listener: every write refused (access.py)

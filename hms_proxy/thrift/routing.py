@@ -12,17 +12,25 @@ database with its catalog in front, wherever a call takes a database name as a p
 ``@hive#shop``, ``@hive#`` (no database: every one, for ``get_databases``), ``@hive#!`` (the empty
 name). The catalog is taken off here too, as the stock HMS 3.1 parses it
 (``MetaStoreUtils.parseDbName``); ``@hive#shop@dev`` is database ``shop`` of catalog ``hive`` on
-ref ``dev``. ``hive`` is the one catalog there is: another catalog has no databases, and what a
-call says of a missing object names it ``catalog.db.table`` as the stock HMS 3.1 does.
+ref ``dev``. Request structs name a catalog in their own field (``catName``, ``catalogName``;
+a table's as Hive 3.x/4.x send it, id 17, is read as ``catalogName``).
+
+A database of another catalog than ``hive`` is, to the families, the database ``<cat>.<db>``
+(:func:`kvmodel.catalog.in_catalog`; no database name has a dot, so a name with one that a
+client sends names no database, and reaches none), and every answer of such a call names it
+back as the stock HMS does: ``dbName`` ``<db>`` and the catalog in the struct's own field
+(:func:`unqualify_result`). What a call says of a missing object names it
+``catalog.db.table`` as the stock HMS 3.1 does.
 """
 from __future__ import annotations
 
 from thrift.Thrift import TType
 
-from hms_proxy.thrift import errors
+from hms_proxy.thrift import dialect, errors
 from hms_proxy.thrift.gen.hive_metastore import ttypes
 from hms_proxy.thrift.replies import Raw, RawStream
 from kvmodel import codec
+from kvmodel.catalog import CATALOG_DOT, in_catalog as catalog_db, split_db
 
 SEPARATOR = "@"
 # Plain string arguments that name a database, by Thrift argument name ("name" only for the
@@ -60,7 +68,31 @@ DB_FIELDS.update({
     ttypes.CreateDatabaseRequest: ("databaseName",), ttypes.AlterDatabaseRequest: ("oldDbName",),
     ttypes.GetPartitionsByNamesRequest: ("db_name",), ttypes.UniqueConstraintsRequest: ("db_name",),
     ttypes.NotNullConstraintsRequest: ("db_name",), ttypes.DefaultConstraintsRequest: ("db_name",),
-    ttypes.CheckConstraintsRequest: ("db_name",)})
+    ttypes.CheckConstraintsRequest: ("db_name",),
+    ttypes.SQLUniqueConstraint: ("table_db",), ttypes.SQLNotNullConstraint: ("table_db",),
+    ttypes.SQLDefaultConstraint: ("table_db",), ttypes.SQLCheckConstraint: ("table_db",)})
+# The fields that name the catalog of a struct's database fields, first found first (a table's:
+# 3.x/4.x's id 17, then 2.3.10's catName)
+CATALOG_FIELDS = ("catalogName", "catName")
+_CATALOG_FIELD: dict[type, str | None] = {}
+
+
+def catalog_field(cls) -> str | None:
+    """The field of ``cls`` that names its catalog (None: it has none)."""
+    try:
+        return _CATALOG_FIELD[cls]
+    except KeyError:
+        names = {f[2] for f in cls.thrift_spec if f is not None}
+        found = _CATALOG_FIELD[cls] = next((n for n in CATALOG_FIELDS if n in names), None)
+        return found
+
+
+def _catalog_of(value) -> str | None:
+    for name in CATALOG_FIELDS:
+        current = getattr(value, name, None)
+        if isinstance(current, str) and current:
+            return current.lower()
+    return None
 
 
 CATALOG_MARK, CATALOG_SEPARATOR, EMPTY_DB_MARK = "@", "#", "!"
@@ -107,7 +139,9 @@ class _Refs:
 
     def __init__(self):
         self.ref: str | None = None
-        self.catalog: str | None = None
+        self.catalog: str | None = None  # named in a ``@cat#db`` string
+        self.foreign: str | None = None  # a catalog besides hive, named anywhere
+        self.absent = False  # a name with a dot was sent (it names no database)
 
     def take_catalog(self, name):
         catalog, db = split_catalog(name)
@@ -116,7 +150,15 @@ class _Refs:
                 raise errors.MetaError(f"One call names two catalogs ({self.catalog} and "
                                        f"{catalog})")
             self.catalog = catalog
+            self.take_foreign(catalog)
         return db
+
+    def take_foreign(self, catalog: str | None) -> None:
+        if catalog is None or catalog == DEFAULT_CATALOG:
+            return
+        if self.foreign is not None and catalog != self.foreign:
+            raise errors.MetaError(f"One call names two catalogs ({self.foreign} and {catalog})")
+        self.foreign = catalog
 
     def take(self, name):
         db, ref = split(name)
@@ -127,31 +169,42 @@ class _Refs:
             self.ref = ref
         return db
 
+    def server_name(self, catalog: str | None, db):
+        """The families' name of database ``db`` of ``catalog`` (None: hive's)."""
+        if not isinstance(db, str):
+            return db
+        if CATALOG_DOT in db:  # no database's name, in any catalog: it must reach none
+            self.absent = True
+            return _ABSENT + db
+        if catalog is None or catalog == DEFAULT_CATALOG:
+            return db
+        self.take_foreign(catalog)
+        return catalog_db(catalog, db)
+
 
 class Names:
     """What :func:`strip_arguments` took off a call's arguments."""
-    __slots__ = ("ref", "catalog", "dbs")
+    __slots__ = ("ref", "catalog", "dbs", "foreign", "absent")
 
-    def __init__(self, ref: str | None, catalog: str | None, dbs: tuple = ()):
+    def __init__(self, ref: str | None, catalog: str | None, dbs: tuple = (),
+                 foreign: str | None = None, absent: bool = False):
         self.ref, self.catalog = ref, catalog
         self.dbs = dbs  # (argument index, database name without ref, the name as sent)
+        self.foreign = foreign  # the catalog besides hive the call works in (None: hive)
+        self.absent = absent  # a database name with a dot was made one that does not exist
 
 
-# A database of a catalog that does not exist: what families get instead of its name. No
-# database can have it ('~' is not allowed in one), and it is a valid key and lakeFS path.
+# What families get for a database name with a dot in it (a client's: no database has one).
+# No database can have it ('~' is not allowed in one), and it is a valid key and lakeFS path.
 _ABSENT = "~absent~"
 
 
-def in_catalog(names: Names, args: list) -> bool:
-    """Prepare a call that named a catalog: True when the catalog is ``hive``. For another
-    catalog, which has no databases, every database the call names becomes one that does not
-    exist (the call answers as for a missing database: an empty list, or the error that says
-    the object is missing); :func:`catalog_error` puts the names back in its message."""
-    if names.catalog == DEFAULT_CATALOG:
-        return True
-    for index, db, _ in names.dbs:
-        args[index] = _ABSENT + db
-    return False
+def absent_error(exc: BaseException) -> None:
+    """Put a client's dotted database name back in the message of ``exc``."""
+    message = getattr(exc, "message", None)
+    if isinstance(message, str) and _ABSENT in message:
+        exc.message = message.replace(_ABSENT, "")
+        exc.args = (exc.message,)
 
 
 _TABLE_MISSING = " table not found"
@@ -162,10 +215,9 @@ def catalog_error(exc: BaseException, names: Names) -> None:
     """Reword the message of ``exc`` (raised by a call that named a catalog) as the stock HMS
     3.1 words it: a missing table is ``catalog.db.table``, a missing database its name."""
     message = getattr(exc, "message", None)
-    if not isinstance(message, str):
-        return
+    if not isinstance(message, str) or names.foreign is not None:
+        return  # another catalog's names are "<cat>.<db>" already
     for _, db, sent in names.dbs:
-        message = message.replace(_ABSENT + db, db)
         if message.startswith(f"Function {db}.") and message.endswith(" does not exist"):
             message = f"Function {sent}.{message[len('Function ' + db) + 1:]}"
     if message.endswith(_TABLE_MISSING) and "." in message and " " not in message[
@@ -192,8 +244,9 @@ def default_catalog_error(exc: BaseException) -> None:
 
 
 def strip_arguments(method: str, arg_names, args: list) -> Names:
-    """Remove ``@cat#`` and ``@ref`` qualifiers from a call's arguments in place; returns the
-    ref and the catalog named (None when a call names none)."""
+    """Remove ``@cat#`` and ``@ref`` qualifiers from a call's arguments in place, and name each
+    database as the families do (``<cat>.<db>`` for another catalog than hive); returns the ref
+    and the catalogs named (None when a call names none)."""
     refs = _Refs()
     pattern_arg = CATALOG_PATTERN_ARGS.get(method)
     dbs = []
@@ -202,16 +255,17 @@ def strip_arguments(method: str, arg_names, args: list) -> Names:
             if name in DB_ARGS or (name == "name" and method in DB_NAME_METHODS):
                 if value.startswith(CATALOG_MARK):
                     db = refs.take_catalog(value)
-                    args[i] = refs.take(db) if db is not None else None
+                    args[i] = refs.server_name(refs.catalog, refs.take(db)) \
+                        if db is not None else None
                     if args[i] is not None:
                         dbs.append((i, args[i], value))
                 else:
-                    args[i] = refs.take(value)
+                    args[i] = refs.server_name(None, refs.take(value))
             elif name == pattern_arg:
                 args[i] = refs.take_catalog(value)
         elif value is not None:
-            _strip_value(value, refs)
-    return Names(refs.ref, refs.catalog, tuple(dbs))
+            _strip_value(value, refs, None)
+    return Names(refs.ref, refs.catalog, tuple(dbs), refs.foreign, refs.absent)
 
 
 _PATHS: dict[type, tuple] = {}
@@ -243,24 +297,28 @@ def db_paths(cls, seen=()) -> tuple:
     return found
 
 
-def _strip_value(value, refs: _Refs) -> None:
+def _strip_value(value, refs: _Refs, catalog: str | None) -> None:
+    """``catalog``: the one the enclosing struct named (a struct's own field wins)."""
     if isinstance(value, list):
         for item in value:
-            _strip_value(item, refs)
+            _strip_value(item, refs, catalog)
         return
     cls = type(value)
     if getattr(cls, "thrift_spec", None) is None:
         return
+    catalog = _catalog_of(value) or catalog
     for field in DB_FIELDS.get(cls, ()):
         current = getattr(value, field, None)
         if isinstance(current, str):
+            named = catalog
             if current.startswith(CATALOG_MARK) and cls in CATALOG_DB_FIELDS:
                 current = refs.take_catalog(current) or ""
-            setattr(value, field, refs.take(current))
+                named = refs.catalog or catalog
+            setattr(value, field, refs.server_name(named, refs.take(current)))
     for name in db_paths(cls):
         child = getattr(value, name, None)
         if child is not None:
-            _strip_value(child, refs)
+            _strip_value(child, refs, catalog)
 
 
 def qualify_result(value, result_spec, ref: str):
@@ -296,4 +354,44 @@ def _qualify(value, ttype, targ, suffix):
         if etype == TType.STRUCT:
             return [_qualify(v, etype, eargs, suffix) for v in value]
         return value
+    return value
+
+
+def unqualify_result(value, result_spec):
+    """The answer of a call in another catalog than hive as the stock HMS gives it: each
+    database ``<cat>.<db>`` is ``<db>``, with ``<cat>`` in its struct's catalog field."""
+    success = next((f for f in result_spec if f is not None and f[0] == 0), None)
+    if success is None or value is None:
+        return value
+    if isinstance(value, RawStream):
+        value = value.materialise()
+    return _unqualify(value, success[1], success[3])
+
+
+def _unqualify(value, ttype, targ):
+    if ttype == TType.STRUCT:
+        cls = targ[0]
+        obj = codec.decode(cls, value.data) if isinstance(value, Raw) else value
+        for field in DB_FIELDS.get(cls, ()):
+            current = getattr(obj, field, None)
+            if isinstance(current, str) and CATALOG_DOT in current:
+                catalog, db = split_db(current)
+                if catalog is not None:
+                    setattr(obj, field, db)
+                    where = catalog_field(cls)
+                    # (3.1 names no catalog in get_table_meta's answers, not even hive)
+                    if where is not None and (cls is not ttypes.TableMeta or dialect.hive4()):
+                        setattr(obj, where, catalog)
+                    if cls is ttypes.Table:  # 2.3.10's id 16 is not a newer client's catName
+                        obj.catName = None
+        names = db_paths(cls)
+        for f in cls.thrift_spec:
+            if f is None or f[2] not in names:
+                continue
+            child = getattr(obj, f[2], None)
+            if child is not None:
+                setattr(obj, f[2], _unqualify(child, f[1], f[3]))
+        return obj
+    if ttype == TType.LIST and isinstance(value, list) and targ[0] == TType.STRUCT:
+        return [_unqualify(v, targ[0], targ[1]) for v in value]
     return value

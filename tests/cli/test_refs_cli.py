@@ -243,7 +243,7 @@ def test_log_path(cli, store_path):
                                           "create shop.orders"]
     assert messages("--path", "nosuch.table") == []
     code, _, err = cli("log", "main", "--path", "a.b.c")
-    assert code == 2 and "--path takes DB or DB.TABLE" in err
+    assert code == 2 and "--path takes DB, DB.TABLE or @CATALOG#DB[.TABLE]" in err
 
 
 def test_log_unknown_ref(cli):

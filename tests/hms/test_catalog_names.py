@@ -272,6 +272,23 @@ def test_exchange_partitions_answer_hive_3_clients_as_the_stock_hms_31(servers):
     assert not exchange_cases.differences(*got)
 
 
+def test_a_second_catalog_answers_hive_3_clients_as_the_stock_hms_31(servers, tmp_path):
+    """A catalog besides hive, with a database, a table, partitions, a function and keys in it,
+    from a Hive 3 client: the same answers and errors as the stock 3.1.3."""
+    from tests.hms import catalog_cases
+
+    got = []
+    for server in servers:
+        root = tmp_path / f"catalogs-{len(got)}"
+        root.mkdir()
+        with _hive3(server) as client:
+            got.append(catalog_cases.answers(client, str(root), "3.1.3"))
+    for d in catalog_cases.differences(*got):
+        print("DIFF", d)
+    assert not catalog_cases.differences(*got)
+    assert dict(got[1])["get_function"][1][:2] == ("Function", "cat_x")
+
+
 def test_runtime_stats_answer_as_the_stock_hms_31(servers):
     """Hive's runtime statistics: stored with the server's time, answered newest first up to
     a total weight and before a time, as the stock 3.1.3 answers them."""

@@ -144,6 +144,27 @@ def test_exchange_partitions_answer_hive_4_clients_as_the_stock_hms_4(stock, our
         ("ok", ["2017/march/22"])
 
 
+def test_a_second_catalog_answers_hive_4_clients_as_the_stock_hms_4(stock, ours, tmp_path):
+    """A catalog besides hive, its databases, a table, partitions, a function and keys in it,
+    listed, altered and dropped: the same answers and errors as the stock 4.0.1 (and the
+    default catalog and a 2.3 client see none of it)."""
+    from tests.hms import catalog_cases
+
+    got = []
+    for server in (stock, ours):
+        root = tmp_path / f"catalogs-{len(got)}"
+        root.mkdir()
+        with _hive4(server) as client:
+            got.append(catalog_cases.answers(client, str(root)))
+    for d in catalog_cases.differences(*got):
+        print("DIFF", d)
+    assert not catalog_cases.differences(*got)
+    answers = dict(got[1])
+    assert answers["get_databases @cat#"] == ("ok", ["cat_shop", "default"])
+    assert answers["get_table_req"][1][:3] == ("Table", "cat_x", "cat_shop")
+    assert answers["get_all_databases"] == ("ok", False)  # hive's: not the other catalog's
+
+
 def test_runtime_stats_answer_as_the_stock_hms_4(stock, ours):
     """Hive's runtime statistics, as the stock 4.0.1 answers them."""
     from tests.hms import runtime_stats_cases
