@@ -1,5 +1,7 @@
 """Primary and foreign keys (create_table_with_constraints, get_primary_keys, get_foreign_keys,
-add_primary_key, add_foreign_key, drop_constraint), as HMS 2.3 answers them.
+add_primary_key, add_foreign_key, drop_constraint, get_all_table_constraints), as HMS 2.3
+answers them; the kinds Hive 3.x added are in :mod:`hms_proxy.hms.column_constraints`, and
+created and dropped through the calls here too.
 
 Stored in the subtree of the table that owns them, so a drop removes them and a rename
 carries them (``tables.RENAME_REWRITERS``)::
@@ -36,9 +38,9 @@ from __future__ import annotations
 
 import time
 
-from hms_proxy.hms import javafmt, names, tables
-from hms_proxy.hms.family import Family
-from hms_proxy.thrift import errors
+from hms_proxy.hms import column_constraints, javafmt, names, tables
+from hms_proxy.hms.family import Family, lower
+from hms_proxy.thrift import dialect, errors
 from hms_proxy.thrift.gen.hive_metastore import ttypes
 from kvmodel import catalog as keys
 from kvmodel import codec
@@ -274,9 +276,13 @@ class _Batch:
                              ttypes.ForeignKeysRequest(pdb, ptbl, cdb, ctbl))
 
 
-def add_with_constraints(cat, primary_keys, foreign_keys) -> None:
+def add_with_constraints(cat, primary_keys, foreign_keys, unique=None, not_null=None,
+                         default=None, check=None) -> None:
     """create_table_with_constraints, inside the transaction that stored the table: all or
     nothing (the caller's transaction is abandoned on any error)."""
+    if primary_keys is None and foreign_keys is None:  # only the newer kinds given
+        column_constraints.add_all(cat, unique, not_null, default, check)
+        return
     batch = _Batch(cat)
     if primary_keys is None:
         raise errors.MetaError('java.lang.NullPointerException: Cannot invoke '
@@ -290,6 +296,7 @@ def add_with_constraints(cat, primary_keys, foreign_keys) -> None:
         batch.store("fk", batch.foreign_keys(foreign_keys))
     except _NotPersisted:
         raise errors.MetaError(NOT_PERSISTED) from None
+    column_constraints.add_all(cat, unique, not_null, default, check)
 
 
 # --- keeping keys right when tables are dropped or renamed ---------------------------------
@@ -348,29 +355,23 @@ def _renamed_ref(value: bytes, new):
 
 
 
-def protocol_error(struct_name: str, field: str, shown: str):
-    """What HMS answers a request struct missing a required field (its Thrift reader's
-    validate()); HMS's connection is unusable afterwards, ours stays open."""
-    from thrift.Thrift import TApplicationException
-
-    return TApplicationException(
-        TApplicationException.PROTOCOL_ERROR,
-        f"Required field '{field}' is unset! Struct:{struct_name}({shown})")
-
-
 def _show(value) -> str:
     return "null" if value is None else str(value)
 
 
-def newer_constraints(unique, not_null, default, check) -> errors.MetaError | None:
-    """The error for the constraint kinds Hive 3.x added (None when none is given): they are
-    not kept, and a table is not created without them in silence."""
-    given = [name for name, items in (("unique", unique), ("not null", not_null),
-                                      ("default", default), ("check", check)) if items]
-    if not given:
-        return None
-    return errors.MetaError(f"{', '.join(given)} constraints are not supported by this "
-                            "metastore (primary and foreign keys are)")
+def _named_catalog(rows: list) -> list:
+    """Keys as a 3.x/4.x client gets them: in the hive catalog, named (another catalog's are
+    named with their database, routing.unqualify_result); a 2.3 client's have no catalog."""
+    if not dialect.since(dialect.HIVE31):
+        return rows
+    out = []
+    for row in rows:
+        db = row.table_db if isinstance(row, ttypes.SQLPrimaryKey) else row.fktable_db
+        if keys.split_db(db)[0] is None and row.catName is None:
+            row = codec.clone(row)
+            row.catName = "hive"
+        out.append(row)
+    return out
 
 
 class ConstraintCalls(Family):
@@ -381,18 +382,14 @@ class ConstraintCalls(Family):
     def create_table_with_constraints(self, ctx, tbl, primaryKeys, foreignKeys,
                                       uniqueConstraints=None, notNullConstraints=None,
                                       defaultConstraints=None, checkConstraints=None):
-        """create_table, and its keys in the same transaction. The unique, not-null, default
-        and check constraints a 3.x/4.x client may add are not kept: refused, before anything
-        is written, rather than dropped in silence."""
-        refused = newer_constraints(uniqueConstraints, notNullConstraints, defaultConstraints,
-                                    checkConstraints)
-        if refused is not None:
-            raise refused
+        """create_table, and its constraints in the same transaction (the unique, not-null,
+        default and check ones of a 3.x/4.x client: :mod:`hms_proxy.hms.column_constraints`)."""
+        newer = (uniqueConstraints, notNullConstraints, defaultConstraints, checkConstraints)
         creating = tables.TableCalls(self.env)
-        if primaryKeys is None and foreignKeys is None:
+        if primaryKeys is None and foreignKeys is None and not any(newer):
             return creating.create_table_with_environment_context(ctx, tbl, None)
         return creating.create_table_with_environment_context(
-            ctx, tbl, None, lambda cat: add_with_constraints(cat, primaryKeys, foreignKeys))
+            ctx, tbl, None, lambda cat: add_with_constraints(cat, primaryKeys, foreignKeys, *newer))
 
     # --- reads ---------------------------------------------------------------------------
     def get_primary_keys(self, ctx, request):
@@ -401,13 +398,13 @@ class ConstraintCalls(Family):
         db, tbl = request.db_name, request.tbl_name
         if db is None or tbl is None:
             field = "db_name" if db is None else "tbl_name"
-            raise protocol_error("PrimaryKeysRequest", field,
+            raise errors.protocol_error("PrimaryKeysRequest", field,
                                  f"db_name:{_show(db)}, tbl_name:{_show(tbl)}")
         if not (_plain(db) and _plain(tbl)):
             return self.t.PrimaryKeysResponse(primaryKeys=[])
         with self.reading(ctx) as cat:
             rows = read_pks(cat, db, tbl)
-        return self.t.PrimaryKeysResponse(primaryKeys=rows)
+        return self.t.PrimaryKeysResponse(primaryKeys=_named_catalog(rows))
 
     def get_foreign_keys(self, ctx, request):
         if request is None:
@@ -436,7 +433,22 @@ class ConstraintCalls(Family):
                             listed = codec.clone(row)
                             listed.pk_name = key.pk_name
                             out.append(listed)
-        return self.t.ForeignKeysResponse(foreignKeys=out)
+        return self.t.ForeignKeysResponse(foreignKeys=_named_catalog(out))
+
+    def get_all_table_constraints(self, ctx, request):
+        """The table's six kinds at once (a Hive 4 client's ``getAllTableConstraints``)."""
+        if request is None:
+            raise errors.InternalError("request is null")
+        db, tbl = lower(request.dbName), lower(request.tblName)
+        pks = self.get_primary_keys(ctx, self.t.PrimaryKeysRequest(db, tbl)).primaryKeys
+        fks = self.get_foreign_keys(ctx, self.t.ForeignKeysRequest(None, None, db, tbl)).foreignKeys
+        newer = {}
+        with self.reading(ctx) as cat:
+            for kind in column_constraints.KINDS:
+                newer[kind.rows_field] = column_constraints.answered(
+                    column_constraints.read_rows(cat, kind, db, tbl) if db and tbl else [])
+        return self.t.AllTableConstraintsResponse(allTableConstraints=self.t.SQLAllTableConstraints(
+            primaryKeys=pks, foreignKeys=fks, **newer))
 
     # --- writes --------------------------------------------------------------------------
     def add_primary_key(self, ctx, req):
@@ -444,7 +456,8 @@ class ConstraintCalls(Family):
         if req is None:
             raise errors.InternalError("request is null")
         if rows is None:
-            raise protocol_error("AddPrimaryKeyRequest", "primaryKeyCols", "primaryKeyCols:null")
+            raise errors.protocol_error("AddPrimaryKeyRequest", "primaryKeyCols",
+                                        "primaryKeyCols:null")
         return self._add(ctx, "pk", rows)
 
     def add_foreign_key(self, ctx, req):
@@ -452,7 +465,8 @@ class ConstraintCalls(Family):
         if req is None:
             raise errors.InternalError("request is null")
         if rows is None:
-            raise protocol_error("AddForeignKeyRequest", "foreignKeyCols", "foreignKeyCols:null")
+            raise errors.protocol_error("AddForeignKeyRequest", "foreignKeyCols",
+                                        "foreignKeyCols:null")
         return self._add(ctx, "fk", rows)
 
     def _add(self, ctx, kind, rows):
@@ -479,7 +493,7 @@ class ConstraintCalls(Family):
         db, tbl, name = req.dbname, req.tablename, req.constraintname
         if db is None or tbl is None or name is None:
             field = "dbname" if db is None else "tablename" if tbl is None else "constraintname"
-            raise protocol_error("DropConstraintRequest", field,
+            raise errors.protocol_error("DropConstraintRequest", field,
                                  f"dbname:{_show(db)}, tablename:{_show(tbl)}, "
                                  f"constraintname:{_show(name)}")
         missing = errors.InternalError(  # NoSuchObjectException -> undeclared exception
@@ -507,6 +521,7 @@ class ConstraintCalls(Family):
                 if len(kept) != len(rows):
                     write_fks(cat, cdb, ctbl, kept)
                     found = True
+            found = column_constraints.drop(cat, db, tbl, name) or found
             if not found:
                 raise missing
         return None

@@ -9,6 +9,7 @@ from thrift.Thrift import TApplicationException
 
 from hms_proxy.hms import served_props
 from hms_proxy.hms.colstats import ColumnStatsCalls
+from hms_proxy.hms.column_constraints import ColumnConstraintCalls
 from hms_proxy.hms.constraints import ConstraintCalls
 from hms_proxy.hms.databases import DatabaseCalls
 from hms_proxy.hms.family import Env
@@ -38,7 +39,7 @@ FAMILIES = (DatabaseCalls, TableCalls, PartitionCalls, ColumnStatsCalls, Functio
             ServiceCalls, TxnCalls, RoleCalls, TableFilterCalls, NotificationCalls,
             PrivilegeCalls, ConstraintCalls, IndexCalls, PartitionSpecCalls, TypeCalls,
             FileMetadataCalls, TokenCalls, CompactionCalls, PartitionEventCalls, RequestCalls,
-            WriteIdCalls, TruncateCalls, RuntimeStatsCalls)
+            WriteIdCalls, TruncateCalls, RuntimeStatsCalls, ColumnConstraintCalls)
 
 
 def connect(env: Env, families=FAMILIES) -> Env:

@@ -188,18 +188,16 @@ class RequestCalls(Family):
 
     # --- tables --------------------------------------------------------------------------
     def create_table_req(self, ctx, request):
-        newer = constraints.newer_constraints(request.uniqueConstraints, request.notNullConstraints,
-                                              request.defaultConstraints, request.checkConstraints)
-        if newer is not None:
-            raise newer
         table, also = request.table, None
         if table is not None:
             table = translated_to_external(table)
-        if request.primaryKeys is not None or request.foreignKeys is not None:
+        newer = (request.uniqueConstraints, request.notNullConstraints,
+                 request.defaultConstraints, request.checkConstraints)
+        if request.primaryKeys is not None or request.foreignKeys is not None or any(newer):
             def also(cat):
-                # either list may be left out of a request (HMS 2.3's call needed both)
+                # any list may be left out of a request (HMS 2.3's call needed both keys')
                 constraints.add_with_constraints(cat, request.primaryKeys or [],
-                                                 request.foreignKeys or [])
+                                                 request.foreignKeys or [], *newer)
         try:
             return self.tables.create_table_with_environment_context(ctx, table,
                                                                      request.envContext, also)
@@ -301,32 +299,6 @@ class RequestCalls(Family):
         self.partitions.rename_partition(ctx, req.dbName, req.tableName, req.partVals,
                                          req.newPart)
         return self.t.RenamePartitionResponse()
-
-    # --- constraints: primary and foreign keys are kept; the kinds 3.x added never are -----
-    def _keys(self, ctx, db, tbl):
-        primary = self.constraints.get_primary_keys(
-            ctx, self.t.PrimaryKeysRequest(db_name=db, tbl_name=tbl)).primaryKeys
-        foreign = self.constraints.get_foreign_keys(ctx, self.t.ForeignKeysRequest(
-            foreign_db_name=db, foreign_tbl_name=tbl)).foreignKeys
-        return primary, foreign
-
-    def get_unique_constraints(self, ctx, request):
-        return self.t.UniqueConstraintsResponse(uniqueConstraints=[])
-
-    def get_not_null_constraints(self, ctx, request):
-        return self.t.NotNullConstraintsResponse(notNullConstraints=[])
-
-    def get_default_constraints(self, ctx, request):
-        return self.t.DefaultConstraintsResponse(defaultConstraints=[])
-
-    def get_check_constraints(self, ctx, request):
-        return self.t.CheckConstraintsResponse(checkConstraints=[])
-
-    def get_all_table_constraints(self, ctx, request):
-        primary, foreign = self._keys(ctx, request.dbName, request.tblName)
-        return self.t.AllTableConstraintsResponse(allTableConstraints=self.t.SQLAllTableConstraints(
-            primaryKeys=primary, foreignKeys=foreign, uniqueConstraints=[],
-            notNullConstraints=[], defaultConstraints=[], checkConstraints=[]))
 
     # --- statistics ----------------------------------------------------------------------
     def update_table_column_statistics_req(self, ctx, req):

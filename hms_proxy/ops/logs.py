@@ -48,7 +48,9 @@ WRITE_METHODS = frozenset({
     "alter_database_req", "alter_partitions_req", "alter_table_req", "append_partition_req",
     "create_database_req", "create_table_req", "drop_database_req", "drop_partition_req",
     "drop_table_req", "rename_partition_req", "truncate_table", "truncate_table_req",
-    "add_runtime_stats",
+    "add_runtime_stats", "create_catalog", "alter_catalog", "drop_catalog",
+    "add_unique_constraint", "add_not_null_constraint", "add_default_constraint",
+    "add_check_constraint",
     "update_partition_column_statistics_req", "update_table_column_statistics_req",
 })
 

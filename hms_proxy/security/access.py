@@ -65,6 +65,7 @@ WRITES = frozenset("""
     create_catalog create_database_req create_table_req drop_catalog drop_database_req
     drop_partition_req drop_table_req update_partition_column_statistics_req
     update_table_column_statistics_req rename_partition_req truncate_table truncate_table_req add_runtime_stats
+    add_unique_constraint add_not_null_constraint add_default_constraint add_check_constraint
 """.split())
 
 #: Calls that only read (``lock`` is one too when it takes only shared-read locks; keeping

@@ -116,3 +116,13 @@ class TxnOpen(HMSError):
     """The lock belongs to an open transaction (TxnOpenException)."""
 
     thrift_name = "TxnOpenException"
+
+
+def protocol_error(struct_name: str, field: str, shown: str):
+    """What HMS answers a request struct missing a required field (its Thrift reader's
+    validate()); HMS's connection is unusable afterwards, ours stays open."""
+    from thrift.Thrift import TApplicationException
+
+    return TApplicationException(
+        TApplicationException.PROTOCOL_ERROR,
+        f"Required field '{field}' is unset! Struct:{struct_name}({shown})")

@@ -302,26 +302,6 @@ def test_a_request_call_answers_as_the_stock_hms_of_each_generation(servers):
     assert differences == [], "\n".join(differences)
 
 
-def test_differences_kept_on_purpose_are_the_documented_ones(servers):
-    """docs/compatibility.md ("Hive 3.x and 4.x clients") lists these: not-null (and unique,
-    default and check) constraints are not kept; a change in either server's answer shows here."""
-    calls = {
-        "create_table_req with a not-null constraint": lambda c: c.create_table_req(
-            T.CreateTableRequest(_table("nn"), notNullConstraints=[T.SQLNotNullConstraint(
-                "hive", "shop", "nn", "id", "nn_id", False, False, True)])),
-        "its table": lambda c: c.get_table_req(T.GetTableRequest("shop", "nn")).table.tableName,
-    }
-    stock = {k: _answer(servers["4.0.1"], f) for k, f in calls.items()}
-    ours = {k: _answer(servers["ours"], f) for k, f in calls.items()}
-    assert stock == {"create_table_req with a not-null constraint": ("ok", None),
-                     "its table": ("ok", "nn")}
-    assert ours == {
-        "create_table_req with a not-null constraint": (
-            "error", "MetaException", "not null constraints are not supported by this metastore "
-            "(primary and foreign keys are)"),
-        "its table": ("error", "NoSuchObjectException", "shop.nn table not found")}
-
-
 def test_refs_work_in_request_calls(servers):
     """``shop@dev`` in a request struct is database shop on ref dev; answers keep the ref."""
     with connect(servers["ours"]) as c:

@@ -9,6 +9,7 @@
  * Output: one line a step, "step: result" or "step: ERROR <exception class>: <message>";
  * only what does not depend on the server's clock or directories is printed.
  */
+import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -21,6 +22,13 @@ import java.util.concurrent.Callable;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hive.common.ValidTxnList;
 import org.apache.hadoop.hive.metastore.HiveMetaStoreClient;
+import org.apache.hadoop.hive.metastore.api.Catalog;
+import org.apache.hadoop.hive.metastore.api.NotNullConstraintsRequest;
+import org.apache.hadoop.hive.metastore.api.SQLNotNullConstraint;
+import org.apache.hadoop.hive.metastore.api.SQLUniqueConstraint;
+import org.apache.hadoop.hive.metastore.api.UniqueConstraintsRequest;
+import org.apache.hadoop.hive.metastore.api.AllTableConstraintsRequest;
+import org.apache.hadoop.hive.metastore.api.SQLAllTableConstraints;
 import org.apache.hadoop.hive.metastore.api.ColumnStatistics;
 import org.apache.hadoop.hive.metastore.api.ColumnStatisticsData;
 import org.apache.hadoop.hive.metastore.api.ColumnStatisticsDesc;
@@ -239,6 +247,71 @@ public final class Hive4Client {
                         + k.getKey_seq() + " " + k.getPk_name());
             }
             return out;
+        });
+        step("not-null and unique constraints", () -> {
+            c.addNotNullConstraint(Collections.singletonList(new SQLNotNullConstraint(
+                    "hive", DB, "keyed", "V", "Keyed_NN", true, false, false)));
+            c.addUniqueConstraint(Collections.singletonList(new SQLUniqueConstraint(
+                    "hive", DB, "keyed", "v", 1, null, true, false, true)));
+            List<String> out = new ArrayList<>();
+            for (SQLNotNullConstraint k : c.getNotNullConstraints(
+                    new NotNullConstraintsRequest("hive", DB, "keyed"))) {
+                out.add(k.getCatName() + "." + k.getTable_db() + "." + k.getTable_name() + "."
+                        + k.getColumn_name() + " " + k.getNn_name());
+            }
+            for (SQLUniqueConstraint k : c.getUniqueConstraints(
+                    new UniqueConstraintsRequest("hive", DB, "keyed"))) {
+                out.add(k.getColumn_name() + " " + k.getKey_seq() + " "
+                        + k.getUk_name().startsWith("uk_"));
+            }
+            return out;
+        });
+        step("a taken constraint name", () -> {
+            c.addNotNullConstraint(Collections.singletonList(new SQLNotNullConstraint(
+                    "hive", DB, "keyed", "id", "keyed_pk", true, false, false)));
+            return "ok";
+        });
+        step("all the table's constraints", () -> {
+            SQLAllTableConstraints all = c.getAllTableConstraints(
+                    new AllTableConstraintsRequest(DB, "keyed", "hive"));
+            return all.getPrimaryKeys().size() + " " + all.getForeignKeys().size() + " "
+                    + all.getUniqueConstraints().size() + " " + all.getNotNullConstraints().size()
+                    + " " + all.getDefaultConstraints().size() + " "
+                    + all.getCheckConstraints().size();
+        });
+        // a second catalog
+        step("create a catalog", () -> {
+            c.createCatalog(new Catalog("h4_cat",
+                    Files.createTempDirectory("h4-cat").toUri().toString()));
+            return c.getCatalogs();
+        });
+        step("a database, a table and a key in it", () -> {
+            Database db = new Database("h4_cat_db", "in a catalog", null, new HashMap<>());
+            db.setCatalogName("h4_cat");
+            c.createDatabase(db);
+            Table t = table("in_cat", false, "EXTERNAL_TABLE");
+            t.setDbName("h4_cat_db");
+            t.setCatName("h4_cat");
+            c.createTable(t);
+            c.addNotNullConstraint(Collections.singletonList(new SQLNotNullConstraint(
+                    "h4_cat", "h4_cat_db", "in_cat", "id", "in_cat_nn", true, false, false)));
+            Table got = c.getTable("h4_cat", "h4_cat_db", "in_cat");
+            List<String> dbs = new ArrayList<>(c.getAllDatabases("h4_cat"));
+            Collections.sort(dbs);
+            return got.getCatName() + "." + got.getDbName() + "." + got.getTableName() + " "
+                    + dbs + " " + c.getDatabase("h4_cat", "h4_cat_db").getCatalogName() + " "
+                    + c.getNotNullConstraints(new NotNullConstraintsRequest(
+                            "h4_cat", "h4_cat_db", "in_cat")).get(0).getCatName()
+                    + " hive's: " + c.getAllDatabases().contains("h4_cat_db");
+        });
+        step("drop a catalog in use", () -> {
+            c.dropCatalog("h4_cat");
+            return "ok";
+        });
+        step("drop the catalog", () -> {
+            c.dropDatabase("h4_cat", "h4_cat_db", true, false, true);
+            c.dropCatalog("h4_cat");
+            return c.getCatalogs();
         });
         // transactions
         step("open, commit and abort transactions", () -> {

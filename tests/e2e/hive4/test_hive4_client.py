@@ -48,8 +48,10 @@ def test_hive4_client_sees_the_stock_hms_4_answers(client_classpath, tmp_path):
     ours = start_proxy(tmp_path / "ours")
     try:
         actual = _run(client_classpath, ours)
+        log = ours.log_text()
     finally:
         ours.stop()
+    assert "internal error in" not in log  # (HMS's own internal errors are answered on purpose)
     assert len(expected) >= 40
     assert "open, commit and abort transactions: 1" in expected
     # a committed and an aborted writer: the aborted one's write id is invalid, marked aborted
