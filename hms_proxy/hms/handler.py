@@ -16,6 +16,7 @@ from hms_proxy.hms.family import Env
 from hms_proxy.hms.file_metadata import FileMetadataCalls
 from hms_proxy.hms.functions import FunctionCalls
 from hms_proxy.hms.indexes import IndexCalls
+from hms_proxy.hms.materialized_views import MaterializedViewCalls
 from hms_proxy.hms.notifications import NotificationCalls
 from hms_proxy.hms.partition_events import PartitionEventCalls
 from hms_proxy.hms.partitions import PartitionCalls
@@ -39,7 +40,8 @@ FAMILIES = (DatabaseCalls, TableCalls, PartitionCalls, ColumnStatsCalls, Functio
             ServiceCalls, TxnCalls, RoleCalls, TableFilterCalls, NotificationCalls,
             PrivilegeCalls, ConstraintCalls, IndexCalls, PartitionSpecCalls, TypeCalls,
             FileMetadataCalls, TokenCalls, CompactionCalls, PartitionEventCalls, RequestCalls,
-            WriteIdCalls, TruncateCalls, RuntimeStatsCalls, ColumnConstraintCalls)
+            WriteIdCalls, TruncateCalls, RuntimeStatsCalls, ColumnConstraintCalls,
+            MaterializedViewCalls)
 
 
 def connect(env: Env, families=FAMILIES) -> Env:

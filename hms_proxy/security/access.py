@@ -93,7 +93,7 @@ READS = frozenset("""
     get_all_table_constraints get_check_constraints get_default_constraints
     get_not_null_constraints get_partitions_by_filter_req get_partitions_ps_with_auth_req
     get_unique_constraints fetch_partition_names_req get_open_txns_req get_valid_write_ids
-    get_max_allocated_table_write_id
+    get_max_allocated_table_write_id get_materialized_views_for_rewriting
 """.split())
 
 #: Calls about the connection or the server process, never the catalog: always allowed.

@@ -61,7 +61,7 @@ for _name in ("DropTableRequest", "AlterTableRequest", "PartitionsRequest",
               "AlterPartitionsRequest", "GetPartitionRequest", "DropPartitionRequest",
               "AppendPartitionsRequest", "GetPartitionsByFilterRequest",
               "GetPartitionsPsWithAuthRequest", "RenamePartitionRequest",
-              "AllTableConstraintsRequest"):
+              "AllTableConstraintsRequest", "TruncateTableRequest"):
     DB_FIELDS[getattr(ttypes, _name)] = ("dbName",)
 DB_FIELDS.update({
     ttypes.GetDatabaseRequest: ("name",), ttypes.DropDatabaseRequest: ("name",),
@@ -98,7 +98,8 @@ def _catalog_of(value) -> str | None:
 CATALOG_MARK, CATALOG_SEPARATOR, EMPTY_DB_MARK = "@", "#", "!"
 # Request structs whose database name the stock HMS 4.x parses for a catalog (``@hive#shop``)
 # as it parses a plain string argument.
-CATALOG_DB_FIELDS = frozenset({ttypes.GetPartitionsByNamesRequest, ttypes.AlterDatabaseRequest})
+CATALOG_DB_FIELDS = frozenset({ttypes.GetPartitionsByNamesRequest, ttypes.AlterDatabaseRequest,
+                               ttypes.TruncateTableRequest})
 DEFAULT_CATALOG = "hive"
 # Plain string arguments that may carry a catalog (besides DB_ARGS and DB_NAME_METHODS' name):
 # the database patterns of the listing calls.

@@ -97,11 +97,17 @@ def cases(c, hive4: bool) -> list:
         out += [
             ("req: missing table", lambda: c.truncate_table_req(
                 T.TruncateTableRequest(DB, "nope", None))),
+            # a Hive 4 client names the catalog in the request's database (@hive#db)
+            ("req: missing table, catalog named", lambda: c.truncate_table_req(
+                T.TruncateTableRequest("@hive#" + DB, "nope", None))),
+            ("req: named partition, catalog named", lambda: c.truncate_table_req(
+                T.TruncateTableRequest("@hive#" + DB, "part", ["ds=2024-01-01"]))),
             ("req: all partitions", lambda: c.truncate_table_req(
                 T.TruncateTableRequest(DB, "part", None))),
             ("req: unpartitioned, data kept", lambda: c.truncate_table_req(
-                T.TruncateTableRequest(DB, "flat2", None, environmentContext=T.EnvironmentContext(
-                    {"truncateSkipDataDeletion": "true"})))),
+                T.TruncateTableRequest("@hive#" + DB, "flat2", None,
+                                       environmentContext=T.EnvironmentContext(
+                                           {"truncateSkipDataDeletion": "true"})))),
         ]
     else:
         out.append(("all partitions", lambda: c.truncate_table(DB, "part", None)))

@@ -162,6 +162,8 @@ def test_a_truncate_refused_on_a_tag_or_a_protected_branch_deletes_no_file(world
             f.write("a\n")
         with pytest.raises(ttypes.MetaException, match="read-only"):
             main.truncate_table("shop@v1", "orders", None)
+        with pytest.raises(ttypes.MetaException, match="read-only"):  # Hive 4's request
+            main.truncate_table_req(ttypes.TruncateTableRequest("@hive#shop@v1", "orders"))
         assert os.path.exists(data)
         store = open_store(store_dir)
         store.set_branch_protection("main", True)
