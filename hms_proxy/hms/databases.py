@@ -121,6 +121,13 @@ class DatabaseCalls(Family):
             old.ownerName = db.ownerName
             if db.ownerType is not None:
                 old.ownerType = db.ownerType
+            if dialect.hive4():  # HMS 4 also takes a description and locations not blank
+                if (db.description or "").strip():
+                    old.description = db.description
+                if (db.locationUri or "").strip():
+                    old.locationUri = warehouse.qualify(db.locationUri)
+                if (getattr(db, "managedLocationUri", None) or "").strip():
+                    old.managedLocationUri = warehouse.qualify(db.managedLocationUri)
             cat.put(keys.db_key(name), old)
 
     def drop_database(self, ctx, name, deleteData, cascade):

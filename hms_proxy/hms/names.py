@@ -148,7 +148,11 @@ def _is_type_char(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
-def validate_column_type(type_name: str) -> str | None:
+NPE_COLUMN_TYPE = ('java.lang.NullPointerException: Cannot invoke "String.equals(Object)" '
+                   'because "type" is null')
+
+
+def validate_column_type(type_name: str | None) -> str | None:
     """MetaStoreUtils.validateColumnType: only the FIRST run of type chars
     (letters, digits, "_") or of other chars is checked, case-sensitively, against
     the Thrift type names; returns "type: <type>" or None.
@@ -156,6 +160,8 @@ def validate_column_type(type_name: str) -> str | None:
     So "int foo" and "struct<a:whatever>" pass while "INT", " int" and "<int>" fail.
     "" makes Java throw StringIndexOutOfBoundsException: we raise ValueError.
     """
+    if type_name is None:  # Java's type.equals(...) on null: HMS answers a MetaException
+        raise errors.MetaError(NPE_COLUMN_TYPE)
     if type_name == TYPE_FROM_DESERIALIZER:
         return None
     if type_name == "":

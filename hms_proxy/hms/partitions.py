@@ -54,17 +54,19 @@ class PartitionCalls(Family):
         returns (name, partition), or with ``reply`` (name, partition, answer): the answer is
         the client's partition as HMS sends it back, only the location, times and parameters
         filled in (an unset skewedInfo stays unset, names keep their case)."""
-        if part.sd is None:
-            raise errors.MetaError(
-                'java.lang.NullPointerException: Cannot invoke "org.apache.hadoop.hive.metastore.'
-                'api.StorageDescriptor.setLocation(String)" because the return value of '
-                '"org.apache.hadoop.hive.metastore.api.Partition.getSd()" is null')
+        hive4 = dialect.hive4()
+        bare_view = part.sd is None and hive4 and is_view(table)  # 4.x stores it so
+        if part.sd is None and not bare_view:
+            raise errors.MetaError(NPE_NO_SD)
         name = part_name(table, part.values)
         p = copy.copy(part)
         p.dbName, p.tableName = table.dbName, table.tableName
         p.values = list(part.values)
-        sent_sd = _sent_sd(part.sd) if reply else None
-        p.sd = normalize_sd(part.sd, self.t, copy_first=False)  # the request's own struct
+        sent_sd = _sent_sd(part.sd) if reply and not bare_view else None
+        no_cols = part.sd is not None and part.sd.cols is None
+        p.sd = None if bare_view else normalize_sd(part.sd, self.t, copy_first=False)
+        if no_cols and hive4:  # the 4.x keeps a partition without columns so
+            p.sd.cols = None
         made_dir = False
         if not is_view(table):
             if not p.sd.location:
@@ -86,7 +88,8 @@ class PartitionCalls(Family):
             return name, p
         answer = copy.copy(part)
         answer.sd = sent_sd
-        sent_sd.location = p.sd.location
+        if sent_sd is not None:
+            sent_sd.location = p.sd.location
         answer.createTime, answer.parameters = p.createTime, p.parameters
         return name, p, javafmt.as_java_writes(answer)
 
@@ -193,6 +196,8 @@ class PartitionCalls(Family):
                         continue
                     raise errors.AlreadyExists(f"Partition already exists: {_describe(part)}")
                 staged.append((name, part))
+            if dialect.hive4():
+                check_added_4x(table, [part for _, part in staged], same_names=True)
             rows = []
             made = None
             if len(staged) > 1 and not is_view(table):
@@ -214,8 +219,9 @@ class PartitionCalls(Family):
                                                   environment_context):
         with self.reading(ctx) as cat:
             table = self._table_for_add(cat, db_name, tbl_name)
-        if not is_view(table) and not (table.sd and table.sd.location):
-            # a table altered to have no location: HMS takes it for a view
+        if (is_view(table) and dialect.hive4()) or \
+                (not is_view(table) and not (table.sd and table.sd.location)):
+            # a view (4.x), or a table altered to have no location: HMS takes it for a view
             raise errors.MetaError("Cannot append a partition to a view")
         part = self.t.Partition(dbName=table.dbName, tableName=table.tableName,
                                 values=list(part_vals or []), sd=codec.clone(table.sd))
@@ -252,6 +258,8 @@ class PartitionCalls(Family):
         return Raw(data)
 
     def get_partition_with_auth(self, ctx, db_name, tbl_name, part_vals, user_name, group_names):
+        if dialect.hive4():
+            check_names(db_name, tbl_name)
         found = self.get_partition(ctx, db_name, tbl_name, part_vals)
         return self._with_auth(ctx, db_name, tbl_name, [found], user_name, group_names)[0]
 
@@ -266,8 +274,13 @@ class PartitionCalls(Family):
 
     def _vals_from_name(self, ctx, db_name, tbl_name, name):
         db, tbl = lower(db_name), lower(tbl_name)
+        hive4 = dialect.hive4()
+        if hive4 and (db_name is None or tbl_name is None):  # the 4.x reads the table first
+            raise errors.MetaError(names.NPE_IDENTIFIER)
         with self.reading(ctx) as cat:
             table = self.require_table(cat, db, tbl)
+        if hive4 and not name:  # Warehouse.makeSpecFromName
+            raise errors.MetaError(f"Partition name is invalid. {_java_str(name)}")
         spec = names.part_name_to_spec(name or "")
         vals = []
         for key in table.partitionKeys or []:
@@ -368,9 +381,19 @@ class PartitionCalls(Family):
 
     def get_partitions_by_names(self, ctx, db_name, tbl_name, names_):
         db, tbl = lower(db_name), lower(tbl_name)
+        hive4 = dialect.hive4()
+        if hive4:
+            check_names(db_name, tbl_name)
+            if names_ is None:
+                raise errors.MetaError(
+                    'java.lang.NullPointerException: Cannot invoke "java.util.List.size()" '
+                    'because the return value of "org.apache.hadoop.hive.metastore.client.'
+                    'builder.GetPartitionsArgs.getPartNames()" is null')
         with self.reading(ctx) as cat:
             table = cat.table(db, tbl)
             if table is None:
+                if hive4:  # (2.3 and 3.1 list nothing)
+                    raise errors.InvalidObject(f"{db}.{tbl} table not found")
                 return []
             wanted = sorted({self._canonical_name(table, n) for n in names_ or []} - {None})
             found = cat.view.get_many([keys.part_key(db, tbl, n) for n in wanted])
@@ -414,6 +437,8 @@ class PartitionCalls(Family):
         return [Raw(d) for _, d in limit(found, max_parts)]
 
     def get_num_partitions_by_filter(self, ctx, db_name, tbl_name, filter):
+        if (db_name is None or tbl_name is None) and dialect.hive4():
+            raise errors.MetaError("The DB and table name cannot be null.")
         try:
             return len(self._filtered(ctx, db_name, tbl_name, filter))
         except errors.NoSuchObject:
@@ -537,6 +562,9 @@ class PartitionCalls(Family):
                         "Alter partition operation failed: NoSuchObjectException(message:"
                         f"partition values={_java_list(new_part.values)})" if bulk
                         else "alter is not possible")
+                if dialect.hive4():  # its ObjectStore.alterPartitions
+                    _check_same_table(new_part, db, tbl, f"Invalid DB name : {new_part.dbName}",
+                                      f"Invalid table name : {db}")  # (sic: the database)
                 old = codec.decode(self.t.Partition, old_data)
                 part = copy.copy(new_part)
                 part.dbName, part.tableName = db, tbl
@@ -575,15 +603,22 @@ class PartitionCalls(Family):
             if cat.raw(keys.part_key(db, tbl, new_name)) is not None:
                 raise errors.InvalidOperation(
                     f"Partition already exists:{db}.{tbl}.{_java_list(new_part.values)}")
+            hive4, hive3 = dialect.hive4(), dialect.since(dialect.HIVE31)
+            if hive4:  # its ObjectStore.alterPartition fails on another table
+                failed = "The transaction for alter partition did not commit successfully."
+                _check_same_table(new_part, db, tbl, failed, failed)
             old = codec.decode(self.t.Partition, old_data)
             part = copy.copy(new_part)
             part.dbName, part.tableName = db, tbl
             part.sd = normalize_sd(new_part.sd or old.sd, self.t)
             part.parameters = dict(new_part.parameters or {})
-            part.createTime = old.createTime
-            part.lastAccessTime = old.lastAccessTime or 0
+            if hive4:  # the 4.x stores the times the client sent (2.3 keeps the old ones)
+                part.createTime = new_part.createTime or 0
+                part.lastAccessTime = new_part.lastAccessTime or 0
+            else:
+                part.createTime = old.createTime
+                part.lastAccessTime = old.lastAccessTime or 0
             part.privileges = None
-            hive4, hive3 = dialect.hive4(), dialect.since(dialect.HIVE31)
             # Hive 4 moves the data of a table it translated to external as a managed one's
             moves_data = not is_external(table) or (hive4 and is_translated(table))
             if not moves_data:
@@ -712,6 +747,11 @@ class PartitionCalls(Family):
         levels = len(table.partitionKeys or []) - 1
         for data in dropped:
             part = codec.decode(self.t.Partition, data)
+            params = part.parameters or {}
+            if str(params.get("is_archived", "")).lower() == "true":
+                # HMS deletes an archived partition's original directory, not its archive's
+                warehouse.delete(params.get("original_location"))
+                continue
             if part.sd and part.sd.location:
                 warehouse.delete(part.sd.location)
                 warehouse.delete_empty_parents(part.sd.location, levels)
@@ -775,6 +815,107 @@ def _needs_stats(old_params, params, env_props) -> bool:
     if env_props.get("STATS_GENERATED") in ("TASK", "USER"):
         return True
     return _require_cal_stats(old_params, params)
+
+
+NPE_NO_SD = ('java.lang.NullPointerException: Cannot invoke "org.apache.hadoop.hive.metastore.'
+             'api.StorageDescriptor.setLocation(String)" because the return value of '
+             '"org.apache.hadoop.hive.metastore.api.Partition.getSd()" is null')
+
+
+def path_error(location: str | None) -> str | None:
+    """What Hadoop's ``new Path(location)`` fails with (as the 4.x's MetaException words it)
+    for a location whose path is relative: ``x:y/z`` (a scheme and a relative path), or a
+    path without a scheme that is not absolute (which the 4.x qualifies as ``file:./path``
+    first); None for a location it takes."""
+    if not location:
+        return None
+    colon, slash = location.find(":"), location.find("/")
+    if colon != -1 and (slash == -1 or colon < slash):
+        rest = location[colon + 1:]
+        if not rest or rest.startswith("/"):
+            return None
+        shown = location
+    elif location.startswith("/"):
+        return None
+    else:
+        shown = "file:./" + location
+    return ("java.lang.IllegalArgumentException: java.net.URISyntaxException: "
+            f"Relative path in absolute URI: {shown}")
+
+
+def check_added_4x(table, parts, same_names=False) -> None:
+    """The stock 4.x's checks of partitions to add, after its validatePartition: its
+    createPartitionFolders (a view's partition has no location, another's location must be
+    a Hadoop path), then its ObjectStore (``same_names``: add_partitions_req's partitions
+    name the table as the first one does, case included; a serde; named columns)."""
+    view = is_view(table)
+    for part in parts:
+        if view:
+            if part.sd is not None and part.sd.location:
+                raise errors.MetaError(
+                    "java.io.IOException: Cannot specify location for a view partition")
+        elif part.sd is None:
+            raise errors.MetaError(NPE_NO_SD)
+        else:
+            error = path_error(part.sd.location)
+            if error:
+                raise errors.MetaError(error)
+    first = parts[0] if parts else None
+    for part in parts:
+        if same_names and (part.dbName != first.dbName or part.tableName != first.tableName):
+            shown = copy.copy(part)  # as its createPartitionFolders has made it
+            shown.sd = copy.copy(part.sd)
+            if shown.sd is not None and not view:
+                shown.sd.location = warehouse.qualify(part.sd.location) if part.sd.location \
+                    else warehouse.join(table.sd.location, part_name(table, part.values))
+            shown.createTime = now()
+            shown.parameters = {DDL_TIME: str(shown.createTime), **(part.parameters or {})}
+            shown.catName = shown.catName or DEFAULT_CATALOG
+            text = _describe(shown)  # (2.3's fields and catName: the 4.x prints its writeId)
+            text = f"{text[:-1]}, writeId:{-1 if part.writeId is None else part.writeId})"
+            raise errors.MetaError(f"Partition does not belong to target table "
+                                   f"{table.dbName}.{table.tableName}: {text}")
+        sd = part.sd
+        if sd is None:
+            continue
+        if sd.serdeInfo is None:
+            raise errors.MetaError("Invalid SerDeInfo object")
+        if any(col.name is None for col in sd.cols or []):
+            raise errors.MetaError(
+                'java.lang.NullPointerException: Cannot invoke "String.toLowerCase()" because '
+                'the return value of "org.apache.hadoop.hive.metastore.api.FieldSchema.'
+                'getName()" is null')
+
+
+def _check_same_table(part, db: str, tbl: str, other_db: str, other_table: str) -> None:
+    """A partition altered by a 4.x client names the table of the call (in any case)."""
+    for field, expected, message in (("DbName", db, other_db), ("TableName", tbl, other_table)):
+        value = getattr(part, field[0].lower() + field[1:])
+        if value is None:
+            raise errors.MetaError(
+                'java.lang.NullPointerException: Cannot invoke "String.equals(Object)" because '
+                'the return value of "org.apache.hadoop.hive.metastore.api.Partition.'
+                f'get{field}()" is null')
+        if lower(value) != expected:
+            raise errors.MetaError(message)
+
+
+def check_names(db_name, tbl_name, wrapped=False) -> None:
+    """The stock 4.x's FilterUtils.checkDbAndTableFilters, which its partition reads call
+    first: a null name fails as a NullPointerException (a MetaException with its text), a
+    blank one as NoSuchObjectException (``wrapped``: in a MetaException's text)."""
+    for what, value in (("dbName", db_name), ("tblName", tbl_name)):
+        if value is None:
+            raise errors.MetaError(f"java.lang.NullPointerException: {what} is null")
+        if not value.strip():
+            message = f"{what} is not valid"
+            if wrapped:
+                raise errors.MetaError(f"NoSuchObjectException(message:{message})")
+            raise errors.NoSuchObject(message)
+
+
+def _java_str(value) -> str:
+    return "null" if value is None else str(value)
 
 
 def _java_list(values) -> str:

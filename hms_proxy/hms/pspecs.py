@@ -33,8 +33,8 @@ import copy
 from hms_proxy.hms import javafmt, names, privileges, warehouse
 from hms_proxy.hms.family import DDL_TIME, Family, lower, now
 from hms_proxy.hms.names import part_name
-from hms_proxy.hms.partitions import PartitionCalls, limit
-from hms_proxy.hms.tables import normalize_sd, update_stats_fast
+from hms_proxy.hms.partitions import PartitionCalls, check_added_4x, limit
+from hms_proxy.hms.tables import is_view, normalize_sd, update_stats_fast
 from hms_proxy.thrift import dialect, errors, limits
 from hms_proxy.thrift.routing import DEFAULT_CATALOG
 from kvmodel import catalog as keys
@@ -100,6 +100,8 @@ class PartitionSpecCalls(Family):
 
     # --- reads --------------------------------------------------------------------------
     def get_partitions_pspec(self, ctx, db_name, tbl_name, max_parts):
+        if db_name is None and tbl_name is not None and dialect.hive4():
+            raise errors.MetaError(names.NPE_IDENTIFIER)  # 4.x reads the table first
         if db_name is None or tbl_name is None:
             raise errors.InternalError("null name")  # HMS: toLowerCase() on null
         db, tbl = db_name.lower(), tbl_name.lower()
@@ -179,25 +181,38 @@ class PartitionSpecCalls(Family):
                for s in new_parts):
             raise errors.InternalError("unsupported PartitionSpec")  # a null proxy in HMS
         db, tbl = new_parts[0].dbName, new_parts[0].tableName
+        hive4 = dialect.hive4()
         if db is None or tbl is None:
+            if hive4:  # the 4.x normalises the names first
+                raise errors.MetaError(names.NPE_IDENTIFIER)
             raise errors.InternalError("null name")
         with self.writing(ctx) as cat:
             table = cat.table(lower(db), lower(tbl))
             if table is None:
+                if hive4:
+                    raise errors.InvalidObject(
+                        f"Unable to add partitions because {keys.full_name(lower(db))}."
+                        f"{lower(tbl)} does not exist")
                 raise errors.InvalidObject(
                     f"Unable to add partitions because database or table {db}.{tbl} "
                     "does not exist")
             # HMS's first pass (the request thread): ownership and existence, in order
             entries = []
             for shared, part in self._iterate(new_parts):
+                if hive4 and (part.dbName is None or part.tableName is None):
+                    raise errors.MetaError(names.NPE_IDENTIFIER)  # the 4.x normalises them
                 if part.tableName is None:
                     raise errors.InternalError("partition table name is null")
-                if part.tableName != tbl or part.dbName != db:
+                # (the 4.x compares the names as it keys them, 2.3 as they are)
+                if (lower(part.tableName), lower(part.dbName)) != (lower(tbl), lower(db)) \
+                        if hive4 else (part.tableName != tbl or part.dbName != db):
                     if part.tableName == tbl and part.dbName is None:
                         raise errors.InternalError("partition database name is null")
                     raise errors.MetaError(
                         f"Partition does not belong to target table {db}.{tbl}: "
                         f"{javafmt.to_string(part)}")
+                if hive4 and not part.values:
+                    raise errors.MetaError("The partition values cannot be null or empty.")
                 if part.values is None:
                     raise errors.InternalError("partition values are null")
                 name = part_name(table, part.values)
@@ -208,6 +223,8 @@ class PartitionSpecCalls(Family):
             # the second pass (HMS's worker threads): storage descriptors and duplicates
             seen: set[tuple] = set()
             for shared, name, part in entries:
+                if part.sd is None and hive4 and is_view(table):
+                    continue  # the 4.x adds a view's partition without one
                 if part.sd is None:
                     raise errors.MetaError(
                         'java.lang.NullPointerException: Cannot invoke "org.apache.hadoop.hive.'
@@ -222,6 +239,8 @@ class PartitionSpecCalls(Family):
                     raise errors.MetaError("java.io.IOException: Duplicate partitions in the "
                                            f"list: {javafmt.to_string(shown)}")
                 seen.add(values)
+            if hive4:
+                check_added_4x(table, [part for _, _, part in entries])
             rows = []
             for shared, name, part in entries:
                 if shared:
@@ -293,7 +312,10 @@ class PartitionSpecCalls(Family):
                            dest_table_name):
         self.exchange_partitions(ctx, partitionSpecs, source_db, source_table_name, dest_db,
                                  dest_table_name)
-        return self.t.Partition(createTime=0, lastAccessTime=0)
+        empty = self.t.Partition(createTime=0, lastAccessTime=0)
+        if getattr(empty, "writeId", None) is not None:
+            empty.writeId = None  # HMS answers ``new Partition()``: a writeId left unset
+        return empty
 
     def exchange_partitions(self, ctx, partitionSpecs, source_db, source_table_name, dest_db,
                             dest_table_name):

@@ -151,6 +151,11 @@ class RequestCalls(Family):
             if [db for db in cat.database_names(name_) if db != databases.DEFAULT_DB]:
                 raise errors.InvalidOperation(f"There are non-default databases in the catalog "
                                               f"{name} so it cannot be dropped.")
+            default = keys.in_catalog(name_, databases.DEFAULT_DB)
+            if next(iter(cat.table_names(default)), None) is not None:
+                # the stock drops the default database without cascade, which refuses
+                raise errors.InvalidOperation(f"There are still objects in the default "
+                                              f"database for catalog {name}")
             cat.delete(keys.catalog_key(name_))
             cat.delete_prefix(keys.catalog_key(name_) + "/")
 
@@ -188,9 +193,13 @@ class RequestCalls(Family):
 
     # --- tables --------------------------------------------------------------------------
     def create_table_req(self, ctx, request):
-        table, also = request.table, None
+        table, also, kept = request.table, None, False
         if table is not None:
             table = translated_to_external(table)
+            if table.tableType is None:  # the stock 4.x stores it as managed, untranslated
+                external = str((table.parameters or {}).get("EXTERNAL", "")).upper() == "TRUE"
+                table.tableType = "EXTERNAL_TABLE" if external else "MANAGED_TABLE"
+                kept = not external
         newer = (request.uniqueConstraints, request.notNullConstraints,
                  request.defaultConstraints, request.checkConstraints)
         if request.primaryKeys is not None or request.foreignKeys is not None or any(newer):
@@ -199,8 +208,8 @@ class RequestCalls(Family):
                 constraints.add_with_constraints(cat, request.primaryKeys or [],
                                                  request.foreignKeys or [], *newer)
         try:
-            return self.tables.create_table_with_environment_context(ctx, table,
-                                                                     request.envContext, also)
+            return self.tables.create_table_with_environment_context(
+                ctx, table, request.envContext, also, kept_managed=kept)
         except errors.AlreadyExists:  # the stock 4.x names the table with its catalog
             raise errors.AlreadyExists(f"Table {keys.full_name(lower(table.dbName))}."
                                        f"{lower(table.tableName)} already exists") from None
@@ -243,6 +252,8 @@ class RequestCalls(Family):
         """The partition names of a table; none for a missing table or database, as the stock
         4.x answers (2.3's get_partition_names fails on them)."""
         req = partitionReq
+        if dialect.hive4():
+            partitions.check_names(req.dbName, req.tblName, wrapped=True)
         with self.reading(ctx) as cat:
             if cat.table(lower(req.dbName or ""), lower(req.tblName or "")) is None:
                 return []
@@ -278,6 +289,8 @@ class RequestCalls(Family):
             ctx, req.dbName, req.tableName, req.partVals, req.environmentContext)
 
     def get_partitions_by_filter_req(self, ctx, req):
+        if dialect.hive4():
+            partitions.check_names(req.dbName, req.tblName)
         return _listed(self.partitions.get_partitions_by_filter(
             ctx, req.dbName, req.tblName, req.filter,
             -1 if req.maxParts is None else req.maxParts))

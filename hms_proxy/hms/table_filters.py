@@ -20,7 +20,8 @@ import re
 from hms_proxy.hms import names
 from hms_proxy.hms.family import Family, lower
 from hms_proxy.hms.filters import Leaf, parse_filter, sql_compare
-from hms_proxy.thrift import errors
+from hms_proxy.thrift import dialect, errors
+from kvmodel.catalog import CATALOG_DOT
 
 OWNER = "hive_filter_field_owner__"
 LAST_ACCESS = "hive_filter_field_last_access__"
@@ -117,7 +118,8 @@ def _predicate(node):
 
 class TableFilterCalls(Family):
     def get_table_names_by_filter(self, ctx, dbname, filter_text, max_tables):
-        if not dbname:
+        if not dbname or (dbname.startswith(CATALOG_DOT) and dialect.hive4()):
+            # (a 4.x client's ``@#db``, an empty catalog, is such a name to the 4.x)
             raise errors.UnknownDB("DB name is null or empty")
         if filter_text is None:
             raise errors.InvalidOperation("null cannot apply null filter")

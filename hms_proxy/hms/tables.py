@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import copy
 import json
+from urllib.parse import urlsplit
+
+from thrift.Thrift import TType
 
 from hms_proxy.hms import names, privileges, served_props, warehouse
 from hms_proxy.hms.family import DDL_TIME, Family, column_problem, lower, match_names, now
@@ -191,6 +194,98 @@ DUPLICATE_COLUMN = ('Add request failed : INSERT INTO COLUMNS_V2 (CD_ID,COMMENT,
                     'TYPE_NAME,INTEGER_IDX) VALUES (?,?,?,?,?) ')
 
 
+NO_DB_NAME = "Null database name is not allowed"
+_NUMBERS = (TType.I16, TType.I32, TType.I64, TType.BOOL, TType.DOUBLE, TType.BYTE)
+ALLOW_PARTITION_KEY_CHANGE = "allow_partition_key_change"
+EXPECTED_PARAMETER_KEY = "expected_parameter_key"
+EXPECTED_PARAMETER_VALUE = "expected_parameter_value"
+
+
+def check_expected_parameter(old, new, env_props: dict) -> None:
+    """Hive 4's optimistic alter: the environment context names a table parameter and the
+    value it must still have (``expected_parameter_key`` / ``_value``); the new table must
+    set it."""
+    key, value = env_props.get(EXPECTED_PARAMETER_KEY), env_props.get(EXPECTED_PARAMETER_VALUE)
+    if key is None or value is None:
+        return
+    if (new.parameters or {}).get(key) is None:
+        raise errors.MetaError(f"New value for expected key {key} is not set")
+    current = (old.parameters or {}).get(key)
+    if current != value:
+        raise errors.MetaError(f"The table has been modified. The parameter value for key "
+                               f"'{key}' is '{'null' if current is None else current}'. The "
+                               f"expected was value was '{value}'")
+
+
+def is_root_path(location: str | None) -> bool:
+    """A location naming a file system's root (``hdfs://nn:8020``, ``file:/``, ``/``): Hadoop's
+    ``Path.getParent()`` is null for it, and HMS 4 refuses such a table location."""
+    if not location:
+        return False
+    return urlsplit(location).path in ("", "/")
+
+
+def _struct_fields(cls) -> dict:
+    """{field name: (thrift type, nested struct class or None)} of a generated struct."""
+    out = {}
+    for entry in getattr(cls, "thrift_spec", None) or ():
+        if not entry:
+            continue
+        _, ttype, name, args = entry[0], entry[1], entry[2], entry[3]
+        nested = None
+        if isinstance(args, (list, tuple)) and args and isinstance(args[0], type):
+            nested = args[0]  # a struct
+        elif isinstance(args, (list, tuple)) and len(args) >= 2 and isinstance(args[1],
+                                                                                (list, tuple)):
+            nested = args[1][0] if args[1] and isinstance(args[1][0], type) else None  # list
+        out[name] = (ttype, nested)
+    return out
+
+
+def check_projection(spec, t) -> list[list[str]] | None:
+    """The fields of a GetProjectionsSpec for tables, as paths ("sd.location"): HMS 4 refuses
+    a parameter-key pattern without a field list, and a field a table does not have. None when one is a collection
+    (a list or map, or in one): HMS 4 then answers the whole tables."""
+    if spec.fieldList is None and (spec.includeParamKeyPattern or spec.excludeParamKeyPattern):
+        raise errors.InvalidOperation("A parameter key pattern needs a list of fields")
+    paths, whole = [], False
+    for field in spec.fieldList or []:
+        cls, path = t.Table, (field or "").split(".")
+        for part in path:
+            known = _struct_fields(cls) if cls is not None else {}
+            if part not in known:
+                raise errors.MetaError(f"Invalid field name {field}")
+            whole = whole or known[part][0] in (TType.LIST, TType.MAP, TType.SET)
+            cls = known[part][1]
+        paths.append(path)
+    return None if whole else paths
+
+
+def project(table, paths: list[list[str]], t):
+    """``table`` with only the fields of ``paths`` (and those of numbers, which HMS always
+    sets) left: each nested struct keeps the fields asked of it."""
+    def keep(obj, cls, wanted: list[list[str]]):
+        if obj is None:
+            return None
+        if isinstance(obj, list):
+            return [keep(o, cls, wanted) for o in obj]
+        out = cls()
+        whole = {p[0] for p in wanted if len(p) == 1}
+        deeper: dict[str, list[list[str]]] = {}
+        for p in wanted:
+            if len(p) > 1:
+                deeper.setdefault(p[0], []).append(p[1:])
+        for name, (ttype, nested) in _struct_fields(cls).items():
+            value = getattr(obj, name, None)
+            if name in whole or (cls is t.Table and ttype in _NUMBERS):
+                setattr(out, name, value)
+            elif name in deeper and nested is not None:
+                setattr(out, name, keep(value, nested, deeper[name]))
+        return out
+
+    return keep(table, t.Table, paths)
+
+
 def check_table_name_length(name: str) -> None:
     """TBLS.TBL_NAME is a VARCHAR(256) in HMS 2.3's schema; the error is Derby's."""
     if len(name) > MAX_TABLE_NAME:
@@ -228,7 +323,10 @@ class TableCalls(Family):
     def create_table(self, ctx, tbl):
         return self.create_table_with_environment_context(ctx, tbl, None)
 
-    def create_table_with_environment_context(self, ctx, tbl, environment_context, also=None):
+    def create_table_with_environment_context(self, ctx, tbl, environment_context, also=None,
+                                              kept_managed=False):
+        """``kept_managed``: a Hive 4 create_table_req's table without a type, which the stock
+        4.x keeps managed (not translated to external), in the managed warehouse."""
         if tbl is not None and tbl.tableName is None:
             raise errors.MetaError(  # HMS normalizes the name before it checks it
                 'java.lang.NullPointerException: Cannot invoke "java.lang.CharSequence.length()"'
@@ -240,6 +338,11 @@ class TableCalls(Family):
         if tbl.sd.cols is None:
             raise errors.MetaError(NO_COLS)
         check_columns(tbl)
+        hive4 = dialect.hive4()
+        if hive4 and tbl.dbName is None:
+            raise errors.MetaError(NO_DB_NAME)
+        if hive4 and is_root_path(tbl.sd.location):
+            raise errors.InvalidObject(f"{tbl.tableName} location must not be root path")
         acid_validation.check_create(tbl)  # HMS's pre-event listener: before the lookups
         table = normalize_table(tbl, self.t)
         db_name, name = table.dbName, table.tableName
@@ -253,10 +356,15 @@ class TableCalls(Family):
                 raise errors.AlreadyExists(f"Table {tbl.tableName} already exists")
             check_table_name_length(tbl.tableName)  # what HMS's database refuses
             check_duplicate_columns(tbl)
+            if tbl.sd.serdeInfo is None:  # what HMS's ObjectStore refuses to store
+                raise errors.MetaError("Invalid SerDeInfo object")
             if not is_view(table):
                 if not table.sd.location:
-                    table.sd.location = self.env.warehouse.default_table_location(
-                        db.locationUri, name)
+                    base = db.locationUri
+                    if hive4 and table.tableType == MANAGED and (kept_managed or str(
+                            table.parameters.get("transactional", "")).lower() == "true"):
+                        base = self._managed_home(db)  # Hive 4: the managed warehouse
+                    table.sd.location = self.env.warehouse.default_table_location(base, name)
                 made_dir = warehouse.mkdirs(table.sd.location)
                 if not table.partitionKeys:
                     update_stats_fast(table.parameters, table.sd.location, made_dir,
@@ -273,6 +381,17 @@ class TableCalls(Family):
                     if made_dir:
                         warehouse.delete(table.sd.location)
                     raise
+
+    def _managed_home(self, db) -> str:
+        """Hive 4's ``Warehouse.getDatabaseManagedPath``: where a managed table of ``db`` goes
+        by default (its managed location, else another catalog's database's location, else
+        the warehouse: its root for ``default``, ``<db>.db`` under it for any other)."""
+        if getattr(db, "managedLocationUri", None):
+            return warehouse.qualify(db.managedLocationUri)
+        catalog, plain = keys.split_db(db.name)
+        if catalog is not None and catalog != DEFAULT_CATALOG:
+            return db.locationUri
+        return self.env.warehouse.default_database_location(plain)
 
     # --- reads --------------------------------------------------------------------------
     def get_table(self, ctx, dbname, tbl_name):
@@ -312,7 +431,12 @@ class TableCalls(Family):
                 if cat.raw(keys.db_key(db)) is None:
                     raise errors.UnknownDB(f"Could not find database hive.{db}: database hive.{db}")
             names = match_names(req.tablesPattern, self._table_names(ctx, db))
+        spec = req.projectionSpec
+        fields = check_projection(spec, self.t) if spec is not None else None
         tables = self.get_table_objects_by_name(ctx, req.dbName, names)
+        if fields:  # Hive 4's projection: only the fields asked for (and the numbers)
+            tables = [project(codec.decode(self.t.Table, raw.data), fields, self.t)
+                      for raw in tables]
         return self.t.GetTablesResult(tables=tables)
 
     def _table_names(self, ctx, db):
@@ -347,10 +471,15 @@ class TableCalls(Family):
                     table = cat.table(db, name)
                     if table is None or (types and table.tableType not in types):
                         continue
-                    out.append(self.t.TableMeta(
+                    meta = self.t.TableMeta(
                         dbName=db, tableName=name, tableType=table.tableType,
                         comments=(table.parameters or {}).get("comment"),
-                        catName=DEFAULT_CATALOG if dialect.hive4() else None))
+                        catName=DEFAULT_CATALOG if dialect.hive4() else None)
+                    if dialect.hive4():  # HMS 4 also names the owner
+                        meta.ownerName = table.owner
+                        meta.ownerType = table.ownerType if table.ownerType is not None \
+                            else (self.t.PrincipalType.USER if table.owner else None)
+                    out.append(meta)
         return out
 
     def get_fields(self, ctx, db_name, table_name):
@@ -393,6 +522,17 @@ class TableCalls(Family):
     def _alter_table(self, ctx, dbname, tbl_name, new_tbl, env_context, cascade):
         if new_tbl is None:
             raise errors.InvalidOperation("New table is invalid: null")
+        hive4 = dialect.hive4()
+        if hive4:  # HMS 4 lower-cases the new names first, then checks the new columns
+            for field in ("tableName", "dbName"):
+                if getattr(new_tbl, field) is None:
+                    raise errors.MetaError(
+                        'java.lang.NullPointerException: Cannot invoke "String.toLowerCase()" '
+                        'because the return value of "org.apache.hadoop.hive.metastore.api.'
+                        f'Table.get{field[0].upper()}{field[1:]}()" is null')
+            if new_tbl.sd is not None and new_tbl.sd.cols is None \
+                    and names.validate_name(new_tbl.tableName):
+                raise errors.MetaError(NO_COLS)
         db, name = lower(dbname), lower(tbl_name)
         moves: tuple[str, str] | None = None
         self._iceberg_on_its_branch(ctx, db, name, new_tbl)
@@ -408,20 +548,30 @@ class TableCalls(Family):
             problem = column_problem(new_tbl.sd.cols if new_tbl.sd else [])
             if problem:
                 raise errors.InvalidOperation(f"Invalid column {problem}")
+            env_props = getattr(env_context, "properties", None) or {}
+            if hive4:
+                check_expected_parameter(old, new_tbl, env_props)
             new = normalize_table(new_tbl, self.t)
             new.dbName = new.dbName or db
-            self._check_partition_keys(old, new)
+            if hive4:
+                self._check_partition_names(old, new, env_props)
+            else:
+                self._check_partition_keys(old, new)
+            if hive4 and new_tbl.sd.serdeInfo is None:  # what HMS's ObjectStore refuses
+                raise errors.MetaError("Invalid SerDeInfo object")
             if self.env.stats_properties:  # what we served is not written back
                 served_props.strip_served(self.env, cat, old, old, new)
             rename = (new.dbName, new.tableName) != (db, name)
             if rename:
                 moves = self._rename(cat, old, new)
             new.createTime = old.createTime
-            env_props = getattr(env_context, "properties", None) or {}
             # HMS 2.3 recounts an unpartitioned table's files on an alter, except on a rename
             # that moves the data (a managed table at its default place).
             if moves is None and not new.partitionKeys and not is_view(new) \
                     and env_props.get(DO_NOT_UPDATE_STATS, "").lower() != "true":
+                if hive4 and not new.sd.location:  # HMS 4 lists the files at a Path of it
+                    raise errors.MetaError("java.lang.IllegalArgumentException: Can not create "
+                                           "a Path from a null string")
                 update_stats_fast(new.parameters, new.sd.location, False, env_context, force=True)
             if not new.parameters.get(DDL_TIME):
                 new.parameters[DDL_TIME] = str(now())
@@ -509,6 +659,16 @@ class TableCalls(Family):
         same = len(old.partitionKeys) == len(new_keys) and all(
             a.name == b.name and a.type == b.type for a, b in zip(old.partitionKeys, new_keys))
         if not same:
+            raise errors.InvalidOperation("partition keys can not be changed.")
+
+    @staticmethod
+    def _check_partition_names(old, new, env_props) -> None:
+        """HMS 4's check: the partition keys keep their number and names (their types and
+        comments may change), except for a view or with ``allow_partition_key_change``."""
+        if is_view(old) or env_props.get(ALLOW_PARTITION_KEY_CHANGE, "").lower() == "true":
+            return
+        olds, news = old.partitionKeys or [], new.partitionKeys or []
+        if len(olds) != len(news) or any(a.name != b.name for a, b in zip(olds, news)):
             raise errors.InvalidOperation("partition keys can not be changed.")
 
     def _rename(self, cat, old, new):

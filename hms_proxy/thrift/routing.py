@@ -313,8 +313,12 @@ def _strip_value(value, refs: _Refs, catalog: str | None) -> None:
         if isinstance(current, str):
             named = catalog
             if current.startswith(CATALOG_MARK) and cls in CATALOG_DB_FIELDS:
-                current = refs.take_catalog(current) or ""
+                current = refs.take_catalog(current)
                 named = refs.catalog or catalog
+                if current is None and cls is ttypes.GetPartitionsByNamesRequest:
+                    setattr(value, field, None)  # "@hive#": the 4.x's null name, as sent
+                    continue
+                current = current or ""
             setattr(value, field, refs.server_name(named, refs.take(current)))
     for name in db_paths(cls):
         child = getattr(value, name, None)

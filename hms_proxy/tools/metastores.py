@@ -214,7 +214,10 @@ def start_standalone(name: str, classpath_: str, workdir: Path | str, timeout: f
     }
 
     def cmd(port: int) -> list[str]:
-        return ["java", "-Xmx768m", *(f"-D{k}={v}" for k, v in props.items()), "-cp",
+        # every NullPointerException keeps its message, however often the same one is thrown
+        # (HotSpot otherwise drops it after many: the answers compared would change mid-run)
+        return ["java", "-Xmx768m", "-XX:-OmitStackTraceInFastThrow",
+                *(f"-D{k}={v}" for k, v in props.items()), "-cp",
                 classpath_, STANDALONE_MAIN, "-p", str(port)]
     return spawn(name, cmd, workdir=workdir, port=None, warehouse=warehouse, cwd=workdir,
                  timeout=timeout)
@@ -341,8 +344,8 @@ def start_stock_hms(workdir: Path | str, *, with_transactions: bool = False,
         cp, main_class = f"{launcher}{os.pathsep}{cp}", TXN_LAUNCHER.stem
     props.update(extra_properties or {})
     def cmd(port: int) -> list[str]:
-        return ["java", f"-Xmx{heap}", *(f"-D{k}={v}" for k, v in props.items()), "-cp", cp,
-                main_class, "-p", str(port)]
+        return ["java", f"-Xmx{heap}", "-XX:-OmitStackTraceInFastThrow",
+                *(f"-D{k}={v}" for k, v in props.items()), "-cp", cp, main_class, "-p", str(port)]
     return spawn("oracle", cmd, workdir=workdir, port=None, warehouse=warehouse, cwd=workdir,
                  timeout=timeout)
 

@@ -1,7 +1,7 @@
 """``get_table_meta`` with the patterns, types and nulls a Hive client sends (a 3.1 or 4.x
 client's database pattern carries the catalog: ``@hive#pattern``, a null one ``@hive#``, an
 empty one ``@hive#!``), sent the same to a stock HMS and to us. What is compared: the
-metas answered (database, table, type, comment, catalog) among the databases made here.
+metas answered (database, table, type, comment, catalog, owner and its type: Hive 4's) among the databases made here.
 Used by test_catalog_names.py (3.1.3), test_stock_hms4.py (4.0.1) and test_stock_hms23_answers.py
 (2.3.10)."""
 from __future__ import annotations
@@ -71,7 +71,8 @@ def run(c, generation: int) -> list:
     for label, dbp, tblp, types in CASES:
         try:
             metas = c.get_table_meta(_q(dbp, generation), tblp, types)
-            answer = ("ok", sorted((m.dbName, m.tableName, m.tableType, m.comments, m.catName)
+            answer = ("ok", sorted((m.dbName, m.tableName, m.tableType, m.comments, m.catName,
+                                    m.ownerName, m.ownerType)
                                    for m in metas if m.dbName in DBS))
         except Exception as exc:  # noqa: BLE001 - the error is the answer compared
             answer = ("error", type(exc).__name__, getattr(exc, "message", str(exc)))

@@ -335,3 +335,16 @@ def test_the_scenarios_cause_no_internal_error(servers):
     answers the same on purpose, never one of its own (logged as "internal error in
     <method>"). Runs last in the module."""
     assert "internal error in" not in servers[1].log_text()
+
+
+def test_materialized_views_for_rewriting_answer_as_the_stock_hms_31(pair):
+    """get_materialized_views_for_rewriting from a Hive 3 client: the same answers as the
+    stock 3.1.3."""
+    from tests.hms import mv_cases
+
+    got = []
+    for client in pair:
+        client.get_catalogs()  # the connection speaks Hive 3 (dialect)
+        got.append(mv_cases.run(client))
+    assert got[1] == got[0]
+    assert ("the database", ("ok", ["mv_rewrite"])) in got[1]

@@ -270,3 +270,48 @@ def test_the_scenarios_cause_no_internal_error(ours):
     answers the same on purpose (an undeclared exception), never one of its own (the server
     logs those with "internal error in <method>"). Runs last in the module."""
     assert "internal error in" not in ours.log_text()
+
+
+def test_materialized_views_for_rewriting_answer_as_the_stock_hms_4(stock, ours):
+    """get_materialized_views_for_rewriting from a Hive 4 client: the materialized views that
+    may rewrite queries, and nothing for a missing database or catalog, as the stock 4.0.1."""
+    from tests.hms import mv_cases
+
+    got = []
+    for server in (stock, ours):
+        with _hive4(server) as client:
+            got.append(mv_cases.run(client))
+    assert got[1] == got[0]
+    assert ("the database", ("ok", ["mv_rewrite"])) in got[1]
+
+
+def test_table_arguments_answer_hive_4_clients_as_the_stock_hms_4(stock, ours, tmp_path):
+    """Hive 4's own client tests' odd arguments: tables created and altered with null fields,
+    a root location, changed partition keys and an expected parameter; projected table
+    lookups; a database's description and location altered; a catalog dropped whose default
+    database holds a table: the same answers and errors as the stock 4.0.1."""
+    from tests.hms import table_arg_cases
+
+    got = []
+    for server in (stock, ours):
+        root = tmp_path / f"targs-{len(got)}"
+        root.mkdir()
+        with _hive4(server) as client:
+            try:
+                got.append(table_arg_cases.answers(client, str(root)))
+            finally:
+                table_arg_cases.cleanup(client)
+    differences = table_arg_cases.differences(*got)
+    assert not differences, "\n".join(differences)
+
+
+def test_partition_arguments_answer_hive_4_clients_as_the_stock_hms_4(stock, ours):
+    """Hive 4's own client tests' odd partition arguments: null and empty names, partitions
+    by names of a missing table or catalog, partitions added to a view or with a bad serde,
+    columns or location, partition specs without names, partitions altered or renamed into
+    another table: the same answers and errors as the stock 4.0.1."""
+    from tests.hms import partition_arg_cases
+
+    got = [partition_arg_cases.run(lambda s=server: _hive4(s)) for server in (stock, ours)]
+    differences = partition_arg_cases.differences(*got)
+    assert not differences, "\n".join(differences)
