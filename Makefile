@@ -101,13 +101,16 @@ PHASES := build/test-phases.txt
 TIMED  := bash tests/timed.sh $(PHASES)
 SUITE  := -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30 -rfEs
 
-# The stock HMS 3.1.3 and 4.0.1 (the newer oracles, with the 4.0.1's schema scripts) and
-# hadoop-aws for Spark's s3a://, from Maven Central, resolved once into ~/.cache/hms-proxy/
+# The stock HMS 3.1.3 and 4.0.1 (the newer oracles, with the 4.0.1's schema scripts),
+# hadoop-aws for Spark's s3a:// and the jars of Hive 4.0.1's metastore client tests (its tests
+# jar, JUnit, Mockito; tests/e2e/hive4/test_hive4_suite.py, whose runner is compiled here too),
+# from Maven Central, resolved once into ~/.cache/hms-proxy/
 # (else the first test that needs one waits for it, and the others for that test's file lock).
 java-downloads: test-deps
 	@$(BIN)/python -c "from hms_proxy.tools import hive31_local as a, hive4_local as b, \
 	  spark_s3 as c; print('Hive 3.1.3:', a.ensure_hive31()); print('Hive 4.0.1:', \
 	  b.ensure_hive4(), b.ensure_schema_scripts()); print('hadoop-aws:', len(c.s3a_jars()), 'jars')"
+	@$(BIN)/python -m tests.e2e.hive4.test_hive4_suite --download
 
 test:
 	@mkdir -p build && rm -f $(PHASES)

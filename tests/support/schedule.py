@@ -45,6 +45,7 @@ WEIGHTS: dict[str, float] = {  # tests/.artifacts/durations.json of a fresh clon
     "tests/e2e/spark/test_branch_flow.py": 114,
     "tests/stats/test_compute.py": 105,
     "tests/resilience/test_resilience.py": 104,
+    "tests/e2e/hive4/test_hive4_suite.py": 110,  # Hive 4.0.1's own client tests (2026-12-07)
     "tests/e2e/rest/test_rest_kit.py": 92,
     "tests/e2e/spark/test_spark_hive4.py": 80,
     "tests/hms/conformance/test_conformance.py": 74,
