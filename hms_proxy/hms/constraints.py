@@ -226,6 +226,13 @@ class _Batch:
             parent, pcols = self.table(row.pktable_db, row.pktable_name)
             if parent is None:
                 raise errors.InvalidObject(f"Parent table not found: {row.pktable_name}")
+            if dialect.since(dialect.HIVE31) \
+                    and not read_pks(self.cat, parent.dbName, parent.tableName) \
+                    and not column_constraints.read_rows(self.cat, column_constraints.UNIQUE,
+                                                         parent.dbName, parent.tableName):
+                # HMS 3.1+ refuses a key that references nothing (2.3 stores it unlisted)
+                raise errors.MetaError("Trying to define foreign key but there are no primary "
+                                       "keys or unique keys for referenced table")
             child, ccols = self.table(row.fktable_db, row.fktable_name)
             if child is None:
                 raise errors.InvalidObject(f"Child table not found: {row.fktable_name}")

@@ -91,7 +91,7 @@ class DatabaseCalls(Family):
             if database.locationUri:
                 db.locationUri = warehouse.qualify(database.locationUri)
             elif home is not None:
-                db.locationUri = warehouse.join(home, f"{lower(given)}.db")
+                db.locationUri = warehouse.qualify(warehouse.join(home, f"{lower(given)}.db"))
             elif external:  # Hive 4 puts a database's tables under the external warehouse
                 db.locationUri = warehouse.join(external, f"{name}.db")
             else:

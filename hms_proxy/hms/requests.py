@@ -93,9 +93,10 @@ class RequestCalls(Family):
         name = lower(given.name)
         if name == DEFAULT_CATALOG:
             raise errors.AlreadyExists(f"Catalog {given.name} already exists")
-        location = warehouse.qualify(given.locationUri)
-        new = self.t.Catalog(name=name, description=given.description, locationUri=location,
-                             createTime=now())
+        location = warehouse.qualify(given.locationUri)  # its default database's
+        # the catalog keeps its location as given, as the stock 3.1/4.x keep it
+        new = self.t.Catalog(name=name, description=given.description,
+                             locationUri=given.locationUri, createTime=now())
         # as the stock HMS makes it: a default database in it, at the catalog's location (with
         # an owner from 4.x on; 3.1's has none)
         default = self.t.Database(
@@ -131,7 +132,7 @@ class RequestCalls(Family):
             if new.description is not None:
                 old.description = new.description
             if new.locationUri:
-                old.locationUri = warehouse.qualify(new.locationUri)
+                old.locationUri = new.locationUri  # as given (the stock's)
             cat.put(keys.catalog_key(old.name), old)
 
     def _stored_catalog(self, ctx, name: str):
@@ -146,7 +147,8 @@ class RequestCalls(Family):
             raise errors.NoSuchObject(f"No catalog {name}")
         name_ = lower(name)
         with self.writing(ctx) as cat:
-            if cat.catalog(name_) is None:
+            found = cat.catalog(name_)
+            if found is None:
                 raise errors.NoSuchObject(f"No catalog {name}")
             if [db for db in cat.database_names(name_) if db != databases.DEFAULT_DB]:
                 raise errors.InvalidOperation(f"There are non-default databases in the catalog "
@@ -156,8 +158,14 @@ class RequestCalls(Family):
                 # the stock drops the default database without cascade, which refuses
                 raise errors.InvalidOperation(f"There are still objects in the default "
                                               f"database for catalog {name}")
+            default_db = cat.database(default)
             cat.delete(keys.catalog_key(name_))
             cat.delete_prefix(keys.catalog_key(name_) + "/")
+        # the stock drops the default database with its data, then the catalog's directory
+        # (which an alter_catalog may have moved from the database's)
+        for location in (getattr(default_db, "locationUri", None), found.locationUri):
+            if location:
+                warehouse.delete(warehouse.qualify(location))
 
     # --- databases -----------------------------------------------------------------------
     def get_database_req(self, ctx, request):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from urllib.parse import urlsplit
 
 from thrift.Thrift import TType
@@ -425,6 +426,8 @@ class TableCalls(Family):
 
     def get_table_objects_by_name_req(self, ctx, req):
         names = req.tblNames
+        if names is None and req.tablesPattern is not None and "*" in (req.dbName or ""):
+            return self._objects_across_databases(ctx, req)
         if names is None and req.tablesPattern is not None:  # Hive 4: the tables matching it
             db = lower(req.dbName or "")
             with self.reading(ctx) as cat:
@@ -435,6 +438,30 @@ class TableCalls(Family):
         fields = check_projection(spec, self.t) if spec is not None else None
         tables = self.get_table_objects_by_name(ctx, req.dbName, names)
         if fields:  # Hive 4's projection: only the fields asked for (and the numbers)
+            tables = [project(codec.decode(self.t.Table, raw.data), fields, self.t)
+                      for raw in tables]
+        return self.t.GetTablesResult(tables=tables)
+
+    def _objects_across_databases(self, ctx, req):
+        """A database name with ``*`` beside a table pattern: the stock 4.x matches it against
+        the databases' names (``*`` any characters, nothing else special: ``a*|b*`` matches
+        none) and takes the matching tables of each; when no database matches, the name is
+        an unknown database."""
+        spec = req.projectionSpec
+        fields = check_projection(spec, self.t) if spec is not None else None
+        tables = []
+        db_pattern = lower(req.dbName)
+        wanted = re.compile(".*".join(re.escape(part) for part in db_pattern.split("*")))
+        with self.reading(ctx) as cat:
+            plains = [n for n in cat.database_names(ctx.catalog) if wanted.fullmatch(n)]
+        if not plains:
+            raise errors.UnknownDB(f"Could not find database hive.{db_pattern}: database "
+                                   f"hive.{db_pattern}")
+        for plain in plains:
+            db = keys.in_catalog(ctx.catalog, plain)
+            names = match_names(req.tablesPattern, self._table_names(ctx, db))
+            tables += self.get_table_objects_by_name(ctx, db, names) if names else []
+        if fields:
             tables = [project(codec.decode(self.t.Table, raw.data), fields, self.t)
                       for raw in tables]
         return self.t.GetTablesResult(tables=tables)
@@ -459,6 +486,8 @@ class TableCalls(Family):
         return out
 
     def get_all_tables(self, ctx, db_name):
+        if db_name is None and dialect.hive4():  # the stock 4.x normalizes the null name
+            raise errors.MetaError(names.NPE_IDENTIFIER)
         return list(self._table_names(ctx, lower(db_name)))
 
     def get_table_meta(self, ctx, db_patterns, tbl_patterns, tbl_types):

@@ -348,3 +348,15 @@ def test_materialized_views_for_rewriting_answer_as_the_stock_hms_31(pair):
         got.append(mv_cases.run(client))
     assert got[1] == got[0]
     assert ("the database", ("ok", ["mv_rewrite"])) in got[1]
+
+
+def test_keys_and_catalog_locations_answer_as_the_stock_hms_31(pair, tmp_path):
+    """A foreign key referencing no key and a catalog's location as given, from a Hive 3
+    client: as the stock 3.1.3 answers."""
+    from tests.hms import misc4_cases
+
+    got = []
+    for i, client in enumerate(pair):
+        client.get_catalogs()  # the connection speaks Hive 3 (dialect)
+        got.append(misc4_cases.run(client, str(tmp_path / str(i)), hive4=False))
+    assert got[1] == got[0]

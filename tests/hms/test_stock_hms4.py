@@ -315,3 +315,16 @@ def test_partition_arguments_answer_hive_4_clients_as_the_stock_hms_4(stock, our
     got = [partition_arg_cases.run(lambda s=server: _hive4(s)) for server in (stock, ours)]
     differences = partition_arg_cases.differences(*got)
     assert not differences, "\n".join(differences)
+
+
+def test_keys_listings_and_catalog_locations_answer_as_the_stock_hms_4(stock, ours, tmp_path):
+    """A foreign key referencing no key, get_all_tables with no database, table objects of
+    every database (``*``), a catalog's location as given: as the stock 4.0.1 answers."""
+    from tests.hms import misc4_cases
+
+    got = []
+    for server in (stock, ours):
+        root = str(tmp_path / server.__class__.__name__ / str(len(got)))
+        with _hive4(server) as client:
+            got.append(misc4_cases.run(client, root, hive4=True))
+    assert got[1] == got[0]
