@@ -44,3 +44,19 @@ def test_bench_writes_refuses_nonsense(argv, message):
     args = parse(["bench", "writes", *argv])
     with pytest.raises(SystemExit, match=message):
         args.func(args)
+
+
+def test_two_server_columns_are_compared_with_one_server():
+    """The two-server columns (writers split, or N per server) carry their ratio to one server
+    with as many writers asked for, beside the ratio to their own one-writer row."""
+    from hms_proxy.tools.bench.writes import table
+
+    def row(server, writers, per_second):
+        return {"mode": "add", "writers": writers, "server": server, "errors": 0,
+                "per_second": per_second}
+
+    one, two = "ours, lakeFS defaults", "ours, 2 servers x N writers, lakeFS defaults"
+    text = table({"rows": [row(one, 1, 40.0), row(two, 1, 70.0), row(one, 8, 200.0),
+                           row(two, 8, 300.0)]})
+    assert "| add_partition (a table each) | 8 | 200.0 (5.0x 1 writer) | " \
+           "300.0 (4.3x 1 writer, 1.50x one server) |" in text

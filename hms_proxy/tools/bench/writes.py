@@ -11,8 +11,11 @@ and calls one write at a time for ``--duration`` seconds, all writers starting t
 
 For each server and each count of ``--writers`` the figure is the writes acknowledged per
 second by all writers together. lakeFS runs with its defaults, and with the settings
-docs/lakefs.md recommends (``--lakefs-batch-delay 0``) when ``--tuned`` is given. The writers
-run on the same machine as the servers and take their share of its CPUs.
+docs/lakefs.md recommends (``--lakefs-batch-delay 0``) when ``--tuned`` is given. Two of our
+servers over one repository are measured two ways: ``lakefs-2`` splits the N writers between
+them (the same clients, spread), ``lakefs-2x`` gives each server N writers of its own (2N in
+all, as two jobs' worth of clients each pointed at its own server). The writers run on the
+same machine as the servers and take their share of its CPUs.
 """
 from __future__ import annotations
 
@@ -47,8 +50,8 @@ def register(subparsers) -> None:
                         "one shared table (default both)")
     p.add_argument("--servers", default="stock,embedded,lakefs", metavar="NAME,...",
                    help="stock, embedded, lakefs, lakefs-2 (two of our servers over one "
-                        "repository, the writers split between them); default stock, "
-                        "embedded, lakefs")
+                        "repository, the N writers split between them), lakefs-2x (the same "
+                        "two servers, N writers each); default stock, embedded, lakefs")
     p.add_argument("--tuned", action="store_true",
                    help="also lakeFS with the recommended settings (batch delay 0)")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
@@ -149,10 +152,12 @@ def _prepare(server, mode: str, db: str, writers: int) -> None:
 
 
 class _Servers:
-    """Several servers over one store, each writer connected to one of them in turn."""
+    """Several servers over one store, each writer connected to one of them in turn; with
+    ``per_server`` each server gets the count of writers asked for (so many times it in all)."""
 
-    def __init__(self, servers: list):
+    def __init__(self, servers: list, per_server: bool = False):
         self.servers = servers
+        self.per_server = per_server
         self.host, self.port = servers[0].host, servers[0].port
 
     def stop(self) -> None:
@@ -179,8 +184,10 @@ def _seen_everywhere(targets: list, mode: str, db: str, writers: int) -> None:
 
 def _measure(server, mode: str, writers: int, duration: float, tag: str) -> dict:
     db = f"w_{mode}_{writers}_{tag}"
-    _prepare(server, mode, db, writers)
     targets = getattr(server, "servers", [server])
+    if getattr(server, "per_server", False):
+        writers *= len(targets)
+    _prepare(server, mode, db, writers)
     _seen_everywhere(targets, mode, db, writers)
     ctx = multiprocessing.get_context("spawn")
     out, ready, start = ctx.Queue(), ctx.Queue(), ctx.Event()
@@ -199,14 +206,15 @@ def _measure(server, mode: str, writers: int, duration: float, tag: str) -> dict
     done = sum(r[0] for r in results)
     errors = sum(r[1] for r in results)
     first = next((r[2] for r in results if r[2]), None)
-    return {"writes": done, "errors": errors, "first_error": first,
+    return {"writes": done, "errors": errors, "first_error": first, "clients": writers,
             "per_second": round(done / duration, 1)}
 
 
 def run(args) -> dict:
     sizes = counts(args.writers, "--writers", "1,8,32")
     modes = _names(args.modes, ("add", "alter"), "--modes")
-    kinds = _names(args.servers, ("stock", "embedded", "lakefs", "lakefs-2"), "--servers")
+    kinds = _names(args.servers, ("stock", "embedded", "lakefs", "lakefs-2", "lakefs-2x"),
+                   "--servers")
     work = Path(tempfile.mkdtemp(prefix="hms-proxy-writes-"))
     started, lakes = {}, []
     load_start = load_average()
@@ -230,15 +238,21 @@ def run(args) -> dict:
                 started[f"ours, {label}"] = metastores.start_proxy(
                     work / f"on-lakefs-{len(lakes)}", *quiet, store="lakefs://bench",
                     warehouse=False, env=dict(os.environ, **lake.env()))
-        if "lakefs-2" in kinds:  # two servers over one repository, writers split between
-            log("starting lakeFS (its defaults) for two servers")
+        for kind, label, per_server in (
+                ("lakefs-2", "ours, 2 servers, lakeFS defaults", False),
+                ("lakefs-2x", "ours, 2 servers x N writers, lakeFS defaults", True)):
+            if kind not in kinds:  # two servers over one repository (a lakeFS of their own)
+                continue
+            log(f"starting lakeFS (its defaults) for two servers ({kind})")
             lake = lakefs_local.start_lakefs(work / f"lakefs-{len(lakes)}")
             lakes.append(lake)
-            lake.create_repository("bench2")
+            repo = f"bench{len(lakes)}"
+            lake.create_repository(repo)
             env = dict(os.environ, **lake.env())
-            started["ours, 2 servers, lakeFS defaults"] = _Servers([
-                metastores.start_proxy(work / f"two-{i}", *quiet, store="lakefs://bench2",
-                                       warehouse=False, env=env) for i in range(2)])
+            started[label] = _Servers([
+                metastores.start_proxy(work / f"{kind}-{i}", *quiet, store=f"lakefs://{repo}",
+                                       warehouse=False, env=env) for i in range(2)],
+                per_server=per_server)
         rows = []
         for mode in modes:
             for n in sizes:
@@ -290,6 +304,9 @@ def table(result: dict) -> str:
                 base = by.get((mode, n, stock)) if stock and s != stock else None
                 if base and base["per_second"]:
                     text += f", {r['per_second'] / base['per_second']:.1f}x stock"
+                one_server = by.get((mode, n, "ours, lakeFS defaults"))
+                if "2 servers" in s and one_server and one_server["per_second"]:
+                    text += f", {r['per_second'] / one_server['per_second']:.2f}x one server"
                 text += ")"
             if r["errors"]:
                 text += f", {r['errors']} errors"
