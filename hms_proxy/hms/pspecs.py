@@ -33,7 +33,7 @@ import copy
 from hms_proxy.hms import javafmt, names, privileges, warehouse
 from hms_proxy.hms.family import DDL_TIME, Family, lower, now
 from hms_proxy.hms.names import part_name
-from hms_proxy.hms.partitions import PartitionCalls, check_added_4x, limit
+from hms_proxy.hms.partitions import NPE_NO_SD, PartitionCalls, check_added_4x, limit
 from hms_proxy.hms.tables import is_view, normalize_sd, update_stats_fast
 from hms_proxy.thrift import dialect, errors, limits
 from hms_proxy.thrift.routing import DEFAULT_CATALOG
@@ -226,11 +226,7 @@ class PartitionSpecCalls(Family):
                 if part.sd is None and hive4 and is_view(table):
                     continue  # the 4.x adds a view's partition without one
                 if part.sd is None:
-                    raise errors.MetaError(
-                        'java.lang.NullPointerException: Cannot invoke "org.apache.hadoop.hive.'
-                        'metastore.api.StorageDescriptor.setLocation(String)" because the '
-                        'return value of "org.apache.hadoop.hive.metastore.api.Partition.'
-                        'getSd()" is null')
+                    raise errors.MetaError(NPE_NO_SD)
                 values = tuple(part.values)
                 if values in seen:
                     shown = copy.copy(part)
@@ -312,10 +308,8 @@ class PartitionSpecCalls(Family):
                            dest_table_name):
         self.exchange_partitions(ctx, partitionSpecs, source_db, source_table_name, dest_db,
                                  dest_table_name)
-        empty = self.t.Partition(createTime=0, lastAccessTime=0)
-        if getattr(empty, "writeId", None) is not None:
-            empty.writeId = None  # HMS answers ``new Partition()``: a writeId left unset
-        return empty
+        # HMS answers ``new Partition()``: a writeId left unset (our struct's default is -1)
+        return self.t.Partition(createTime=0, lastAccessTime=0, writeId=None)
 
     def exchange_partitions(self, ctx, partitionSpecs, source_db, source_table_name, dest_db,
                             dest_table_name):

@@ -425,30 +425,31 @@ class TableCalls(Family):
         return [Raw(d) for d in found if d is not None]
 
     def get_table_objects_by_name_req(self, ctx, req):
+        spec = req.projectionSpec
         names = req.tblNames
         if names is None and req.tablesPattern is not None and "*" in (req.dbName or ""):
-            return self._objects_across_databases(ctx, req)
-        if names is None and req.tablesPattern is not None:  # Hive 4: the tables matching it
-            db = lower(req.dbName or "")
-            with self.reading(ctx) as cat:
-                if cat.raw(keys.db_key(db)) is None:
-                    raise errors.UnknownDB(f"Could not find database hive.{db}: database hive.{db}")
-            names = match_names(req.tablesPattern, self._table_names(ctx, db))
-        spec = req.projectionSpec
-        fields = check_projection(spec, self.t) if spec is not None else None
-        tables = self.get_table_objects_by_name(ctx, req.dbName, names)
+            fields = check_projection(spec, self.t) if spec is not None else None
+            tables = self._objects_across_databases(ctx, req)
+        else:
+            if names is None and req.tablesPattern is not None:  # Hive 4: the matching tables
+                db = lower(req.dbName or "")
+                with self.reading(ctx) as cat:
+                    if cat.raw(keys.db_key(db)) is None:
+                        raise errors.UnknownDB(
+                            f"Could not find database hive.{db}: database hive.{db}")
+                names = match_names(req.tablesPattern, self._table_names(ctx, db))
+            fields = check_projection(spec, self.t) if spec is not None else None
+            tables = self.get_table_objects_by_name(ctx, req.dbName, names)
         if fields:  # Hive 4's projection: only the fields asked for (and the numbers)
             tables = [project(codec.decode(self.t.Table, raw.data), fields, self.t)
                       for raw in tables]
         return self.t.GetTablesResult(tables=tables)
 
-    def _objects_across_databases(self, ctx, req):
+    def _objects_across_databases(self, ctx, req) -> list:
         """A database name with ``*`` beside a table pattern: the stock 4.x matches it against
         the databases' names (``*`` any characters, nothing else special: ``a*|b*`` matches
         none) and takes the matching tables of each; when no database matches, the name is
         an unknown database."""
-        spec = req.projectionSpec
-        fields = check_projection(spec, self.t) if spec is not None else None
         tables = []
         db_pattern = lower(req.dbName)
         wanted = re.compile(".*".join(re.escape(part) for part in db_pattern.split("*")))
@@ -461,10 +462,7 @@ class TableCalls(Family):
             db = keys.in_catalog(ctx.catalog, plain)
             names = match_names(req.tablesPattern, self._table_names(ctx, db))
             tables += self.get_table_objects_by_name(ctx, db, names) if names else []
-        if fields:
-            tables = [project(codec.decode(self.t.Table, raw.data), fields, self.t)
-                      for raw in tables]
-        return self.t.GetTablesResult(tables=tables)
+        return tables
 
     def _table_names(self, ctx, db):
         return self.cached(ctx, ("tablenames", db), lambda cat: tuple(cat.table_names(db)))
