@@ -29,6 +29,7 @@ from hms_proxy.hms.table_filters import TableFilterCalls
 from hms_proxy.hms.tables import TableCalls
 from hms_proxy.hms.tokens import TokenCalls
 from hms_proxy.hms.runtime_stats import RuntimeStatsCalls
+from hms_proxy.hms.scheduled_queries import ScheduledQueryCalls
 from hms_proxy.hms.truncate import TruncateCalls
 from hms_proxy.hms.txn.compaction import CompactionCalls
 from hms_proxy.hms.txn.transactions import TxnCalls
@@ -41,7 +42,7 @@ FAMILIES = (DatabaseCalls, TableCalls, PartitionCalls, ColumnStatsCalls, Functio
             PrivilegeCalls, ConstraintCalls, IndexCalls, PartitionSpecCalls, TypeCalls,
             FileMetadataCalls, TokenCalls, CompactionCalls, PartitionEventCalls, RequestCalls,
             WriteIdCalls, TruncateCalls, RuntimeStatsCalls, ColumnConstraintCalls,
-            MaterializedViewCalls)
+            MaterializedViewCalls, ScheduledQueryCalls)
 
 
 def connect(env: Env, families=FAMILIES) -> Env:

@@ -4,14 +4,15 @@ from __future__ import annotations
 import copy
 import json
 import re
+import secrets
 from urllib.parse import urlsplit
 
 from thrift.Thrift import TType
 
-from hms_proxy.hms import names, privileges, served_props, warehouse
+from hms_proxy.hms import materialized_views, names, privileges, served_props, warehouse
 from hms_proxy.hms.family import DDL_TIME, Family, column_problem, lower, match_names, now
 from hms_proxy.hms.txn import acid as acid_validation
-from hms_proxy.thrift import dialect, errors
+from hms_proxy.thrift import dialect, errors, layouts
 from hms_proxy.thrift.gen.hive_metastore import ttypes
 from hms_proxy.thrift.replies import Raw
 from hms_proxy.thrift.routing import DEFAULT_CATALOG
@@ -80,7 +81,7 @@ def normalize_table(table, t):
     tbl.lastAccessTime = table.lastAccessTime or 0
     tbl.retention = table.retention or 0
     tbl.privileges = None
-    tbl.temporary = False
+    tbl.temporary = None  # (optional, default false: the stock never sends it)
     tbl.rewriteEnabled = bool(table.rewriteEnabled)
     external = tbl.parameters.get("EXTERNAL", "").upper() == "TRUE"
     if tbl.tableType == MANAGED and external:
@@ -88,6 +89,16 @@ def normalize_table(table, t):
     elif tbl.tableType == EXTERNAL and not external:
         tbl.tableType = MANAGED
     return tbl
+
+
+def new_table_id() -> int:
+    """A new table's ``id`` (Hive 4's ``Table.id``: set by the server, kept by alters and
+    renames). The stock metastore counts them from one sequence; a versioned store cannot: two
+    branches would hand out the same numbers, and their tables would clash when merged. So an id
+    is a random positive 62-bit number, drawn once when the table is created and stored with it
+    (a branch, a merge, a revert carry it as they carry the rest of the table). Two tables of a
+    catalog share one with a chance of about n^2/2^63 (1 in 10^7 for a million tables)."""
+    return secrets.randbits(62) or 1
 
 
 def fast_stats() -> tuple[str, ...]:
@@ -372,7 +383,11 @@ class TableCalls(Family):
                                       environment_context)
             table.createTime = now()
             table.parameters.setdefault(DDL_TIME, str(table.createTime))
+            table.id = new_table_id()  # the client's is ignored, as the stock ignores it
             cat.put(keys.table_key(db_name, name), table)
+            creation = layouts.creation_metadata(tbl)  # a 3.x/4.x client's view's
+            if creation is not None and table.tableType == materialized_views.MATERIALIZED_VIEW:
+                materialized_views.store_creation(cat, table, creation)
             privileges.store_table_privileges(  # the grants given with the table
                 cat, table, tbl.privileges)
             if also is not None:  # create_table_with_constraints: in the same transaction
@@ -399,7 +414,7 @@ class TableCalls(Family):
         data = self.get_raw(ctx, keys.table_key(lower(dbname), lower(tbl_name)))
         if data is None:
             raise errors.NoSuchObject(f"{lower(dbname)}.{lower(tbl_name)} table not found")
-        return Raw(data)
+        return materialized_views.with_creation(lambda key: self.get_raw(ctx, key), data)
 
     def get_table_req(self, ctx, req):
         try:
@@ -422,7 +437,7 @@ class TableCalls(Family):
             if cat.raw(keys.db_key(db)) is None:
                 raise errors.UnknownDB(f"Could not find database {db}")
             found = [cat.raw(keys.table_key(db, n)) for n in wanted]
-        return [Raw(d) for d in found if d is not None]
+            return [materialized_views.with_creation(cat.raw, d) for d in found if d is not None]
 
     def get_table_objects_by_name_req(self, ctx, req):
         spec = req.projectionSpec
@@ -592,6 +607,7 @@ class TableCalls(Family):
             if rename:
                 moves = self._rename(cat, old, new)
             new.createTime = old.createTime
+            new.id = old.id if old.id is not None else new_table_id()  # (one made before ids)
             # HMS 2.3 recounts an unpartitioned table's files on an alter, except on a rename
             # that moves the data (a managed table at its default place).
             if moves is None and not new.partitionKeys and not is_view(new) \

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from thrift.Thrift import TType
 
-from hms_proxy.thrift import dialect, errors
+from hms_proxy.thrift import dialect, errors, layouts
 from hms_proxy.thrift.gen.hive_metastore import ttypes
 from hms_proxy.thrift.replies import Raw, RawStream
 from kvmodel import codec
@@ -63,6 +63,7 @@ for _name in ("DropTableRequest", "AlterTableRequest", "PartitionsRequest",
               "GetPartitionsPsWithAuthRequest", "RenamePartitionRequest",
               "AllTableConstraintsRequest", "TruncateTableRequest"):
     DB_FIELDS[getattr(ttypes, _name)] = ("dbName",)
+DB_FIELDS[ttypes.PartitionSpec] = ("dbName",)
 DB_FIELDS.update({
     ttypes.GetDatabaseRequest: ("name",), ttypes.DropDatabaseRequest: ("name",),
     ttypes.CreateDatabaseRequest: ("databaseName",), ttypes.AlterDatabaseRequest: ("oldDbName",),
@@ -338,10 +339,40 @@ def qualify_result(value, result_spec, ref: str):
     return _qualify(value, success[1], success[3], SEPARATOR + ref)
 
 
+def _decoded(cls, value):
+    """A struct of an answer, decoded if stored bytes (a table keeps the creation metadata a
+    3.x/4.x client is answered: :mod:`hms_proxy.thrift.layouts`)."""
+    if not isinstance(value, Raw):
+        return value
+    if cls is ttypes.Table:
+        return layouts.decode_table(value.data)
+    return codec.decode(cls, value.data)
+
+
+def _answered(cls, obj):
+    """A rewritten struct of an answer: a table with a creation metadata as bytes in the
+    3.x/4.x layout (the processor would write it in ours, without it)."""
+    if cls is ttypes.Table:
+        if obj.temporary is False:  # our decoder's default, which the stock never sends
+            obj.temporary = None
+        if layouts.creation_metadata(obj) is not None:
+            return Raw(layouts.encode_table(obj))
+    return obj
+
+
+def _all_or_none_raw(items: list) -> list:
+    """A list the processor writes: stored bytes all, or none (a table answered with its
+    creation metadata is bytes among decoded ones)."""
+    if any(isinstance(v, Raw) for v in items) and not all(isinstance(v, Raw) for v in items):
+        return [v if isinstance(v, Raw) else Raw(layouts.encode_table(v) if isinstance(
+            v, ttypes.Table) else codec.encode(v)) for v in items]
+    return items
+
+
 def _qualify(value, ttype, targ, suffix):
     if ttype == TType.STRUCT:
         cls = targ[0]
-        obj = codec.decode(cls, value.data) if isinstance(value, Raw) else value
+        obj = _decoded(cls, value)
         for field in DB_FIELDS.get(cls, ()):
             current = getattr(obj, field, None)
             if isinstance(current, str) and SEPARATOR not in current:
@@ -353,11 +384,11 @@ def _qualify(value, ttype, targ, suffix):
             child = getattr(obj, f[2], None)
             if child is not None:
                 setattr(obj, f[2], _qualify(child, f[1], f[3], suffix))
-        return obj
+        return _answered(cls, obj)
     if ttype == TType.LIST and isinstance(value, list):
         etype, eargs = targ[0], targ[1]
         if etype == TType.STRUCT:
-            return [_qualify(v, etype, eargs, suffix) for v in value]
+            return _all_or_none_raw([_qualify(v, etype, eargs, suffix) for v in value])
         return value
     return value
 
@@ -376,7 +407,7 @@ def unqualify_result(value, result_spec):
 def _unqualify(value, ttype, targ):
     if ttype == TType.STRUCT:
         cls = targ[0]
-        obj = codec.decode(cls, value.data) if isinstance(value, Raw) else value
+        obj = _decoded(cls, value)
         for field in DB_FIELDS.get(cls, ()):
             current = getattr(obj, field, None)
             if isinstance(current, str) and CATALOG_DOT in current:
@@ -396,7 +427,7 @@ def _unqualify(value, ttype, targ):
             child = getattr(obj, f[2], None)
             if child is not None:
                 setattr(obj, f[2], _unqualify(child, f[1], f[3]))
-        return obj
+        return _answered(cls, obj)
     if ttype == TType.LIST and isinstance(value, list) and targ[0] == TType.STRUCT:
-        return [_unqualify(v, targ[0], targ[1]) for v in value]
+        return _all_or_none_raw([_unqualify(v, targ[0], targ[1]) for v in value])
     return value

@@ -328,3 +328,17 @@ def test_keys_listings_and_catalog_locations_answer_as_the_stock_hms_4(stock, ou
         with _hive4(server) as client:
             got.append(misc4_cases.run(client, root, hive4=True))
     assert got[1] == got[0]
+
+
+def test_scheduled_queries_answer_as_the_stock_hms_4(stock, ours):
+    """Hive 4's scheduled queries created, altered, dropped, polled and moved along their
+    states, with invalid schedules, duplicates, missing names, invalid state changes and null
+    arguments: the same answers and errors as the stock 4.0.1."""
+    from tests.hms import scheduled_query_cases
+
+    got = [scheduled_query_cases.run(lambda s=server: _hive4(s)) for server in (stock, ours)]
+    differences = scheduled_query_cases.differences(*got)
+    assert not differences, "\n".join(differences)
+    answers = dict(got[1])
+    assert answers["poll"][1][1:4] == (("p", "sq_cases_poll"), True,
+                                       "/* schedule: p */select 3")
