@@ -92,6 +92,7 @@ class Security:
     rules: access.Rules | None
     secrets: access.Secrets | None
     audit: audit.AuditLog | None
+    sasl: object | None = None  # hms_proxy.security.sasl.Sasl: Kerberos on the listeners
 
     @classmethod
     def load(cls, config: SecurityConfig, tls_allowed: bool = True) -> "Security":
@@ -103,7 +104,13 @@ class Security:
         rules = access.Rules.load(config.access_rules) if config.access_rules else None
         secrets = access.Secrets.load(config.auth_secrets) if config.auth_secrets else None
         log_file = audit.AuditLog.open(config.audit_log) if config.audit_log else None
-        return cls(context, rules, secrets, log_file)
+        sasl = None
+        if config.kerberos_principal:
+            from hms_proxy.security import kerberos, sasl as sasl_transport
+            krb = kerberos.Kerberos.load(config.kerberos_principal, config.kerberos_keytab,
+                                         config.rpc_protection, config.kerberos_auth_to_local)
+            sasl = sasl_transport.Sasl({"GSSAPI": krb.mechanism}, config.sasl_timeout)
+        return cls(context, rules, secrets, log_file, sasl)
 
     def guard(self, default_ref: str, read_only: bool) -> access.Guard | None:
         """The Thrift calls' guard, or None when nothing is asked (then calls pay nothing)."""
@@ -171,7 +178,7 @@ def build_server(config: ServeConfig) -> srv.MetastoreServer:
         max_string_length=config.max_string_length or config.max_message_size,
         max_container_length=config.max_container_length,
         max_connections=config.max_connections, reuse_port=config.reuse_port,
-        tls=security.tls, read_only=config.security.read_only,
+        tls=security.tls, sasl=security.sasl, read_only=config.security.read_only,
         idle_timeout=config.idle_timeout,
         max_connections_per_client=config.max_connections_per_client,
         min_generation=dialect.named(config.min_client_generation))

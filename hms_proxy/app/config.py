@@ -53,10 +53,21 @@ class SecurityConfig:
     auth_secrets: str | None = None
     audit_log: str | None = None
     read_only: bool = False
+    kerberos_principal: str | None = None  # SASL GSSAPI on every Thrift listener
+    kerberos_keytab: str | None = None
+    rpc_protection: str = "authentication"  # hadoop.rpc.protection: a comma list
+    kerberos_auth_to_local: str | None = None  # hadoop.security.auth_to_local (DEFAULT)
+    sasl_timeout: float = 10.0
 
     def check(self) -> None:
         if bool(self.tls_cert) != bool(self.tls_key):
             raise ConfigError("--tls-cert and --tls-key go together")
+        if self.kerberos_keytab and not self.kerberos_principal:
+            raise ConfigError("--kerberos-keytab needs --kerberos-principal")
+        if self.kerberos_principal and not self.kerberos_keytab:
+            raise ConfigError("--kerberos-principal needs --kerberos-keytab")
+        if self.sasl_timeout <= 0:
+            raise ConfigError("--sasl-timeout must be more than 0 seconds")
         if self.tls_client_ca and not self.tls_cert:
             raise ConfigError("--tls-client-ca needs --tls-cert and --tls-key")
 

@@ -121,6 +121,25 @@ def build_parser() -> argparse.ArgumentParser:
                            metavar="SECONDS",
                            help="a client must complete the TLS handshake within this "
                                 "(default 10)")
+    krb = serve.add_argument_group("Kerberos (SASL on the Thrift listeners)")
+    krb.add_argument("--kerberos-principal", default=None, metavar="PRINCIPAL",
+                     help="serve SASL GSSAPI as this principal on every Thrift listener, like "
+                          "HMS with hive.metastore.sasl.enabled=true and "
+                          "hive.metastore.kerberos.principal (hive/_HOST@REALM: _HOST is this "
+                          "machine's name); needs --kerberos-keytab")
+    krb.add_argument("--kerberos-keytab", default=None, metavar="FILE",
+                     help="the keytab holding the principal's key "
+                          "(hive.metastore.kerberos.keytab.file)")
+    krb.add_argument("--rpc-protection", default=None, metavar="QOP[,QOP]",
+                     help="the qualities of protection clients may choose, as "
+                          "hadoop.rpc.protection: authentication (default), integrity, privacy")
+    krb.add_argument("--kerberos-auth-to-local", default=None, metavar="RULES",
+                     help="map principals to user names with Hadoop's "
+                          "hadoop.security.auth_to_local rules (default: DEFAULT, the first "
+                          "component of a principal of the default realm)")
+    krb.add_argument("--sasl-timeout", type=float, default=None, metavar="SECONDS",
+                     help="a client must complete its SASL negotiation within this "
+                          "(default 10)")
     add_access_arguments(serve)
     serve.add_argument("--conf", action="append", metavar="KEY=VALUE",
                        help="a configuration value answered by get_config_value, and used "

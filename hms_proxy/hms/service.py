@@ -73,6 +73,10 @@ class ServiceCalls(Family):
 
     # --- session ------------------------------------------------------------------------
     def set_ugi(self, ctx, user_name, group_names):
+        if ctx.auth == "kerberos":
+            # The stock under SASL serves set_ugi in its handler, not its processor: the
+            # authenticated caller stays who it is; the answer is the groups and the name.
+            return list(group_names or []) + ([user_name] if user_name is not None else [])
         if ctx.user is not None:
             # HMS's processor refuses a second set_ugi on a connection by closing it.
             raise CloseConnection("UGI is already set")

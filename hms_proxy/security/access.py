@@ -408,8 +408,8 @@ class Guard:
         presented = [g[len(SECRET_PREFIX):] for g in groups if g.startswith(SECRET_PREFIX)]
         if len(args) > 1:  # a secret is never kept, echoed back or passed upstream
             args[1] = [g for g in groups if not g.startswith(SECRET_PREFIX)]
-        if ctx.user is not None:
-            return run()  # a second set_ugi: the session call ends the connection
+        if ctx.user is not None or ctx.auth == "kerberos":
+            return run()  # a second set_ugi ends the connection; under SASL it changes nothing
         auth = "ugi"
         if self.secrets is not None and user in self.secrets:
             if not self.secrets.check(user, presented):

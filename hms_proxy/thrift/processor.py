@@ -48,7 +48,8 @@ class CallContext:
     listener: str = ""               # host:port of the listener (for the audit log)
     read_only: bool = False          # a read-only listener: every write refused (access.py)
     identity: str | None = None      # who the caller is, as established (hms_proxy.security.access)
-    auth: str = "none"               # how: cert (TLS client CN), secret, ugi, none
+    auth: str = "none"               # how: kerberos (SASL), cert (TLS client CN), secret, ugi, none
+    principal: str | None = None     # the Kerberos principal authenticated (SASL GSSAPI)
     generation: str = dialect.OLDEST  # the Hive generation the client speaks (dialect.py)
 
     def served_ref(self) -> str | None:

@@ -44,6 +44,7 @@ class ServerConfig:
     max_connections: int = 1000
     reuse_port: bool = False
     tls: object | None = None  # hms_proxy.security.tls.TLS: accepted sockets speak TLS
+    sasl: object | None = None  # hms_proxy.security.sasl.Sasl: connections negotiate SASL
     read_only: bool = False    # every write refused on this listener (hms_proxy.security.access)
     idle_timeout: float = 0.0  # close a connection with no call for that long (0: never)
     max_connections_per_client: int = 0  # connections from one address (0: no cap)
@@ -368,7 +369,10 @@ class MetastoreServer:
                 conn = cfg.tls.accept(conn, ctx)
                 with self._lock:
                     self._connections[fileno] = conn
-            trans = self._make_transport(conn)
+            if cfg.sasl is not None:  # in this thread, bounded in time like the TLS handshake
+                trans = cfg.sasl.accept(conn, ctx, cfg.max_message_size, cfg.idle_timeout)
+            else:
+                trans = self._make_transport(conn)
             proto = TBinaryProtocolAccelerated(
                 trans,
                 string_length_limit=cfg.max_string_length,

@@ -225,8 +225,9 @@ def start_standalone(name: str, classpath_: str, workdir: Path | str, timeout: f
 
 def spawn(name: str, cmd: list[str] | Callable[[int], list[str]], *, workdir: Path,
           port: int | None, warehouse: Path, cwd: Path, env: dict | None = None,
-          timeout: float = 120.0) -> MetastoreProcess:
-    """Start ``cmd`` in its own process group and wait until it answers Thrift calls.
+          timeout: float = 120.0, ask: Callable | None = None) -> MetastoreProcess:
+    """Start ``cmd`` in its own process group and wait until it answers Thrift calls
+    (``ask(proc)``, which raises until it does; default: get_all_databases over plain Thrift).
 
     ``cmd`` may be a function of the port: then ``port`` None picks a free one, and one taken
     by another process before the metastore listened is replaced by another
@@ -245,7 +246,7 @@ def spawn(name: str, cmd: list[str] | Callable[[int], list[str]], *, workdir: Pa
         proc = MetastoreProcess(name, "127.0.0.1", chosen, warehouse, log_path, popen, workdir,
                                 log_file, log_start=log_start)
         try:
-            wait_ready(proc, timeout)
+            wait_ready(proc, timeout, ask)
         except BaseException:
             proc.stop()
             raise
@@ -261,8 +262,9 @@ def spawn(name: str, cmd: list[str] | Callable[[int], list[str]], *, workdir: Pa
 POLL = 0.05  # seconds between two looks at a starting metastore: a server up waits no longer
 
 
-def wait_ready(proc: MetastoreProcess, timeout: float) -> None:
-    """Poll get_all_databases until it succeeds, the process dies, or time runs out."""
+def wait_ready(proc: MetastoreProcess, timeout: float, ask: Callable | None = None) -> None:
+    """Poll get_all_databases (or ``ask(proc)``) until it succeeds, the process dies, or time
+    runs out."""
     from thrift.protocol import TBinaryProtocol
     from thrift.transport import TSocket, TTransport
 
@@ -286,6 +288,14 @@ def wait_ready(proc: MetastoreProcess, timeout: float) -> None:
         if ports.listens(proc.popen.pid, proc.port) is False:  # another program's listener
             time.sleep(POLL)
             continue
+        if ask is not None:
+            try:
+                ask(proc)
+                return
+            except Exception as exc:  # noqa: BLE001 - any failure means "not ready yet"
+                last = exc
+                time.sleep(2 * POLL)
+                continue
         sock = TSocket.TSocket(proc.host, proc.port)
         sock.setTimeout(10_000)
         transport = TTransport.TBufferedTransport(sock)
@@ -327,8 +337,14 @@ def stock_hms_properties(workdir: Path, warehouse: Path) -> dict[str, str]:
 
 def start_stock_hms(workdir: Path | str, *, with_transactions: bool = False,
                     extra_properties: dict[str, str] | None = None, heap: str = "1g",
-                    timeout: float = 120.0) -> MetastoreProcess:
+                    timeout: float = 120.0, conf_dir: Path | None = None,
+                    jvm_options: list[str] | None = None, env: dict | None = None,
+                    ask: Callable | None = None) -> MetastoreProcess:
     """Start the stock HMS 2.3.10 from PySpark's jars in ``workdir``; returns when it answers.
+
+    ``conf_dir``: a folder put first on the classpath (a ``core-site.xml`` for what Hadoop
+    reads only from there, such as ``hadoop.security.authentication``); ``jvm_options``, ``env``
+    and ``ask`` (how to tell it answers) as a Kerberized one needs them.
 
     ``with_transactions``: its lock and transaction calls work. HiveMetaStore alone answers
     them with internal errors on a fresh Derby, so a tiny launcher (java/TxnHms.java, compiled
@@ -343,17 +359,20 @@ def start_stock_hms(workdir: Path | str, *, with_transactions: bool = False,
         launcher = compile_java(TXN_LAUNCHER, "the stock HMS with transactions")
         cp, main_class = f"{launcher}{os.pathsep}{cp}", TXN_LAUNCHER.stem
     props.update(extra_properties or {})
+    if conf_dir is not None:
+        cp = f"{conf_dir}{os.pathsep}{cp}"
     def cmd(port: int) -> list[str]:
-        return ["java", f"-Xmx{heap}", "-XX:-OmitStackTraceInFastThrow",
+        return ["java", f"-Xmx{heap}", "-XX:-OmitStackTraceInFastThrow", *(jvm_options or ()),
                 *(f"-D{k}={v}" for k, v in props.items()), "-cp", cp, main_class, "-p", str(port)]
     return spawn("oracle", cmd, workdir=workdir, port=None, warehouse=warehouse, cwd=workdir,
-                 timeout=timeout)
+                 timeout=timeout, env=env, ask=ask)
 
 
 def start_proxy(workdir: Path | str, *extra_args: str, store: Path | str | None = None,
                 warehouse: Path | str | None = None, cwd: Path | None = None,
                 name: str = "proxy", timeout: float = 60.0,
-                env: dict | None = None, port: int | None = None) -> MetastoreProcess:
+                env: dict | None = None, port: int | None = None,
+                ask: Callable | None = None) -> MetastoreProcess:
     """Start our server in ``workdir`` (its log) over ``store`` (default ``workdir/store``:
     a fresh one; give the same store to several servers to share it; a URL such as
     ``lakefs://REPO`` is passed as is); returns when it answers. ``warehouse=False``: no
@@ -374,4 +393,4 @@ def start_proxy(workdir: Path | str, *extra_args: str, store: Path | str | None 
         return [sys.executable, "-m", "hms_proxy.cli", "serve", "--store", str(store),
                 "--port", str(port), "--host", "127.0.0.1", *warehouse_args, *extra_args]
     return spawn(name, cmd, workdir=workdir, port=port or None, warehouse=warehouse,
-                 cwd=cwd or workdir, timeout=timeout, env=env)
+                 cwd=cwd or workdir, timeout=timeout, env=env, ask=ask)

@@ -1,0 +1,388 @@
+"""Kerberos on the Thrift listeners (serve --kerberos-principal --kerberos-keytab), against a
+real MIT KDC on loopback and the stock HMS 2.3.10 Kerberized against the same KDC: the same
+SASL clients (Thrift's TSaslClientTransport with pure-sasl, and a hand-driven GSSAPI exchange
+for what no honest client sends) get the same answers and the same refusals from both."""
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hms_proxy.thrift.gen.hive_metastore import ttypes as T
+from hms_proxy.tools import kdc as kdc_tool
+from hms_proxy.tools.metastores import start_proxy, start_stock_hms
+from tests.support.kerberos import Realm, as_user, client_modules_missing, ready_as, sasl_client
+from tests.support.process import REPO_ROOT
+from tests.support.wait import wait_until
+
+pytestmark = pytest.mark.skipif(bool(kdc_tool.missing() or client_modules_missing()),
+                                reason=kdc_tool.missing() or client_modules_missing() or "")
+
+ALL_QOPS = "authentication,integrity,privacy"
+SASL_TIMEOUT = 3.0  # ours: a negotiation that has not ended after this is dropped
+
+
+@pytest.fixture(scope="module")
+def realm(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("krb")
+    kdc = kdc_tool.KDC(folder / "kdc").start()
+    try:
+        yield Realm(kdc, folder)
+    finally:
+        kdc.stop()
+
+
+@pytest.fixture(scope="module")
+def stock(realm, tmp_path_factory):
+    """The stock HMS 2.3.10, Kerberized as its docs say: hive.metastore.sasl.enabled, its
+    principal and keytab, Hadoop's security set to kerberos (core-site.xml), every quality of
+    protection allowed."""
+    workdir = tmp_path_factory.mktemp("stock-krb")
+    conf = workdir / "conf"
+    conf.mkdir()
+    (conf / "core-site.xml").write_text(
+        '<?xml version="1.0"?>\n<configuration>\n'
+        "<property><name>hadoop.security.authentication</name><value>kerberos</value></property>\n"
+        f"<property><name>hadoop.rpc.protection</name><value>{ALL_QOPS}</value></property>\n"
+        "</configuration>\n")
+    proc = start_stock_hms(
+        workdir, conf_dir=conf, jvm_options=realm.kdc.jvm_options(), env=realm.server_env(),
+        extra_properties={"hive.metastore.sasl.enabled": "true",
+                          "hive.metastore.kerberos.principal": f"hive/localhost@{realm.name}",
+                          "hive.metastore.kerberos.keytab.file": str(realm.server_keytab)},
+        ask=ready_as(realm))
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def ours(realm, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("ours-krb")
+    proc = start_proxy(workdir, *realm.server_args("--rpc-protection", ALL_QOPS,
+                                                   "--sasl-timeout", str(SASL_TIMEOUT)),
+                       env=realm.server_env(), ask=ready_as(realm))
+    yield proc
+    proc.stop()
+
+
+def _outcome(call):
+    try:
+        return ("ok", call())
+    except Exception as exc:  # noqa: BLE001 - the answer compared
+        return (type(exc).__name__, getattr(exc, "message", None) or str(exc))
+
+
+def _session(realm, proc, qop: str) -> list:
+    name = f"krb_{qop.replace('-', '_')}"
+    with sasl_client(realm, proc, "alice", qop=qop) as client:
+        answers = [
+            _outcome(lambda: client.set_ugi("bob", ["staff"])),
+            _outcome(lambda: client.create_database(T.Database(name, "", None, {}))),
+            _outcome(lambda: client.create_database(T.Database(name, "", None, {}))),
+            _outcome(lambda: (lambda d: (d.name, d.ownerName, d.ownerType))(
+                client.get_database(name))),
+            _outcome(lambda: client.get_database("krb_missing")),
+            _outcome(lambda: sorted(client.get_all_databases())),
+            _outcome(lambda: client.drop_database(name, True, True)),
+        ]
+    return answers
+
+
+@pytest.mark.parametrize("qop", ["auth", "auth-int", "auth-conf"])
+def test_kerberized_calls_answer_as_the_stock(realm, stock, ours, qop):
+    """Each quality of protection: the calls of a session, and set_ugi, which under SASL names
+    nobody new (the stock answers the groups and the name, and the caller stays alice)."""
+    theirs = _session(realm, stock, qop)
+    mine = _session(realm, ours, qop)
+    assert mine == theirs
+    assert theirs[0] == ("ok", ["staff", "bob"])
+
+
+# --- what no honest client sends --------------------------------------------------------------
+def _frame(status: int, payload: bytes) -> bytes:
+    return struct.pack("!Bi", status, len(payload)) + payload
+
+
+def _answer(sock: socket.socket) -> tuple:
+    """What the server sends before it closes: (status, text) or None for nothing."""
+    sock.settimeout(30)
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    sock.close()
+    if not data:
+        return None
+    return data[0], data[5:5 + struct.unpack("!i", data[1:5])[0]].decode(errors="replace")
+
+
+def _raw(proc, data: bytes) -> tuple:
+    sock = socket.create_connection((proc.host, proc.port), timeout=30)
+    sock.sendall(data)
+    return _answer(sock)
+
+
+def _gssapi_exchange(realm, proc, user: str, choose, authzid: bytes = b"") -> tuple:
+    """A GSSAPI negotiation driven by hand up to the security layer, where ``choose(offer)``
+    picks the layer byte (any byte, allowed or not) and ``authzid`` names who to act as."""
+    import gssapi
+    with as_user(realm, user):
+        target = gssapi.Name("hive@localhost", gssapi.NameType.hostbased_service)
+        ctx = gssapi.SecurityContext(name=target, usage="initiate",
+                                     flags=[gssapi.RequirementFlag.mutual_authentication,
+                                            gssapi.RequirementFlag.integrity])
+        sock = socket.create_connection((proc.host, proc.port), timeout=30)
+        sock.sendall(_frame(1, b"GSSAPI") + _frame(2, ctx.step()))
+        while True:
+            head = _recv(sock, 5)
+            status, length = head[0], struct.unpack("!i", head[1:])[0]
+            payload = _recv(sock, length)
+            if status != 2:
+                sock.close()
+                return status, payload.decode(errors="replace")
+            if not ctx.complete:
+                sock.sendall(_frame(2, ctx.step(payload) or b""))
+                continue
+            if not payload:  # the final token came with the last step: answer empty
+                sock.sendall(_frame(2, b""))
+                continue
+            offer = ctx.unwrap(payload).message
+            reply = bytes([choose(offer[0])]) + b"\x01\x00\x00" + authzid
+            sock.sendall(_frame(2, ctx.wrap(reply, False).message))
+
+
+def _recv(sock, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return data
+
+
+def _refusals(realm, proc) -> list:
+    plain_call = (b"\x80\x01\x00\x01\x00\x00\x00\x11get_all_databases"
+                  b"\x00\x00\x00\x00\x00")
+    return [
+        ("plaintext Thrift client", _raw(proc, plain_call)),
+        ("unsupported mechanism", _raw(proc, _frame(1, b"PLAIN") + _frame(2, b"\0u\0p"))),
+        ("garbage token", _raw(proc, _frame(1, b"GSSAPI") + _frame(2, b"hello"))),
+        ("OK before START", _raw(proc, _frame(2, b"GSSAPI"))),
+        ("a length of 2 GiB", _raw(proc, struct.pack("!Bi", 1, 0x7FFFFFFF))),
+        ("a negative length", _raw(proc, struct.pack("!Bi", 1, -5))),
+        ("acting as another", _gssapi_exchange(realm, proc, "bob", lambda offer: 1,
+                                               b"alice@" + realm.name.encode())),
+        ("a layer not offered", _gssapi_exchange(realm, proc, "bob", lambda offer: 8)),
+        ("no layer", _gssapi_exchange(realm, proc, "bob", lambda offer: 0)),
+        ("acting as oneself", _gssapi_exchange(realm, proc, "bob", lambda offer: 1,
+                                               b"bob@" + realm.name.encode())),
+    ]
+
+
+def test_refusals_answer_as_the_stock(realm, stock, ours):
+    """What a client that does not authenticate gets: the stock's status and words, nothing
+    served; and a client that does is served right after."""
+    theirs = _refusals(realm, stock)
+    mine = _refusals(realm, ours)
+    assert mine == theirs
+    assert dict(theirs)["acting as oneself"] == (5, "")  # COMPLETE: the only one let in
+    for proc in (ours, stock):
+        with sasl_client(realm, proc, "alice") as client:
+            assert "default" in client.get_all_databases()
+
+
+def test_a_negotiation_that_never_ends_is_dropped(realm, ours):
+    """A client that opens a negotiation and stops (or trickles a byte at a time) is dropped
+    after --sasl-timeout, and meanwhile other clients are served at once."""
+    stalled = socket.create_connection((ours.host, ours.port), timeout=60)
+    stalled.sendall(_frame(1, b"GSSAPI"))
+    trickle = socket.create_connection((ours.host, ours.port), timeout=60)
+    started = time.monotonic()
+    with sasl_client(realm, ours, "alice") as client:
+        assert "default" in client.get_all_databases()
+    for byte in _frame(1, b"GSSAPI"):
+        try:
+            trickle.sendall(bytes([byte]))
+        except OSError:
+            break
+        if time.monotonic() - started > SASL_TIMEOUT * 3:
+            break
+        time.sleep(SASL_TIMEOUT / 4)
+    assert _answer(stalled) is None
+    assert _answer(trickle) is None
+    assert time.monotonic() - started < 60
+
+
+def test_the_principal_is_the_caller(realm, tmp_path):
+    """Access rules, the audit log and --autocommit's authors see the principal's short name;
+    a client claiming another user with set_ugi stays who it authenticated as."""
+    (tmp_path / "rules.json").write_text(json.dumps({"rules": [
+        {"branches": "main", "read": ["*"], "write": ["alice"]}]}))
+    audit = tmp_path / "audit.log"
+    proc = start_proxy(tmp_path / "server", *realm.server_args(
+        "--access-rules", str(tmp_path / "rules.json"), "--audit-log", str(audit),
+        "--autocommit"), env=realm.server_env(), ask=ready_as(realm))
+    try:
+        with sasl_client(realm, proc, "bob") as bob:
+            assert bob.set_ugi("alice", []) == ["alice"]
+            with pytest.raises(T.MetaException, match="user 'bob' may not write branch 'main'"):
+                bob.create_database(T.Database("bobs", "", None, {}))
+        with sasl_client(realm, proc, "alice") as alice:
+            alice.create_database(T.Database("alices", "", None, {}))
+        entries = [json.loads(line) for line in audit.read_text().splitlines()]
+        assert [(e["identity"], e["auth"], e["method"], e["outcome"]) for e in entries] == [
+            ("bob", "kerberos", "create_database", "denied"),
+            ("alice", "kerberos", "create_database", "ok")]
+    finally:
+        proc.stop()
+    log = subprocess.run([sys.executable, "-m", "hms_proxy.cli", "log", "main", "--store",
+                          str(tmp_path / "server" / "store"), "--json"],
+                         cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    authors = {c["author"] for c in json.loads(log.stdout)
+               if c["message"] not in ("Repository created", "create the default database")}
+    assert authors == {"alice"}
+
+
+def test_every_worker_of_processes_is_kerberized(realm, tmp_path):
+    """--processes 2: each worker loads the keytab and negotiates; a plaintext client is
+    refused by whichever worker takes it."""
+    proc = start_proxy(tmp_path, *realm.server_args("--processes", "2"),
+                       env=realm.server_env(), ask=ready_as(realm))
+    try:
+        for _ in range(6):
+            with sasl_client(realm, proc, "alice", qop="auth") as client:
+                assert client.get_all_databases() == ["default"]
+            assert _raw(proc, b"\x80\x01\x00\x01\x00\x00\x00\x11get_all_databases") is None
+    finally:
+        proc.stop()
+
+
+def _serve_fails(realm, tmp_path, *args) -> str:
+    out = subprocess.run([sys.executable, "-m", "hms_proxy.cli", "serve", "--store",
+                          str(tmp_path / "store"), "--port", "0", *args],
+                         env=dict(realm.server_env(), PYTHONPATH=str(REPO_ROOT)),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out
+    assert "Traceback" not in out.stderr
+    return out.stderr.strip()
+
+
+def test_a_keytab_that_cannot_serve_stops_serve_in_one_line(realm, tmp_path):
+    missing = _serve_fails(realm, tmp_path, "--kerberos-principal", "hive/localhost",
+                           "--kerberos-keytab", str(tmp_path / "none.keytab"))
+    assert missing == (f"hms-proxy: error: --kerberos-keytab {tmp_path / 'none.keytab'}: "
+                       "no such readable file")
+    alice_keytab = realm.kdc.keytab("alice")
+    wrong = _serve_fails(realm, tmp_path, "--kerberos-principal", "hive/localhost",
+                         "--kerberos-keytab", str(alice_keytab))
+    assert wrong.startswith(f"hms-proxy: error: --kerberos-keytab {alice_keytab}: no key for "
+                            f"hive/localhost@{realm.name} in it")
+    assert len(wrong.splitlines()) == 1
+    alone = _serve_fails(realm, tmp_path, "--kerberos-principal", "hive/localhost")
+    assert alone == "hms-proxy: error: --kerberos-principal needs --kerberos-keytab"
+    qop = _serve_fails(realm, tmp_path, *realm.server_args("--rpc-protection", "secret"))
+    assert qop == ("hms-proxy: error: --rpc-protection: unknown quality of protection "
+                   "'secret' (authentication, integrity, privacy)")
+
+
+def test_auth_to_local_rules_map_as_hadoop_does():
+    from hms_proxy.security.kerberos import AuthToLocal, NoMatchingRule
+    rules = AuthToLocal("RULE:[2:$1@$0](hive@OTHER\\.REALM)s/.*/hive/ "
+                        "RULE:[1:$1@$0](.*@OTHER\\.REALM)s/@.*//L DEFAULT", "HMS.TEST")
+    assert rules.short_name("alice@HMS.TEST") == "alice"
+    assert rules.short_name("hive/localhost@HMS.TEST") == "hive"
+    assert rules.short_name("Carol@OTHER.REALM") == "carol"
+    assert rules.short_name("hive/node1@OTHER.REALM") == "hive"
+    with pytest.raises(NoMatchingRule, match="No rules applied to dave@THIRD.REALM"):
+        rules.short_name("dave@THIRD.REALM")
+    with pytest.raises(NoMatchingRule, match="No rules applied to a/b/c@HMS.TEST"):
+        rules.short_name("a/b/c@HMS.TEST")
+
+
+# --- Spark ------------------------------------------------------------------------------------
+def _spark_over_kerberos(realm, proc, workdir: Path, *conf: str) -> dict:
+    """tests/security/kerberos_spark_job.py against ``proc`` as alice, from her ticket cache,
+    Hadoop's security set to kerberos in its HADOOP_CONF_DIR."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    hadoop_conf = workdir / "hadoop-conf"
+    hadoop_conf.mkdir(exist_ok=True)
+    (hadoop_conf / "core-site.xml").write_text(
+        '<?xml version="1.0"?>\n<configuration><property>'
+        "<name>hadoop.security.authentication</name><value>kerberos</value>"
+        "</property></configuration>\n")
+    env = dict(realm.kdc.env(realm.user("alice")), HADOOP_CONF_DIR=str(hadoop_conf),
+               PYTHONPATH=str(REPO_ROOT), PYSPARK_PYTHON=sys.executable)
+    env.pop("HADOOP_USER_NAME", None)
+    output = workdir / "out.json"
+    job = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("kerberos_spark_job.py")),
+         "--uri", f"thrift://localhost:{proc.port}",
+         "--principal", f"hive/_HOST@{realm.name}",
+         "--krb5-conf", str(realm.kdc.folder / "krb5.conf"),
+         "--warehouse", str(workdir / "warehouse"), "--output", str(output),
+         *(f"--conf={c}" for c in conf)],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=900)
+    assert output.exists(), job.stderr[-4000:]
+    result = json.loads(output.read_text())
+    assert "error" not in result, result["error"]
+    text = json.dumps(result["results"]).replace(str(workdir), "<workdir>")
+    return {"results": json.loads(text), "user": result["user"]}
+
+
+@pytest.fixture(scope="module")
+def stock_spark(realm, stock, tmp_path_factory):
+    """The transcript of the Spark job on the stock Kerberized HMS, with Spark's built-in
+    Hive 2.3 client."""
+    return _spark_over_kerberos(realm, stock, tmp_path_factory.mktemp("spark-stock"))
+
+
+def _client_conf(client: str) -> list[str]:
+    if client == "2.3.10":
+        return []
+    from hms_proxy.tools import hive31_local, hive4_local
+    module = hive31_local if client == "3.1.3" else hive4_local
+    return [f"{k}={v}" for k, v in module.spark_client_conf().items()]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("client", ["2.3.10", "3.1.3", "4.0.1"])
+def test_spark_sql_over_kerberos_matches_the_stock(realm, stock_spark, tmp_path, client):
+    """Spark with each of its Hive clients (built in, 3.1.3, 4.0.1), logged in from alice's
+    ticket cache, with hive.metastore.sasl.enabled and the server's principal as _HOST@REALM:
+    the same SQL gives the stock Kerberized HMS's results (with the built-in client), and
+    ours sees alice."""
+    conf = _client_conf(client)
+    ours = start_proxy(tmp_path / "server", *realm.server_args(), env=realm.server_env(),
+                       ask=ready_as(realm))
+    try:
+        if conf:  # Spark fetches that client's jars with Ivy: one fetch at a time here
+            import fcntl
+
+            from hms_proxy.tools.lakefs_local import cache_root
+            cache_root().mkdir(parents=True, exist_ok=True)
+            with open(cache_root() / "spark-ivy.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                mine = _spark_over_kerberos(realm, ours, tmp_path / "spark", *conf)
+        else:
+            mine = _spark_over_kerberos(realm, ours, tmp_path / "spark")
+        assert mine == stock_spark
+        assert "krb_db.events user=alice" in ours.log_path.read_text()
+    finally:
+        ours.stop()
+    assert stock_spark["user"] == "alice"
+    rows = dict((s, r) for s, r in stock_spark["results"])
+    assert rows["SELECT ds, count(*) AS n, sum(id) AS s FROM krb_db.events GROUP BY ds "
+                "ORDER BY ds"] == [["2024-01-01", "2", "3"], ["2024-01-02", "1", "3"]]

@@ -1,0 +1,104 @@
+"""Kerberos for the tests: one KDC per test session (hms_proxy.tools.kdc), keytabs for the
+server and the users, and Thrift clients over SASL GSSAPI with Thrift's own
+``TSaslClientTransport`` and pure-sasl (the Python client a Kerberized HMS is used with).
+
+pure-sasl's GSSAPI goes through the ``kerberos`` module, which reads ``KRB5_CONFIG`` and
+``KRB5CCNAME`` from this process's environment when it starts an exchange: :func:`as_user`
+points both at the session's realm and the user's ticket cache.
+"""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from thrift.protocol import TBinaryProtocol
+from thrift.transport import TSocket, TTransport
+
+from tests.support.client import Client
+
+
+def client_modules_missing() -> str | None:
+    for module in ("gssapi", "kerberos", "puresasl"):
+        try:
+            __import__(module)
+        except ImportError:
+            return f"needs the {module} module (pip install 'hms-proxy[kerberos]' pure-sasl kerberos)"
+    return None
+
+
+class Realm:
+    """The session's KDC with a server principal (``hive/localhost``) and users' keytabs and
+    ticket caches."""
+
+    def __init__(self, kdc, folder: Path):
+        self.kdc = kdc
+        self.folder = folder
+        self.service = kdc.principal("hive/localhost")
+        self.server_keytab = kdc.keytab("hive/localhost")
+        self._users: dict[str, Path] = {}
+
+    @property
+    def name(self) -> str:
+        return self.kdc.realm
+
+    def user(self, name: str) -> Path:
+        """The ticket cache of ``name`` (made with its keytab on first use)."""
+        if name not in self._users:
+            keytab = self.kdc.keytab(name)
+            cache = self.folder / (name.replace("/", "_") + ".ccache")
+            self.kdc.kinit(name, keytab, cache)
+            self._users[name] = cache
+        return self._users[name]
+
+    def server_env(self, base: dict | None = None) -> dict:
+        return self.kdc.env(base=base)
+
+    def server_args(self, *more: str) -> tuple[str, ...]:
+        return ("--kerberos-principal", "hive/localhost@" + self.name,
+                "--kerberos-keytab", str(self.server_keytab), *more)
+
+
+@contextmanager
+def as_user(realm: Realm, user: str | None):
+    """This process's Kerberos environment set to ``user``'s ticket cache (None: no ticket)."""
+    saved = {k: os.environ.get(k) for k in ("KRB5_CONFIG", "KRB5CCNAME")}
+    os.environ["KRB5_CONFIG"] = str(realm.kdc.folder / "krb5.conf")
+    os.environ["KRB5CCNAME"] = f"FILE:{realm.user(user)}" if user else \
+        f"FILE:{realm.folder / 'nobody.ccache'}"
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextmanager
+def sasl_client(realm: Realm, proc, user: str | None = "alice", qop: str = "auth",
+                host: str = "localhost", timeout: float = 60.0,
+                authorization_id: str | None = None) -> Iterator[Client]:
+    """A Thrift client of ``proc`` authenticated as ``user`` over SASL GSSAPI."""
+    with as_user(realm, user):
+        sock = TSocket.TSocket(proc.host, proc.port)
+        sock.setTimeout(timeout * 1000)
+        kwargs = {"qops": [qop.encode() if isinstance(qop, str) else qop]}
+        if authorization_id is not None:
+            kwargs["authorization_id"] = authorization_id
+        transport = TTransport.TSaslClientTransport(sock, host, "hive", **kwargs)
+        transport.open()
+        try:
+            yield Client(TBinaryProtocol.TBinaryProtocol(transport))
+        finally:
+            transport.close()
+
+
+def ready_as(realm: Realm, user: str = "alice"):
+    """``start_proxy(..., ask=...)``: the server answers a Kerberized call."""
+    def ask(proc):
+        with sasl_client(realm, proc, user, timeout=10) as client:
+            client.get_all_databases()
+    return ask
