@@ -53,9 +53,12 @@ def store_creation(cat, table, creation) -> None:
     """Keep ``creation`` (a client's CreationMetadata) for ``table``, as the stock keeps it:
     named by the view, its materialization time the server's, the source tables' counts."""
     catalog, plain = keys.split_db(table.dbName)
+    used = set(creation.tablesUsed or ())
+    if dialect.hive4() and creation.sourceTables:  # the 4.0.1 keeps these, not tablesUsed
+        used = set(_counts(creation))
     stored = ttypes.CreationMetadata(
         catName=catalog or DEFAULT_CATALOG, dbName=plain, tblName=table.tableName,
-        tablesUsed=set(creation.tablesUsed or ()), validTxnList=creation.validTxnList,
+        tablesUsed=used, validTxnList=creation.validTxnList,
         materializationTime=int(time.time() * 1000),
         sourceTables=[ttypes.SourceTable(ttypes.Table(dbName=name.partition(".")[0],
                                                       tableName=name.partition(".")[2]),
@@ -130,4 +133,9 @@ class MaterializedViewCalls(Family):
             table = cat.table(db, lower(tbl_name))
             if table is None or cat.raw(creation_key(db, table.tableName)) is None:
                 fail()
+            used = _counts(creation_metadata) if dialect.hive4() and \
+                creation_metadata.sourceTables else creation_metadata.tablesUsed or ()
+            if any(cat.table(keys.in_catalog(keys.split_db(db)[0], lower(name.partition(".")[0])),
+                             lower(name.partition(".")[2])) is None for name in used):
+                fail()  # the stock's source table not found: a NullPointerException
             store_creation(cat, table, creation_metadata)

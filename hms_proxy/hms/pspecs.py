@@ -93,6 +93,12 @@ def _sd_group_key(sd) -> str:
     return "\t".join((_java(sd.inputFormat), _java(sd.outputFormat), _java(lib), cols))
 
 
+def _catalog() -> str | None:
+    """A spec's catalog as the stock 3.1.3/4.0.1 names it (another catalog's is put back by
+    hms_proxy/thrift/routing.py); 2.3.10's specs have none."""
+    return DEFAULT_CATALOG if dialect.since(dialect.HIVE31) else None
+
+
 class PartitionSpecCalls(Family):
     def __init__(self, env):
         super().__init__(env)
@@ -131,7 +137,7 @@ class PartitionSpecCalls(Family):
         if (table.parameters or {}).get(GROUPING, "").lower() == "true":
             return self._grouped(table, parts)
         return [self.t.PartitionSpec(
-            dbName=db, tableName=tbl, rootPath=root,
+            dbName=db, tableName=tbl, rootPath=root, catName=_catalog(),
             partitionList=self.t.PartitionListComposingSpec(partitions=parts))]
 
     def _grouped(self, table, parts):
@@ -162,12 +168,12 @@ class PartitionSpecCalls(Family):
             shared = codec.clone(sd)
             shared.location = root
             specs.append(self.t.PartitionSpec(
-                dbName=table.dbName, tableName=table.tableName, rootPath=root,
+                dbName=table.dbName, tableName=table.tableName, rootPath=root, catName=_catalog(),
                 sharedSDPartitionSpec=self.t.PartitionSpecWithSharedSD(
                     partitions=members, sd=shared)))
         if outside:
             specs.append(self.t.PartitionSpec(
-                dbName=table.dbName, tableName=table.tableName,
+                dbName=table.dbName, tableName=table.tableName, catName=_catalog(),
                 partitionList=self.t.PartitionListComposingSpec(partitions=outside)))
         return specs
 

@@ -125,6 +125,8 @@ def encode_newer_table(table, creation_metadata) -> bytes:
     it; 2.3.10's ``catName`` (the same id) is not written."""
     fields = {f[2]: getattr(table, f[2], None) for f in T.Table.thrift_spec if f is not None}
     fields.pop("catName", None)
+    if fields.get("temporary") is False:  # our decoder's default, which the stock never sends
+        fields["temporary"] = None
     newer = NewerTable(creationMetadata=creation_metadata, **fields)
     return fastbinary.encode_binary(newer, [NewerTable, NewerTable.thrift_spec])
 

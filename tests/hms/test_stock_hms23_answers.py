@@ -50,3 +50,16 @@ def test_bad_arguments_answer_hive_2_clients_as_the_stock_hms_23(oracle, proxy):
     for d in generation_cases.differences(*got):
         print("DIFF", d)
     assert not generation_cases.differences(*got)
+
+
+def test_a_materialized_view_answers_hive_2_clients_as_the_stock_hms_23(oracle, proxy):
+    """A view created by a 2.3 client with a 3.x/4.x creation metadata at Table's id 16 (a
+    struct where 2.3.10 has its catName, a string), read, listed and altered: what the stock
+    2.3.10 answers, never a struct at id 16 (tests/hms/mv_creation_cases.py)."""
+    from tests.hms import mv_creation_cases
+
+    got = [mv_creation_cases.run23(lambda s=server: connect(s), True)
+           for server in (oracle, proxy)]
+    differences = mv_creation_cases.differences(*got)
+    assert not differences, "\n".join(differences)
+    assert dict(got[1])["get_table_req"][1][3] == "MATERIALIZED_VIEW"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-from thrift.Thrift import TApplicationException
+from thrift.Thrift import TApplicationException, TType
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 from tests.support.client import connect, text_table
@@ -342,3 +342,41 @@ def test_scheduled_queries_answer_as_the_stock_hms_4(stock, ours):
     answers = dict(got[1])
     assert answers["poll"][1][1:4] == (("p", "sq_cases_poll"), True,
                                        "/* schedule: p */select 3")
+
+
+def test_creation_metadata_table_ids_and_specs_answer_as_the_stock_hms_4(stock, ours, tmp_path):
+    """A materialized view's creation metadata (created, read with get_table_req and
+    get_table_objects_by_name_req, replaced by update_creation_metadata and its errors, kept
+    by an alter, dropped by a rename), the ids the server gives tables (kept by an alter and a
+    rename, a client's ignored) and the catalog of partition specs in another catalog, from a
+    Hive 4 client: as the stock 4.0.1 answers (get_table and get_table_objects_by_name, which
+    the stock 4.0.1 no longer has, answered by ours as get_table_req is). Then a 2.3 client
+    reads and alters such a view: what it reads as from the stock, and the creation metadata
+    kept."""
+    from tests.hms import mv_creation_cases as cases
+    from tests.support.client import connect
+
+    got, got23, after = [], [], []
+    for server in (stock, ours):
+        root = tmp_path / f"mvc-{len(got)}"
+        root.mkdir()
+        got.append(cases.run(lambda s=server: _hive4(s), True, str(root)))
+        got23.append(cases.run23(lambda s=server: connect(s), False))
+        with _hive4(server) as client:
+            after.append(cases.after_2_3_alter(client))
+    differences = cases.differences(*got, skip=cases.KEPT_IN_4)
+    differences += cases.differences(*got23)
+    assert not differences, "\n".join(differences)
+    # (its creation metadata and id: a table a 2.3 client made has no catalog in ours, the
+    # stock 4.0.1 answers hive)
+    assert after[1][1][8:] == after[0][1][8:]
+    answers = dict(got[1])
+    assert answers["get_table"] == answers["get_table_req"]
+    assert answers["get_table_objects_by_name"] == answers["get_table_objects_by_name_req"]
+    assert answers["get_table_req"][1][8][7] == [("mvc_db", "src", "id1", 0, 0, 0)]
+    assert answers["get_table_req renamed"][1][8:] == (None, "id2")  # no creation metadata
+    assert answers["get_partitions_pspec"][1][0][1] == "mvc_cat"
+    with connect(ours) as client:  # a 2.3 client: never a struct at Table's id 16
+        assert after[1][1][8] is not None  # (the view has one)
+        fields = cases._table_fields(client, "get_table_req", T.GetTableRequest(cases.DB23, "mv"))
+        assert (16, TType.STRUCT) not in fields
