@@ -230,6 +230,7 @@ def start_http(config: ServeConfig, server: srv.MetastoreServer,
 def start_rest(config: ServeConfig, server: srv.MetastoreServer):
     """The Iceberg REST catalog of ``serve --rest-port`` over the running server's handler
     (the same locks, access rules, audit and cascades as its Thrift calls); ``stop()`` it."""
+    from hms_proxy.rest import limits
     from hms_proxy.rest.app import RestApp
     from hms_proxy.rest.catalog import RestCatalog
     from hms_proxy.rest.metadata import MetadataFiles
@@ -262,7 +263,10 @@ def start_rest(config: ServeConfig, server: srv.MetastoreServer):
     inline = not _is_lakefs(env.store) and not config.upstream
     app = RestApp(catalog, env.store, default_ref=config.ref, guard=env.access,
                   read_only=config.security.read_only, listener=f"rest {host}:{rest.port}",
-                  defaults=defaults, inline_reads=inline)
+                  defaults=defaults, inline_reads=inline,
+                  bounds=limits.RestLimits.of(depth=config.rest_max_json_depth,
+                                              fields=config.rest_max_schema_fields,
+                                              updates=config.rest_max_updates))
     rest.server.config.app = app.asgi
     rest.start()
     log.info("Iceberg REST catalog on http://%s:%d/v1", _shown(host), rest.port)

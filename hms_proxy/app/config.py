@@ -124,6 +124,10 @@ class ServeConfig:
     http_host: str | None = None
     rest_port: int | None = None
     rest_host: str | None = None
+    # bounds of one REST request (hms_proxy.rest.limits.RestLimits; None: its default)
+    rest_max_json_depth: int | None = None
+    rest_max_schema_fields: int | None = None
+    rest_max_updates: int | None = None
 
     @property
     def any_read_only(self) -> bool:
@@ -140,6 +144,9 @@ class ServeConfig:
         for name in ("max_response_size", "idle_timeout", "max_connections_per_client"):
             if (getattr(self, name) or 0) < 0:
                 raise ConfigError(f"--{name.replace('_', '-')} cannot be negative")
+        for name in ("rest_max_json_depth", "rest_max_schema_fields", "rest_max_updates"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
 
 
 @dataclass(frozen=True)

@@ -171,6 +171,14 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default: off; 0 picks a free port; needs hms-proxy[rest])")
     serve.add_argument("--rest-host", default=None, metavar="ADDR",
                        help="address of the Iceberg REST catalog (default: --host)")
+    serve.add_argument("--rest-max-json-depth", type=int, default=None, metavar="N",
+                       help="REST: a request body nested deeper than this is refused (400; "
+                            "default 128)")
+    serve.add_argument("--rest-max-schema-fields", type=int, default=None, metavar="N",
+                       help="REST: fields of the schemas of one request, nested ones included "
+                            "(default 20000)")
+    serve.add_argument("--rest-max-updates", type=int, default=None, metavar="N",
+                       help="REST: updates of one table or view change (default 10000)")
     serve.set_defaults(func=cmd_serve)
 
     bench.register(sub)

@@ -6,5 +6,6 @@ answers it; every call runs as the Thrift call a Hive-catalog client would make 
 handler, locks, access rules, audit, metrics and cascades), so an Iceberg table is one HMS table
 whose ``metadata_location`` either protocol reads and commits. Modules: :mod:`.errors` (the
 Iceberg error model), :mod:`.metadata` (metadata files), :mod:`.hive_form` (an Iceberg table as
-an HMS table), :mod:`.catalog` (the operations), :mod:`.app` (routes), :mod:`.server` (HTTP).
+an HMS table), :mod:`.catalog` (the operations), :mod:`.limits` (what one request may ask),
+:mod:`.app` (routes), :mod:`.openapi` (their OpenAPI document), :mod:`.server` (HTTP).
 """

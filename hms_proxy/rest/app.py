@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hms_proxy.rest import errors
+from hms_proxy.rest import errors, limits, openapi
 from hms_proxy.rest.catalog import RestCatalog
 from hms_proxy.rest.errors import RestError
 from hms_proxy.rest.metadata import INLINE, Blocking
@@ -62,8 +62,9 @@ ENDPOINTS = [
 class RestApp:
     def __init__(self, catalog: RestCatalog, store, default_ref: str, guard=None,
                  read_only: bool = False, listener: str = "", defaults: dict | None = None,
-                 inline_reads: bool = False):
+                 inline_reads: bool = False, bounds: limits.RestLimits = limits.DEFAULT):
         self.catalog = catalog
+        self.limits = bounds  # what one request may ask (hms_proxy.rest.limits)
         # reads answered on the event loop itself when nothing they need can block (a local
         # store, the metadata file in memory): the hop to a worker thread is half the time of
         # a loadTable; anything else, and every write, runs in the thread pool
@@ -92,6 +93,7 @@ class RestApp:
             Route(NS + "/views/{view}", self._wrap(self.view),
                   methods=["GET", "HEAD", "POST", "DELETE"]),
             Route("/v1/{prefix}/views/rename", self._wrap(self.rename_view), methods=["POST"]),
+            Route(openapi.PATH, _openapi, methods=["GET"]),
         ])
 
     # --- plumbing ----------------------------------------------------------------------
@@ -110,7 +112,7 @@ class RestApp:
                                     else None)
                 body = None
                 if request.method in ("POST", "PUT"):
-                    body = _body(request)
+                    body = _body(request, self.limits)
                 result = operation(request, ctx, body)
             except Blocking:
                 raise  # an inline read that needs the thread pool after all
@@ -194,6 +196,8 @@ class RestApp:
             namespace = (body or {}).get("namespace")
             if not isinstance(namespace, list):
                 raise errors.bad_request("CreateNamespaceRequest needs a namespace (a list)")
+            if not isinstance(body.get("properties") or {}, dict):
+                raise errors.bad_request("CreateNamespaceRequest: properties is an object")
             return self.catalog.create_namespace(ctx, namespace, body.get("properties"))
         parent = request.query_params.get("parent")
         names = self.catalog.list_namespaces(ctx, parent.split(SEPARATOR) if parent else None)
@@ -210,18 +214,25 @@ class RestApp:
 
     def properties(self, request, ctx, body):
         body = body or {}
+        removals, updates = body.get("removals"), body.get("updates")
+        if not isinstance(removals, (list, type(None))) or \
+                not isinstance(updates, (dict, type(None))):
+            raise errors.bad_request("UpdateNamespacePropertiesRequest: removals is a list "
+                                     "and updates an object")
         return _without_none(self.catalog.update_namespace(
-            ctx, _namespace(request), body.get("removals"), body.get("updates")))
+            ctx, _namespace(request), removals, updates))
 
     def tables(self, request, ctx, body):
         namespace = _namespace(request)
         if request.method == "POST":
+            limits.check_create(body, self.limits)
             return self.catalog.create_table(ctx, namespace, body or {})
         return _page(request, "identifiers", self.catalog.list_tables(ctx, namespace))
 
     def table(self, request, ctx, body):
         namespace, name = _namespace(request), request.path_params["table"]
         if request.method == "POST":
+            limits.check_commit(body, self.limits)
             return self.catalog.commit_table(ctx, namespace, name, body or {})
         if request.method == "DELETE":
             purge = request.query_params.get("purgeRequested", "false").lower() == "true"
@@ -244,17 +255,20 @@ class RestApp:
         return self.catalog.rename_table(ctx, body or {})
 
     def transaction(self, request, ctx, body):
+        limits.check_transaction(body, self.limits)
         return self.catalog.commit_transaction(ctx, body or {})
 
     def views(self, request, ctx, body):
         namespace = _namespace(request)
         if request.method == "POST":
+            limits.check_create(body, self.limits)
             return self.catalog.create_view(ctx, namespace, body or {})
         return _page(request, "identifiers", self.catalog.list_views(ctx, namespace))
 
     def view(self, request, ctx, body):
         namespace, name = _namespace(request), request.path_params["view"]
         if request.method == "POST":
+            limits.check_commit(body, self.limits)
             return self.catalog.replace_view(ctx, namespace, name, body or {})
         if request.method == "DELETE":
             return self.catalog.drop_view(ctx, namespace, name)
@@ -263,6 +277,17 @@ class RestApp:
 
     def rename_view(self, request, ctx, body):
         return self.catalog.rename_view(ctx, body or {})
+
+
+async def _openapi(request: Request) -> Response:
+    """The door's OpenAPI document (:mod:`hms_proxy.rest.openapi`), made once."""
+    global _DOCUMENT
+    if _DOCUMENT is None:
+        _DOCUMENT = json.dumps(openapi.document()).encode()
+    return Response(_DOCUMENT, media_type=JSON)
+
+
+_DOCUMENT: bytes | None = None
 
 
 async def _not_found(request: Request, exc) -> Response:
@@ -317,14 +342,11 @@ async def _read(request: Request) -> bytes:
     return b"".join(chunks)
 
 
-def _body(request: Request):
+def _body(request: Request, bounds: limits.RestLimits = limits.DEFAULT):
     raw = request.state.raw
     if not raw:
         return {}
-    try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise errors.bad_request(f"Malformed JSON body: {exc}") from None
+    value = limits.parse(raw, bounds)  # malformed or too deep: 400
     if not isinstance(value, dict):
         raise errors.bad_request("The request body must be a JSON object")
     return value

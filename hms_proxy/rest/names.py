@@ -38,3 +38,17 @@ def database_of(namespace: list[str], *, table: str | None = None,
     if len(namespace) != 1:
         raise missing
     return check_name(namespace[0], "namespace", None if creating else missing)
+
+
+def absolute_location(value, what: str, error=errors.bad_request) -> str | None:
+    """A location a request names (a namespace's, a table's or a view's): absent (None), or an
+    absolute URI or path. Anything else is refused: a relative one would land under the
+    server's working directory."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise error(f"Invalid {what}: location is a string")
+    if not (value.startswith("/") or re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", value)):
+        raise error(f"Invalid {what}: location {value!r} is neither an absolute URI nor an "
+                    "absolute path")
+    return value

@@ -5,16 +5,29 @@ like a table commit."""
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 
 from hms_proxy.rest import errors, hive_form, views
 from hms_proxy.rest.errors import RestError
-from hms_proxy.rest.names import check_name, database_of
+from hms_proxy.rest.names import absolute_location, check_name, database_of
 from hms_proxy.thrift.gen.hive_metastore import ttypes
 from kvmodel import codec
 
 
 def _no_such_view(db: str, name: str) -> RestError:
     return errors.no_such_view(f"{db}.{name}")
+
+
+@contextmanager
+def _shaped(what: str):
+    """The view builder (:mod:`.views`) works on the request's JSON as it came: a member of
+    the wrong JSON type (a list for an object, a number for a list) is the request's fault,
+    a 400, not a fault of the server."""
+    try:
+        yield
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        text = (str(exc) or type(exc).__name__).splitlines()[0]
+        raise errors.bad_request(f"Invalid {what}: {type(exc).__name__}: {text}") from None
 
 
 def _result(location: str, raw: bytes) -> bytes:
@@ -59,9 +72,11 @@ class ViewCalls:
         name = check_name(body.get("name"), "view name")
         database = self._database(ctx, db)
         self._taken(ctx, db, name, "View")
-        location = body.get("location") or \
+        location = absolute_location(body.get("location"), "CreateViewRequest") or \
             (database.locationUri or "").rstrip("/") + "/" + name
-        metadata = views.create(body, location)
+        with _shaped("CreateViewRequest"):
+            metadata = views.create(body, location)
+            hive_form.new_view(db, name, metadata, "", ctx.user)  # the HMS form can be made
         data = json.dumps(metadata, separators=(",", ":")).encode()
         metadata_location = self.files.next_location(metadata, None)
         self.files.write_json(data, metadata_location)
@@ -91,14 +106,16 @@ class ViewCalls:
             table = self._hms_view(ctx, db, name)
             current = table.parameters[hive_form.METADATA_LOCATION]
             base = json.loads(self._raw(current, db, name))
-            for requirement in reqs:
-                views.check_requirement(requirement, base)
-            builder = views.Builder(base)
-            for update in updates:
-                builder.apply(update)
-            if not builder.changed:
-                return _result(current, self.files.raw(current))
-            metadata = builder.build()
+            with _shaped("CommitViewRequest"):
+                for requirement in reqs:
+                    views.check_requirement(requirement, base)
+                builder = views.Builder(base)
+                for update in updates:
+                    builder.apply(update)
+                if not builder.changed:
+                    return _result(current, self.files.raw(current))
+                metadata = builder.build()
+                hive_form.view_committed(codec.clone(table), base, metadata, "")
             data = json.dumps(metadata, separators=(",", ":")).encode()
             location = self.files.next_location(metadata, current)
             self.files.write_json(data, location)

@@ -14,6 +14,7 @@ import time
 import uuid
 
 from hms_proxy.rest.errors import RestError
+from hms_proxy.rest.names import absolute_location
 
 FORMAT_VERSION = 1
 HISTORY = "version.history.num-entries"
@@ -107,7 +108,10 @@ class Builder:
         return new_id
 
     def _set_location(self, update):
-        self.m["location"] = str(update["location"]).rstrip("/")
+        location = absolute_location(update.get("location"), "set-location", invalid)
+        if location is None:
+            raise invalid("Invalid set-location: location is missing")
+        self.m["location"] = location.rstrip("/")
         self.changed = True
 
     def _set_properties(self, update):

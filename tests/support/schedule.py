@@ -47,6 +47,7 @@ WEIGHTS: dict[str, float] = {  # tests/.artifacts/durations.json of a fresh clon
     "tests/resilience/test_resilience.py": 104,
     "tests/e2e/hive4/test_hive4_suite.py": 110,  # Hive 4.0.1's own client tests (2026-12-07)
     "tests/e2e/rest/test_rest_kit.py": 92,
+    "tests/e2e/rest/test_rest_fuzz.py": 38,  # schemathesis over the REST door (2026-12-07)
     "tests/security/test_kerberos.py": 140,  # a KDC, the stock Kerberized, 4 Spark jobs (2026-12-07)
     "tests/e2e/spark/test_spark_hive4.py": 80,
     "tests/hms/conformance/test_conformance.py": 74,
