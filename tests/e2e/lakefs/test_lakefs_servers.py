@@ -166,16 +166,16 @@ def stop_together(servers: list) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("processes", [1, 2])
 def test_servers_started_together_over_a_fresh_repository_all_serve(tmp_path, processes):
-    """Five servers started at once over a fresh repository, twenty rounds: each one's own
+    """Five servers started at once over a fresh repository, ten rounds: each one's own
     start-up writes (the default database, its directory marker) may lose the branch's next
     log slot to another's; it reads again, finds what the other made and serves, as a
-    client's write does. With ``--processes 2`` each, ten workers start together (six
+    client's write does. With ``--processes 2`` each, ten workers start together (three
     rounds: twice the starts of a round race for the same slots)."""
     real = real_lakefs()
     env = dict(os.environ, **real.env(), PYTHONPATH=str(REPO_ROOT))
     extra = ("--processes", str(processes)) if processes > 1 else ()
     problems = []
-    for round_ in range(20 if processes == 1 else 6):
+    for round_ in range(10 if processes == 1 else 3):
         repo = new_repository("together")
         servers, failed = start_together(5, repo, tmp_path / f"round{round_}", env, *extra)
         try:
