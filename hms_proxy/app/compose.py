@@ -129,6 +129,30 @@ def load_security(config: SecurityConfig, **kwargs) -> Security:
         raise SystemExit(2) from None
 
 
+def _upstream_sasl(config: ServeConfig):
+    """The Kerberos client of a Kerberized upstream (``--upstream-kerberos-principal``), this
+    server's own principal and keytab its credentials; None for a plain one. Ends the command
+    in one line on settings it cannot use."""
+    if not config.upstream_kerberos_principal:
+        return None
+    security = config.security
+    try:
+        if not (security.kerberos_principal and security.kerberos_keytab):
+            raise ConfigError("--upstream-kerberos-principal needs --kerberos-principal and "
+                              "--kerberos-keytab (this server's own, which it authenticates "
+                              "with)")
+        from hms_proxy.security import kerberos, sasl_client
+        own = kerberos.server_principal(security.kerberos_principal)
+        if "@" not in own and kerberos.default_realm():
+            own = f"{own}@{kerberos.default_realm()}"
+        return sasl_client.GssapiClient(own, security.kerberos_keytab,
+                                        config.upstream_kerberos_principal,
+                                        kerberos.parse_protection(security.rpc_protection))
+    except (ConfigError, access.ConfigError) as exc:
+        print(f"hms-proxy: error: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+
+
 # --- the Thrift server -------------------------------------------------------------------------
 def build_server(config: ServeConfig) -> srv.MetastoreServer:
     """The server (bound, not yet serving); the listeners of ``config.binds`` are in its
@@ -165,7 +189,8 @@ def build_server(config: ServeConfig) -> srv.MetastoreServer:
         try:
             federation = Federation(store, config.ref, config.upstream,
                                     writes=config.upstream_writes,
-                                    timeout=config.upstream_timeout)
+                                    timeout=config.upstream_timeout,
+                                    sasl=_upstream_sasl(config))
         except ValueError as exc:
             raise SystemExit(f"--upstream: {exc}") from None
     handler = Handler(env, service_methods(services), federation=federation)

@@ -104,6 +104,7 @@ class ServeConfig:
     upstream: str | None = None
     upstream_writes: bool = False
     upstream_timeout: float = 10.0
+    upstream_kerberos_principal: str | None = None  # the upstream's, as a Hive client names it
     transport: str = "buffered"
     max_message_size: int = 100 << 20
     max_string_length: int | None = None

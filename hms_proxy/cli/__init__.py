@@ -91,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
                             "metastore (read-through; see --upstream-writes)")
     serve.add_argument("--upstream-writes", action="store_true",
                        help="forward writes to upstream databases too (default: refused)")
+    serve.add_argument("--upstream-kerberos-principal", default=None, metavar="PRINCIPAL",
+                       help="the upstream is Kerberized with this principal (hive/_HOST@REALM: "
+                            "_HOST is the upstream's host); this server authenticates to it "
+                            "with --kerberos-principal and --kerberos-keytab, as a Hive client "
+                            "does")
     serve.add_argument("--upstream-timeout", type=float, default=10.0, metavar="SECONDS",
                        help="how long a forwarded call waits for the upstream (default 10; "
                             "connecting takes at most 2)")

@@ -213,9 +213,12 @@ class _Conn:
 class Upstream:
     """A pool of Thrift clients to the upstream metastore and its circuit breaker."""
 
-    def __init__(self, uri: str, timeout: float = DEFAULT_TIMEOUT):
+    def __init__(self, uri: str, timeout: float = DEFAULT_TIMEOUT, sasl=None):
         self.uri = uri
         self.host, self.port = parse_uri(uri)
+        # a Kerberized upstream: ``sasl.open(tsock, host)`` negotiates and answers the
+        # transport (hms_proxy.security.sasl_client); None: plain Thrift
+        self.sasl = sasl
         self.timeout = timeout
         self.connect_timeout = min(CONNECT_TIMEOUT, timeout)
         self.breaker = Breaker()
@@ -229,7 +232,17 @@ class Upstream:
         tsock = TSocket()
         tsock.setHandle(sock)
         tsock.setTimeout(self.timeout * 1000)
-        transport = TBufferedTransport(tsock)
+        if self.sasl is not None:
+            # under SASL the upstream's caller is this server's principal, whatever set_ugi
+            # would say (the stock ignores it there): no set_ugi
+            try:
+                transport = self.sasl.open(tsock, self.host)
+            except BaseException:
+                tsock.close()
+                raise
+            ugi = None
+        else:
+            transport = TBufferedTransport(tsock)
         conn = _Conn(tsock, transport, ThriftHiveMetastore.Client(
             TBinaryProtocolAccelerated(transport)))
         if ugi is not None:
@@ -365,11 +378,11 @@ class Federation:
     call go (see the module docstring)."""
 
     def __init__(self, store, default_ref: str, uri: str, *, writes: bool = False,
-                 timeout: float = DEFAULT_TIMEOUT):
+                 timeout: float = DEFAULT_TIMEOUT, sasl=None):
         self.store = store
         self.default_ref = default_ref
         self.writes = writes
-        self.upstream = Upstream(uri, timeout)
+        self.upstream = Upstream(uri, timeout, sasl)
         self.uri = self.upstream.uri
         self._listing_warned = False
         log.info("databases not in this catalog are served by the upstream metastore %s "

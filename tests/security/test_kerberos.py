@@ -16,8 +16,9 @@ import pytest
 
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 from hms_proxy.tools import kdc as kdc_tool
-from hms_proxy.tools.metastores import start_proxy, start_stock_hms
-from tests.support.kerberos import Realm, as_user, client_modules_missing, ready_as, sasl_client
+from hms_proxy.tools.metastores import start_proxy
+from tests.support.kerberos import (Realm, as_user, client_modules_missing, ready_as, sasl_client,
+                                    start_stock_kerberized)
 from tests.support.process import REPO_ROOT
 from tests.support.wait import wait_until
 
@@ -40,23 +41,9 @@ def realm(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def stock(realm, tmp_path_factory):
-    """The stock HMS 2.3.10, Kerberized as its docs say: hive.metastore.sasl.enabled, its
-    principal and keytab, Hadoop's security set to kerberos (core-site.xml), every quality of
-    protection allowed."""
-    workdir = tmp_path_factory.mktemp("stock-krb")
-    conf = workdir / "conf"
-    conf.mkdir()
-    (conf / "core-site.xml").write_text(
-        '<?xml version="1.0"?>\n<configuration>\n'
-        "<property><name>hadoop.security.authentication</name><value>kerberos</value></property>\n"
-        f"<property><name>hadoop.rpc.protection</name><value>{ALL_QOPS}</value></property>\n"
-        "</configuration>\n")
-    proc = start_stock_hms(
-        workdir, conf_dir=conf, jvm_options=realm.kdc.jvm_options(), env=realm.server_env(),
-        extra_properties={"hive.metastore.sasl.enabled": "true",
-                          "hive.metastore.kerberos.principal": f"hive/localhost@{realm.name}",
-                          "hive.metastore.kerberos.keytab.file": str(realm.server_keytab)},
-        ask=ready_as(realm))
+    """The stock HMS 2.3.10 Kerberized against the same KDC, every quality of protection
+    allowed."""
+    proc = start_stock_kerberized(realm, tmp_path_factory.mktemp("stock-krb"), ALL_QOPS)
     yield proc
     proc.stop()
 
@@ -386,3 +373,83 @@ def test_spark_sql_over_kerberos_matches_the_stock(realm, stock_spark, tmp_path,
     rows = dict((s, r) for s, r in stock_spark["results"])
     assert rows["SELECT ds, count(*) AS n, sum(id) AS s FROM krb_db.events GROUP BY ds "
                 "ORDER BY ds"] == [["2024-01-01", "2", "3"], ["2024-01-02", "1", "3"]]
+
+
+# --- pyiceberg ----------------------------------------------------------------------------------
+def _pyiceberg_over_kerberos(realm, proc, warehouse: Path) -> dict:
+    """pyiceberg's HiveCatalog with hive.kerberos-authentication, as alice: a namespace, a
+    table, two appends, a scan."""
+    import pyarrow as pa
+    from pyiceberg.catalog.hive import HiveCatalog
+
+    with as_user(realm, "alice"):
+        catalog = HiveCatalog("krb", **{"uri": f"thrift://localhost:{proc.port}",
+                                        "hive.kerberos-authentication": "true",
+                                        "warehouse": f"file://{warehouse}"})
+        catalog.create_namespace("krb_ice")
+        data = pa.table({"id": pa.array([1, 2], pa.int64()), "v": pa.array(["a", "b"])})
+        table = catalog.create_table("krb_ice.t", schema=data.schema)
+        table.append(data)
+        table.append(pa.table({"id": pa.array([3], pa.int64()), "v": pa.array(["c"])}))
+        table = catalog.load_table("krb_ice.t")
+        rows = sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
+        return {"rows": rows, "snapshots": len(table.metadata.snapshots),
+                "tables": catalog.list_tables("krb_ice")}
+
+
+def test_pyiceberg_hive_catalog_commits_over_kerberos(realm, stock, tmp_path):
+    """pyiceberg's HiveCatalog with Kerberos (its SASL transport over pure-sasl): the same
+    commits and reads on the stock Kerberized HMS and on ours, made by alice."""
+    ours = start_proxy(tmp_path / "server", *realm.server_args(), env=realm.server_env(),
+                       ask=ready_as(realm))
+    try:
+        theirs = _pyiceberg_over_kerberos(realm, stock, tmp_path / "wh-stock")
+        mine = _pyiceberg_over_kerberos(realm, ours, tmp_path / "wh-ours")
+        assert mine == theirs
+        assert theirs["rows"] == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"},
+                                  {"id": 3, "v": "c"}]
+        log = ours.log_path.read_text()  # the caller of each write: the principal's name
+        assert "create_table krb_ice.t user=alice" in log, log[-3000:]
+        assert "alter_table_with_environment_context krb_ice.t user=alice" in log, log[-3000:]
+    finally:
+        ours.stop()
+
+
+# --- federation ---------------------------------------------------------------------------------
+def test_a_server_federates_a_kerberized_upstream_with_its_keytab(realm, stock, tmp_path):
+    """serve --upstream of the Kerberized stock with --upstream-kerberos-principal: this
+    server authenticates to it with its own keytab (privacy asked, the stock allowing it),
+    serves its databases beside its own, and a wrong upstream principal is an unreachable
+    upstream, said in one MetaException."""
+    with sasl_client(realm, stock, "alice") as client:
+        client.create_database(T.Database("upstream_db", "from the stock", None, {}))
+    try:
+        ours = start_proxy(tmp_path / "front", *realm.server_args(
+            "--rpc-protection", "privacy", "--upstream", f"thrift://localhost:{stock.port}",
+            "--upstream-kerberos-principal", f"hive/_HOST@{realm.name}"),
+            env=realm.server_env(), ask=ready_as(realm, qop="auth-conf"))
+        try:
+            with sasl_client(realm, ours, "alice", qop="auth-conf") as client:
+                assert client.get_database("upstream_db").description == "from the stock"
+                assert {"default", "upstream_db"} <= set(client.get_all_databases())
+        finally:
+            ours.stop()
+        wrong = start_proxy(tmp_path / "wrong", *realm.server_args(
+            "--upstream", f"thrift://localhost:{stock.port}",
+            "--upstream-kerberos-principal", f"hive/elsewhere@{realm.name}"),
+            env=realm.server_env(), ask=ready_as(realm))
+        try:
+            with sasl_client(realm, wrong, "alice") as client:
+                with pytest.raises(T.MetaException, match="unreachable: .*Kerberos to the "
+                                                          "upstream"):
+                    client.get_database("upstream_db")
+        finally:
+            wrong.stop()
+    finally:
+        with sasl_client(realm, stock, "alice") as client:
+            client.drop_database("upstream_db", True, True)
+    alone = _serve_fails(realm, tmp_path, "--upstream", f"thrift://localhost:{stock.port}",
+                         "--upstream-kerberos-principal", f"hive/_HOST@{realm.name}")
+    assert alone == ("hms-proxy: error: --upstream-kerberos-principal needs "
+                     "--kerberos-principal and --kerberos-keytab (this server's own, which it "
+                     "authenticates with)")

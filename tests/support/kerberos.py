@@ -96,9 +96,32 @@ def sasl_client(realm: Realm, proc, user: str | None = "alice", qop: str = "auth
             transport.close()
 
 
-def ready_as(realm: Realm, user: str = "alice"):
+def start_stock_kerberized(realm: Realm, workdir: Path, protection: str = "authentication"):
+    """The stock HMS 2.3.10, Kerberized as its docs say: hive.metastore.sasl.enabled, its
+    principal and keytab, Hadoop's security set to kerberos (core-site.xml) with
+    ``protection`` as hadoop.rpc.protection; with its transaction tables (pyiceberg and Trino
+    lock a table to commit)."""
+    from hms_proxy.tools.metastores import start_stock_hms
+
+    conf = workdir / "conf"
+    conf.mkdir(parents=True, exist_ok=True)
+    (conf / "core-site.xml").write_text(
+        '<?xml version="1.0"?>\n<configuration>\n'
+        "<property><name>hadoop.security.authentication</name><value>kerberos</value></property>\n"
+        f"<property><name>hadoop.rpc.protection</name><value>{protection}</value></property>\n"
+        "</configuration>\n")
+    return start_stock_hms(
+        workdir, with_transactions=True, conf_dir=conf, jvm_options=realm.kdc.jvm_options(),
+        env=realm.server_env(),
+        extra_properties={"hive.metastore.sasl.enabled": "true",
+                          "hive.metastore.kerberos.principal": f"hive/localhost@{realm.name}",
+                          "hive.metastore.kerberos.keytab.file": str(realm.server_keytab)},
+        ask=ready_as(realm))
+
+
+def ready_as(realm: Realm, user: str = "alice", qop: str = "auth"):
     """``start_proxy(..., ask=...)``: the server answers a Kerberized call."""
     def ask(proc):
-        with sasl_client(realm, proc, user, timeout=10) as client:
+        with sasl_client(realm, proc, user, qop=qop, timeout=10) as client:
             client.get_all_databases()
     return ask
