@@ -65,6 +65,8 @@ WRITES = frozenset("""
     create_catalog create_database_req create_table_req drop_catalog drop_database_req
     drop_partition_req drop_table_req update_partition_column_statistics_req
     update_table_column_statistics_req rename_partition_req truncate_table truncate_table_req add_runtime_stats
+    scheduled_query_maintenance scheduled_query_poll scheduled_query_progress
+    update_creation_metadata
     add_unique_constraint add_not_null_constraint add_default_constraint add_check_constraint
 """.split())
 
@@ -93,7 +95,7 @@ READS = frozenset("""
     get_all_table_constraints get_check_constraints get_default_constraints
     get_not_null_constraints get_partitions_by_filter_req get_partitions_ps_with_auth_req
     get_unique_constraints fetch_partition_names_req get_open_txns_req get_valid_write_ids
-    get_max_allocated_table_write_id get_materialized_views_for_rewriting
+    get_max_allocated_table_write_id get_materialized_views_for_rewriting get_scheduled_query
 """.split())
 
 #: Calls about the connection or the server process, never the catalog: always allowed.
