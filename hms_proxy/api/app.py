@@ -126,14 +126,14 @@ class App:
         try:
             req.caller = self.policy.identify(headers or {}, req.caller.peer)
             status, body = route.handler(self, req)
-            return status, body, {}
+            return status, body, dict(req.caller.reply_headers)  # SPNEGO's mutual token
         except Exception as exc:  # noqa: BLE001 - every error becomes JSON, never a trace
             error = from_exception(exc)
             if error is None:
                 log.exception("%s %s failed", req.method, req.path)
                 error = ApiError(500, "InternalError",
                                  f"internal error ({type(exc).__name__}); see the server log")
-            return error.status, error.body(), error.headers
+            return error.status, error.body(), {**req.caller.reply_headers, **error.headers}
         finally:
             release = getattr(self.store, "release_thread", None)
             if release is not None:

@@ -418,8 +418,10 @@ DOCUMENT = {
              "description": "Refs, commits, the contextual diff, merges, catalog browsing at "
                             "any ref and the column statistics query API of a versioned Hive "
                             "Metastore. Errors are `{\"error\": {\"type\", \"message\"}}`. "
-                            "Identity: HTTP Basic (checked against --auth-secrets) or the "
-                            "X-HMS-User header (a claimed user, trusted mode)."},
+                            "Identity: HTTP Basic (checked against --auth-secrets), Kerberos "
+                            "SPNEGO (Negotiate, with serve --http-kerberos-principal) or the "
+                            "X-HMS-User header (a claimed user, trusted mode; not believed "
+                            "with SPNEGO)."},
     "servers": [{"url": "/"}],
     "tags": [{"name": t} for t in ("server", "refs", "commits", "diff", "merge", "lakefs",
                                    "listeners", "catalog", "statistics")],
@@ -428,8 +430,9 @@ DOCUMENT = {
         "schemas": SCHEMAS,
         "securitySchemes": {
             "basic": {"type": "http", "scheme": "basic"},
+            "negotiate": {"type": "http", "scheme": "negotiate"},
             "user": {"type": "apiKey", "in": "header", "name": "X-HMS-User"}}},
-    "security": [{}, {"basic": []}, {"user": []}],
+    "security": [{}, {"basic": []}, {"negotiate": []}, {"user": []}],
 }
 
 

@@ -93,6 +93,7 @@ class Security:
     secrets: access.Secrets | None
     audit: audit.AuditLog | None
     sasl: object | None = None  # hms_proxy.security.sasl.Sasl: Kerberos on the listeners
+    kerberos: object | None = None  # hms_proxy.security.kerberos.Kerberos, with sasl
 
     @classmethod
     def load(cls, config: SecurityConfig, tls_allowed: bool = True) -> "Security":
@@ -104,13 +105,30 @@ class Security:
         rules = access.Rules.load(config.access_rules) if config.access_rules else None
         secrets = access.Secrets.load(config.auth_secrets) if config.auth_secrets else None
         log_file = audit.AuditLog.open(config.audit_log) if config.audit_log else None
-        sasl = None
+        sasl = krb = None
         if config.kerberos_principal:
             from hms_proxy.security import kerberos, sasl as sasl_transport
             krb = kerberos.Kerberos.load(config.kerberos_principal, config.kerberos_keytab,
                                          config.rpc_protection, config.kerberos_auth_to_local)
+            # DIGEST-MD5 (delegation tokens) joins once the store is open: enable_tokens
             sasl = sasl_transport.Sasl({"GSSAPI": krb.mechanism}, config.sasl_timeout)
-        return cls(context, rules, secrets, log_file, sasl)
+        return cls(context, rules, secrets, log_file, sasl, krb)
+
+    def enable_tokens(self, store, ref: str, conf: dict):
+        """On a Kerberized server: the delegation token manager over ``store`` at ``ref``
+        (for the handler's Env) and SASL DIGEST-MD5 with its tokens beside GSSAPI; None
+        without Kerberos."""
+        if self.sasl is None:
+            return None
+        from functools import partial
+
+        from hms_proxy.hms.tokens import Delegation
+        from hms_proxy.security import delegation, digest
+        manager = Delegation(store, ref, delegation.Lifetimes.of(conf),
+                             self.kerberos.auth_to_local)
+        self.sasl.mechanisms[digest.DigestServer.name] = partial(
+            digest.DigestServer, manager.lookup, manager.short_name)
+        return manager
 
     def guard(self, default_ref: str, read_only: bool) -> access.Guard | None:
         """The Thrift calls' guard, or None when nothing is asked (then calls pay nothing)."""
@@ -182,7 +200,8 @@ def build_server(config: ServeConfig) -> srv.MetastoreServer:
               conf=conf, cache=cache, autocommit=config.autocommit,
               redis_url=config.store.redis or None, lock_wait=config.lock_wait,
               stats_properties=config.stats_properties,
-              access=security.guard(config.ref, config.any_read_only))
+              access=security.guard(config.ref, config.any_read_only),
+              delegation=security.enable_tokens(store, config.ref, conf))
     services = (ThriftHiveMetastore, FacebookService)
     federation = None
     if config.upstream:
@@ -230,17 +249,35 @@ def _listen(option: str, bind) -> None:
         raise SystemExit(2) from None
 
 
+def load_spnego(config: SecurityConfig, host: str | None = None):
+    """The SPNEGO acceptor of the HTTP doors (``--http-kerberos-principal``; ``host``: the
+    door's address, for ``_HOST``), or None; ends the command in one line, exit 2, on a keytab
+    it cannot use."""
+    if not config.http_kerberos_principal:
+        return None
+    from hms_proxy.security.spnego import Spnego
+    try:
+        return Spnego.load(config.http_kerberos_principal, config.spnego_keytab,
+                           config.kerberos_auth_to_local, host,
+                           "--http-kerberos-keytab" if config.http_kerberos_keytab
+                           else "--kerberos-keytab")
+    except (ConfigError, access.ConfigError) as exc:
+        print(f"hms-proxy: error: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+
+
 def start_http(config: ServeConfig, server: srv.MetastoreServer,
                listeners: Listeners | None = None) -> ApiServer:
     """The HTTP API and console of ``serve --http-port``, over the running server's store and
     security (``listeners``: the Thrift listeners it may open); ``stop()`` it at the end."""
     env = server.processor.handler.env
     guard = env.access
+    host = config.http_host or config.host
     policy = Policy(getattr(guard, "rules", None), getattr(guard, "secrets", None),
-                    getattr(guard, "audit", None), read_only=config.security.read_only)
+                    getattr(guard, "audit", None), read_only=config.security.read_only,
+                    spnego=load_spnego(config.security, host))
     app = App(env.store, policy, default_ref=config.ref, store_path=local_path(config.store.store),
               listeners=listeners, thrift_host=_shown(config.host), warehouse=env.warehouse.root)
-    host = config.http_host or config.host
     try:
         http = ApiServer(app, host, config.http_port, reuse_port=config.reuse_port)
     except OSError as exc:  # a port taken: one line and exit 2, like the Thrift listener's
@@ -291,7 +328,8 @@ def start_rest(config: ServeConfig, server: srv.MetastoreServer):
                   defaults=defaults, inline_reads=inline,
                   bounds=limits.RestLimits.of(depth=config.rest_max_json_depth,
                                               fields=config.rest_max_schema_fields,
-                                              updates=config.rest_max_updates))
+                                              updates=config.rest_max_updates),
+                  spnego=load_spnego(config.security, host))
     rest.server.config.app = app.asgi
     rest.start()
     log.info("Iceberg REST catalog on http://%s:%d/v1", _shown(host), rest.port)
@@ -318,6 +356,10 @@ def run_serve(config: ServeConfig, argv: list[str]) -> int:
         config.check()
     except ConfigError as exc:
         raise SystemExit(f"hms-proxy serve: {exc}") from None
+    if config.http_port is not None or config.rest_port is not None:
+        # a keytab without the HTTP principal's key: exit 2 before anything starts
+        load_spnego(config.security, (config.http_host if config.http_port is not None
+                                      else config.rest_host) or config.host)
     if config.processes > 1:  # a supervisor of worker processes
         load_security(config.security)  # a bad file: exit 2 here, not in each worker
         return supervisor.run(config, argv)

@@ -58,6 +58,9 @@ class SecurityConfig:
     rpc_protection: str = "authentication"  # hadoop.rpc.protection: a comma list
     kerberos_auth_to_local: str | None = None  # hadoop.security.auth_to_local (DEFAULT)
     sasl_timeout: float = 10.0
+    # SPNEGO on the HTTP API and the Iceberg REST door (hive.server2.authentication.spnego.*)
+    http_kerberos_principal: str | None = None
+    http_kerberos_keytab: str | None = None  # default: kerberos_keytab
 
     def check(self) -> None:
         if bool(self.tls_cert) != bool(self.tls_key):
@@ -70,6 +73,15 @@ class SecurityConfig:
             raise ConfigError("--sasl-timeout must be more than 0 seconds")
         if self.tls_client_ca and not self.tls_cert:
             raise ConfigError("--tls-client-ca needs --tls-cert and --tls-key")
+        if self.http_kerberos_keytab and not self.http_kerberos_principal:
+            raise ConfigError("--http-kerberos-keytab needs --http-kerberos-principal")
+        if self.http_kerberos_principal and not self.spnego_keytab:
+            raise ConfigError("--http-kerberos-principal needs --http-kerberos-keytab "
+                              "(or --kerberos-keytab)")
+
+    @property
+    def spnego_keytab(self) -> str | None:
+        return self.http_kerberos_keytab or self.kerberos_keytab
 
 
 @dataclass(frozen=True)

@@ -145,6 +145,14 @@ def build_parser() -> argparse.ArgumentParser:
     krb.add_argument("--sasl-timeout", type=float, default=None, metavar="SECONDS",
                      help="a client must complete its SASL negotiation within this "
                           "(default 10)")
+    krb.add_argument("--http-kerberos-principal", default=None, metavar="PRINCIPAL",
+                     help="take Kerberos SPNEGO (Authorization: Negotiate, curl --negotiate) "
+                          "on the HTTP API and the Iceberg REST door as this principal, like "
+                          "hive.server2.authentication.spnego.principal (HTTP/_HOST@REALM: "
+                          "_HOST is the door's host name); mapped by --kerberos-auth-to-local")
+    krb.add_argument("--http-kerberos-keytab", default=None, metavar="FILE",
+                     help="the keytab holding the HTTP principal's key (default: "
+                          "--kerberos-keytab)")
     add_access_arguments(serve)
     serve.add_argument("--conf", action="append", metavar="KEY=VALUE",
                        help="a configuration value answered by get_config_value, and used "

@@ -47,6 +47,8 @@ class Env:
     # what one family's change does to another's objects (hms_proxy/hms/cascades.py),
     # registered by hms_proxy.hms.handler.connect
     cascades: Cascades = field(default_factory=Cascades)
+    # the delegation tokens of a Kerberized server (hms_proxy.hms.tokens.Delegation), or None
+    delegation: object | None = None
 
 
 class _Applied:

@@ -73,7 +73,7 @@ class ServiceCalls(Family):
 
     # --- session ------------------------------------------------------------------------
     def set_ugi(self, ctx, user_name, group_names):
-        if ctx.auth == "kerberos":
+        if ctx.auth in ("kerberos", "token"):
             # The stock under SASL serves set_ugi in its handler, not its processor: the
             # authenticated caller stays who it is; the answer is the groups and the name.
             return list(group_names or []) + ([user_name] if user_name is not None else [])

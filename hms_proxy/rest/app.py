@@ -4,8 +4,11 @@
 Who calls: ``Authorization: Bearer USER:SECRET`` or ``Basic`` (a user listed in
 ``--auth-secrets`` is believed with its secret only, else 401), ``X-HMS-User: NAME`` or a bearer
 token without a secret (a claimed user, as ``set_ugi`` without a secret), or nobody
-(anonymous). The access rules, the audit log and ``--read-only`` then apply exactly as to a
-Thrift call on that ref.
+(anonymous). With ``serve --http-kerberos-principal``, ``Authorization: Negotiate`` (Kerberos
+SPNEGO, :mod:`hms_proxy.security.spnego`) names the caller as the Thrift listeners' SASL does;
+a token not accepted is 403, and a claimed user is not believed (anonymous; an anonymous
+caller refused by the rules gets 401 with a Negotiate challenge). The access rules, the audit
+log and ``--read-only`` then apply exactly as to a Thrift call on that ref.
 """
 from __future__ import annotations
 
@@ -62,8 +65,15 @@ ENDPOINTS = [
 class RestApp:
     def __init__(self, catalog: RestCatalog, store, default_ref: str, guard=None,
                  read_only: bool = False, listener: str = "", defaults: dict | None = None,
-                 inline_reads: bool = False, bounds: limits.RestLimits = limits.DEFAULT):
+                 inline_reads: bool = False, bounds: limits.RestLimits = limits.DEFAULT,
+                 spnego=None):
         self.catalog = catalog
+        self.spnego = spnego  # hms_proxy.security.spnego.Spnego, or None
+        self.challenge = 'Basic realm="hms-proxy"'
+        if spnego is not None:
+            from hms_proxy.security.spnego import challenge
+            self.challenge = challenge(self.challenge if getattr(guard, "secrets", None)
+                                       is not None else None)
         self.limits = bounds  # what one request may ask (hms_proxy.rest.limits)
         # reads answered on the event loop itself when nothing they need can block (a local
         # store, the metadata file in memory): the hop to a worker thread is half the time of
@@ -107,6 +117,7 @@ class RestApp:
             return response
 
         def answer(request: Request):
+            ctx = None
             try:
                 ctx = self._context(request, request.path_params.get("prefix") if prefix
                                     else None)
@@ -117,24 +128,33 @@ class RestApp:
             except Blocking:
                 raise  # an inline read that needs the thread pool after all
             except Exception as exc:  # noqa: BLE001 - every error is an Iceberg error body
-                return self._error(request, exc)
+                return self._error(request, exc, ctx)
             if result is None:
-                return Response(status_code=204)
-            if isinstance(result, Response):
-                return result
-            if isinstance(result, bytes):
-                return Response(result, media_type=JSON)
-            return Response(json.dumps(result, separators=(",", ":")), media_type=JSON)
+                response = Response(status_code=204)
+            elif isinstance(result, Response):
+                response = result
+            elif isinstance(result, bytes):
+                response = Response(result, media_type=JSON)
+            else:
+                response = Response(json.dumps(result, separators=(",", ":")), media_type=JSON)
+            response.headers.update(_negotiated(request))  # SPNEGO's mutual token
+            return response
         return _sync(endpoint, self.inline_reads)
 
-    def _error(self, request: Request, exc: BaseException) -> Response:
+    def _error(self, request: Request, exc: BaseException, ctx=None) -> Response:
         error = errors.from_exception(exc)
         if error is None:
             log.exception("REST %s %s", request.method, request.url.path)
             error = RestError(500, "ServerErrorException",
                               f"{type(exc).__name__}: {errors._text(exc)}")
-        headers = {"WWW-Authenticate": 'Basic realm="hms-proxy"'} if error.status == 401 \
-            else None
+        if self.spnego is not None and ctx is not None and ctx.identity is None and \
+                error.status == 403 and error.message.startswith("access denied:") and \
+                " is read-only (" not in error.message:
+            # anonymous and refused by the rules: asked to say who it is (curl --negotiate
+            # and Hadoop's clients send a token only when challenged)
+            error = RestError(401, "NotAuthorizedException", error.message)
+        headers = {"WWW-Authenticate": self.challenge} if error.status == 401 else \
+            (_negotiated(request) or None)
         if request.method == "HEAD":
             return Response(status_code=error.status, headers=headers)
         return Response(json.dumps(error.body()), status_code=error.status, media_type=JSON,
@@ -152,6 +172,8 @@ class RestApp:
         user, secret = None, None
         header = request.headers.get("authorization", "")
         scheme, _, value = header.partition(" ")
+        if scheme.lower() == "negotiate" and self.spnego is not None:
+            return self._negotiate(request, ctx, value)
         if scheme.lower() == "bearer" and value:
             user, _, secret = value.strip().partition(":")
             secret = secret or None
@@ -174,10 +196,32 @@ class RestApp:
                                 f"user '{user}' presented {'a wrong' if secret else 'no'} "
                                 "secret (serve --auth-secrets)")
             ctx.identity, ctx.auth = user, "secret"
-        elif rules is not None and not rules.trust_set_ugi:
+        elif self.spnego is not None or (rules is not None and not rules.trust_set_ugi):
             ctx.identity, ctx.auth = None, "none"
         else:
             ctx.identity, ctx.auth = user, "ugi"
+
+    def _negotiate(self, request: Request, ctx: CallContext, value: str) -> None:
+        """The caller of a Negotiate token, accepted once per request (an inline read retried
+        in the thread pool would be a replay); refused: 403, in the audit log."""
+        from hms_proxy.security.spnego import Refused
+
+        accepted = getattr(request.state, "spnego", None)
+        if accepted is None:
+            try:
+                accepted = self.spnego.accept(value)
+            except Refused as exc:
+                reason = f"Kerberos authentication failed: {exc}"
+                log.info("SPNEGO from %s refused: %s", ctx.peer, exc)
+                audit = getattr(self.guard, "audit", None)
+                if audit is not None:
+                    ctx.call = "authenticate"
+                    audit.record(ctx, "authenticate", "", "denied", reason, obj="")
+                raise RestError(403, "ForbiddenException", reason) from None
+            request.state.spnego = accepted
+        ctx.identity = ctx.user = accepted.user
+        ctx.auth = "kerberos"
+        ctx.principal = accepted.principal
 
     # --- operations --------------------------------------------------------------------
     def config(self, request, ctx, body):
@@ -350,6 +394,12 @@ def _body(request: Request, bounds: limits.RestLimits = limits.DEFAULT):
     if not isinstance(value, dict):
         raise errors.bad_request("The request body must be a JSON object")
     return value
+
+
+def _negotiated(request: Request) -> dict:
+    """``WWW-Authenticate: Negotiate <token>`` of a request SPNEGO authenticated, else {}."""
+    accepted = getattr(request.state, "spnego", None)
+    return accepted.reply_headers() if accepted is not None else {}
 
 
 def _namespace(request: Request) -> list[str]:

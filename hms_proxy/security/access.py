@@ -410,7 +410,7 @@ class Guard:
         presented = [g[len(SECRET_PREFIX):] for g in groups if g.startswith(SECRET_PREFIX)]
         if len(args) > 1:  # a secret is never kept, echoed back or passed upstream
             args[1] = [g for g in groups if not g.startswith(SECRET_PREFIX)]
-        if ctx.user is not None or ctx.auth == "kerberos":
+        if ctx.user is not None or ctx.auth in ("kerberos", "token"):
             return run()  # a second set_ugi ends the connection; under SASL it changes nothing
         auth = "ugi"
         if self.secrets is not None and user in self.secrets:

@@ -13,8 +13,9 @@ TSaslServerTransport) answers before it closes the connection: nothing for a sta
 is none (a plaintext Thrift client: its first byte is the binary protocol's version),
 ``BAD "Unsupported mechanism type X"``, ``BAD "GSS initiate failed"`` for a token that does
 not authenticate, ``BAD "Problem with callback handler"`` for a client acting as another,
-``ERROR "Invalid payload header length: N"``, ``ERROR`` for a message out of turn (the reasons
-in full go to the server's log). Bounded as a peer that has not authenticated must be: one negotiation
+``ERROR "Invalid payload header length: N"``, ``ERROR`` for a message out of turn, and for
+DIGEST-MD5 (delegation tokens, :mod:`hms_proxy.security.digest`) Java's DigestMD5Server's BAD
+words (the reasons in full go to the server's log). Bounded as a peer that has not authenticated must be: one negotiation
 message takes at most :data:`MAX_NEGOTIATION_MESSAGE` bytes (checked before reading it), the
 whole negotiation at most ``timeout`` seconds and :data:`MAX_STEPS` messages, all in the
 connection's own thread (never the accept loop's); a frame after it, the server's message size

@@ -49,6 +49,7 @@ WEIGHTS: dict[str, float] = {  # tests/.artifacts/durations.json of a fresh clon
     "tests/e2e/rest/test_rest_kit.py": 92,
     "tests/e2e/rest/test_rest_fuzz.py": 38,  # schemathesis over the REST door (2026-12-07)
     "tests/security/test_kerberos.py": 140,  # a KDC, the stock Kerberized, 4 Spark jobs (2026-12-07)
+    "tests/security/test_delegation_tokens.py": 45,
     "tests/e2e/spark/test_spark_hive4.py": 80,
     "tests/hms/conformance/test_conformance.py": 74,
     "tests/e2e/spark/test_spark_hive31.py": 68,
