@@ -49,27 +49,66 @@ def _counts(creation) -> dict[str, tuple]:
     return out
 
 
+def _resolve(name: str, catalog: str | None) -> tuple[str, str]:
+    """A used table's name, ``db.table`` (``cat.db.table`` once routing has named another
+    catalog's database) -> (the server's name of its database, the table), the database in
+    ``catalog`` unless the name gives its own."""
+    db, _, tbl = name.rpartition(".")
+    db = lower(db)
+    if keys.split_db(db)[0] is None:
+        db = keys.in_catalog(catalog, db)
+    return db, lower(tbl)
+
+
+def _plain(name: str) -> str:
+    """``cat.db.table`` or ``db.table`` -> ``db.table``, as the stock keeps a used table."""
+    db, tbl = _resolve(name, None)
+    return f"{keys.split_db(db)[1]}.{tbl}"
+
+
 def store_creation(cat, table, creation) -> None:
     """Keep ``creation`` (a client's CreationMetadata) for ``table``, as the stock keeps it:
     named by the view, its materialization time the server's, the source tables' counts."""
     catalog, plain = keys.split_db(table.dbName)
-    used = set(creation.tablesUsed or ())
+    used = {_plain(name) for name in creation.tablesUsed or ()}
+    counts = {_plain(name): c for name, c in _counts(creation).items()}
     if dialect.hive4() and creation.sourceTables:  # the 4.0.1 keeps these, not tablesUsed
-        used = set(_counts(creation))
+        used = set(counts)
     stored = ttypes.CreationMetadata(
         catName=catalog or DEFAULT_CATALOG, dbName=plain, tblName=table.tableName,
         tablesUsed=used, validTxnList=creation.validTxnList,
         materializationTime=int(time.time() * 1000),
-        sourceTables=[ttypes.SourceTable(ttypes.Table(dbName=name.partition(".")[0],
-                                                      tableName=name.partition(".")[2]),
-                                         *counts)
-                      for name, counts in sorted(_counts(creation).items())])
+        sourceTables=[ttypes.SourceTable(ttypes.Table(dbName=name.rpartition(".")[0],
+                                                      tableName=name.rpartition(".")[2]),
+                                         *count)
+                      for name, count in sorted(counts.items())])
     cat.put(creation_key(table.dbName, table.tableName), stored)
+
+
+_ID_FIELD = b"\x0a\x00\x19"  # Table's id: an i64 (type 10) at id 25
+
+
+def without_id(data: bytes) -> bytes:
+    """A stored table without its ``id`` (Hive 4's field 25), as a 2.3 or 3.1 client gets it
+    from the stock (their Table has no such field). The id is the last field a stored table
+    has, so it is cut off its end; a table with fields after it is decoded and encoded again."""
+    if len(data) >= 12 and data[-12:-9] == _ID_FIELD and data[-1:] == b"\x00":
+        return data[:-12] + b"\x00"
+    if _ID_FIELD not in data:
+        return data
+    table = codec.decode(ttypes.Table, data)
+    if table.id is None:
+        return data
+    table.id = None
+    return codec.encode(table)
 
 
 def with_creation(get, data: bytes):
     """A stored table as answered: a materialized view's with its creation metadata to a 3.x/4.x
-    client (``get(key)`` reads the call's ref); anything else as stored."""
+    client (``get(key)`` reads the call's ref); to a 2.3 or 3.1 client without its id; anything
+    else as stored."""
+    if not dialect.hive4():
+        data = without_id(data)
     if _MARK not in data or not dialect.since(dialect.HIVE31):
         return Raw(data)
     table = codec.decode(ttypes.Table, data)
@@ -86,13 +125,14 @@ def with_creation(get, data: bytes):
     if dialect.hive4():  # 3.1's CreationMetadata has no source tables
         catalog, _ = keys.split_db(table.dbName)
         for name in sorted(creation.tablesUsed or ()):
-            db, _, tbl = name.partition(".")
-            found = get(keys.table_key(keys.in_catalog(catalog, lower(db)), lower(tbl)))
+            db, tbl = _resolve(name, catalog)
+            found = get(keys.table_key(db, tbl))
             if found is None:
                 continue
             source = codec.decode(ttypes.Table, found)
             if catalog is not None:  # named as the stock names another catalog's table
-                source.dbName, source.catalogName, source.catName = lower(db), catalog, None
+                source.dbName, source.catalogName, source.catName = \
+                    keys.split_db(db)[1], catalog, None
             sources.append(ttypes.SourceTable(source, *counts.get(name.lower(), (0, 0, 0))))
     creation.sourceTables = sources or ([] if dialect.hive4() else None)
     return Raw(layouts.encode_newer_table(table, creation))
@@ -135,7 +175,6 @@ class MaterializedViewCalls(Family):
                 fail()
             used = _counts(creation_metadata) if dialect.hive4() and \
                 creation_metadata.sourceTables else creation_metadata.tablesUsed or ()
-            if any(cat.table(keys.in_catalog(keys.split_db(db)[0], lower(name.partition(".")[0])),
-                             lower(name.partition(".")[2])) is None for name in used):
+            if any(cat.table(*_resolve(name, keys.split_db(db)[0])) is None for name in used):
                 fail()  # the stock's source table not found: a NullPointerException
             store_creation(cat, table, creation_metadata)

@@ -52,6 +52,8 @@ WRITE_METHODS = frozenset({
     "add_unique_constraint", "add_not_null_constraint", "add_default_constraint",
     "add_check_constraint",
     "update_partition_column_statistics_req", "update_table_column_statistics_req",
+    "scheduled_query_maintenance", "scheduled_query_poll", "scheduled_query_progress",
+    "update_creation_metadata",
 })
 
 
