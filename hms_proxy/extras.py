@@ -24,6 +24,7 @@ MODULES: dict[str, tuple[str, str]] = {
     "psutil": ("psutil", "bench"),
     "starlette": ("starlette", "rest"),
     "uvicorn": ("uvicorn", "rest"),
+    "cryptography": ("cryptography", "rest"),
     "gssapi": ("gssapi", "kerberos"),
 }
 # commands with an extra of their own: the modules it brings

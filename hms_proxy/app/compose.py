@@ -296,6 +296,7 @@ def start_rest(config: ServeConfig, server: srv.MetastoreServer):
     from hms_proxy.rest.app import RestApp
     from hms_proxy.rest.catalog import RestCatalog
     from hms_proxy.rest.metadata import MetadataFiles
+    from hms_proxy.rest.oauth import Tokens
     from hms_proxy.rest.server import RestServer
     from kvmodel.iceberg_paths import RefPaths, gateway_io_properties
 
@@ -329,12 +330,30 @@ def start_rest(config: ServeConfig, server: srv.MetastoreServer):
                   bounds=limits.RestLimits.of(depth=config.rest_max_json_depth,
                                               fields=config.rest_max_schema_fields,
                                               updates=config.rest_max_updates),
-                  spnego=load_spnego(config.security, host))
+                  spnego=load_spnego(config.security, host),
+                  tokens=Tokens(env.store, config.ref, config.rest_token_lifetime,
+                                load_jwt_issuer(config)))
     rest.server.config.app = app.asgi
     rest.start()
     log.info("Iceberg REST catalog on http://%s:%d/v1", _shown(host), rest.port)
     print(f"hms-proxy Iceberg REST catalog on http://{_shown(host)}:{rest.port}", flush=True)
     return rest
+
+
+def load_jwt_issuer(config: ServeConfig):
+    """The external issuer of ``--rest-jwks`` (its keys read now), or None; ends the command in
+    one line, exit 2, on a JWKS it cannot read or use."""
+    if not config.rest_jwks:
+        return None
+    from hms_proxy.security import jwt
+    try:
+        jwks = jwt.Jwks(config.rest_jwks).load()
+    except jwt.JwksError as exc:
+        print(f"hms-proxy: error: --rest-jwks {config.rest_jwks}: {exc}", file=sys.stderr,
+              flush=True)
+        raise SystemExit(2) from None
+    return jwt.Issuer(jwks, config.rest_jwt_issuer, config.rest_jwt_audience,
+                      config.rest_jwt_user_claim)
 
 
 def _shown(host: str) -> str:
@@ -360,6 +379,8 @@ def run_serve(config: ServeConfig, argv: list[str]) -> int:
         # a keytab without the HTTP principal's key: exit 2 before anything starts
         load_spnego(config.security, (config.http_host if config.http_port is not None
                                       else config.rest_host) or config.host)
+    if config.rest_port is not None:
+        load_jwt_issuer(config)  # a JWKS it cannot use: exit 2 before anything starts
     if config.processes > 1:  # a supervisor of worker processes
         load_security(config.security)  # a bad file: exit 2 here, not in each worker
         return supervisor.run(config, argv)

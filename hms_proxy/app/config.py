@@ -141,6 +141,13 @@ class ServeConfig:
     rest_max_json_depth: int | None = None
     rest_max_schema_fields: int | None = None
     rest_max_updates: int | None = None
+    # OAuth2 bearer tokens of the REST door (hms_proxy.rest.oauth): its own tokens' lifetime,
+    # an external issuer's JWKS and checks
+    rest_token_lifetime: int = 3600
+    rest_jwks: str | None = None
+    rest_jwt_issuer: str | None = None
+    rest_jwt_audience: str | None = None
+    rest_jwt_user_claim: str = "sub"
 
     @property
     def any_read_only(self) -> bool:
@@ -160,6 +167,12 @@ class ServeConfig:
         for name in ("rest_max_json_depth", "rest_max_schema_fields", "rest_max_updates"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.rest_token_lifetime < 1:
+            raise ConfigError("--rest-token-lifetime must be at least 1 second")
+        if (self.rest_jwt_issuer or self.rest_jwt_audience) and not self.rest_jwks:
+            raise ConfigError("--rest-jwt-issuer and --rest-jwt-audience need --rest-jwks")
+        if not self.rest_jwt_user_claim:
+            raise ConfigError("--rest-jwt-user-claim cannot be empty")
 
 
 @dataclass(frozen=True)

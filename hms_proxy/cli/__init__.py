@@ -192,6 +192,20 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default 20000)")
     serve.add_argument("--rest-max-updates", type=int, default=None, metavar="N",
                        help="REST: updates of one table or view change (default 10000)")
+    serve.add_argument("--rest-token-lifetime", type=int, default=None, metavar="SECONDS",
+                       help="REST: how long a token of the door's OAuth2 endpoint "
+                            "(/v1/oauth/tokens, Iceberg clients' credential) is valid "
+                            "(default 3600)")
+    serve.add_argument("--rest-jwks", default=None, metavar="URL|FILE",
+                       help="REST: also take bearer JWTs of an external issuer (RS256, "
+                            "ES256) signed by a key of this JWKS (a file, or an https URL "
+                            "re-read every 5 minutes)")
+    serve.add_argument("--rest-jwt-issuer", default=None, metavar="ISS",
+                       help="REST: the iss an external JWT must carry")
+    serve.add_argument("--rest-jwt-audience", default=None, metavar="AUD",
+                       help="REST: the aud an external JWT must carry")
+    serve.add_argument("--rest-jwt-user-claim", default=None, metavar="CLAIM",
+                       help="REST: the claim of an external JWT naming the user (default sub)")
     serve.set_defaults(func=cmd_serve)
 
     bench.register(sub)

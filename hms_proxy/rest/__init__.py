@@ -7,5 +7,6 @@ handler, locks, access rules, audit, metrics and cascades), so an Iceberg table 
 whose ``metadata_location`` either protocol reads and commits. Modules: :mod:`.errors` (the
 Iceberg error model), :mod:`.metadata` (metadata files), :mod:`.hive_form` (an Iceberg table as
 an HMS table), :mod:`.catalog` (the operations), :mod:`.limits` (what one request may ask),
-:mod:`.app` (routes), :mod:`.openapi` (their OpenAPI document), :mod:`.server` (HTTP).
+:mod:`.app` (routes), :mod:`.oauth` (the OAuth2 token endpoint and bearer tokens),
+:mod:`.openapi` (the routes' OpenAPI document), :mod:`.server` (HTTP).
 """

@@ -7,8 +7,11 @@ token without a secret (a claimed user, as ``set_ugi`` without a secret), or nob
 (anonymous). With ``serve --http-kerberos-principal``, ``Authorization: Negotiate`` (Kerberos
 SPNEGO, :mod:`hms_proxy.security.spnego`) names the caller as the Thrift listeners' SASL does;
 a token not accepted is 403, and a claimed user is not believed (anonymous; an anonymous
-caller refused by the rules gets 401 with a Negotiate challenge). The access rules, the audit
-log and ``--read-only`` then apply exactly as to a Thrift call on that ref.
+caller refused by the rules gets 401 with a Negotiate challenge). A bearer token that is a JWT
+(:mod:`hms_proxy.rest.oauth`: one of this door's token endpoint, ``POST /v1/oauth/tokens``, or
+an external issuer's under ``--rest-jwks``) names its user, auth ``token`` or ``jwt``; one that
+does not verify is 401, never anonymous. The access rules, the audit log and ``--read-only``
+then apply exactly as to a Thrift call on that ref.
 """
 from __future__ import annotations
 
@@ -24,10 +27,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hms_proxy.rest import errors, limits, openapi
+from hms_proxy.rest import errors, limits, oauth, openapi
 from hms_proxy.rest.catalog import RestCatalog
 from hms_proxy.rest.errors import RestError
 from hms_proxy.rest.metadata import INLINE, Blocking
+from hms_proxy.security import jwt
 from hms_proxy.thrift.processor import CallContext
 
 log = logging.getLogger("hms_proxy.rest")
@@ -66,8 +70,11 @@ class RestApp:
     def __init__(self, catalog: RestCatalog, store, default_ref: str, guard=None,
                  read_only: bool = False, listener: str = "", defaults: dict | None = None,
                  inline_reads: bool = False, bounds: limits.RestLimits = limits.DEFAULT,
-                 spnego=None):
+                 spnego=None, tokens: oauth.Tokens | None = None):
         self.catalog = catalog
+        # OAuth2 bearer tokens: this door's own (its token endpoint), an external issuer's
+        self.tokens = tokens if tokens is not None else oauth.Tokens(store, default_ref)
+        token_endpoint = oauth.TokenEndpoint(self.tokens, guard, spnego, listener)
         self.spnego = spnego  # hms_proxy.security.spnego.Spnego, or None
         self.challenge = 'Basic realm="hms-proxy"'
         if spnego is not None:
@@ -87,6 +94,7 @@ class RestApp:
         self.defaults = dict(defaults or {})
         self.asgi = Starlette(exception_handlers={404: _not_found, 405: _not_allowed}, routes=[
             Route("/v1/config", self._wrap(self.config, prefix=False), methods=["GET"]),
+            Route(oauth.PATH, token_endpoint.handle, methods=["POST"]),
             Route("/v1/{prefix}/namespaces", self._wrap(self.namespaces),
                   methods=["GET", "POST"]),
             Route(NS, self._wrap(self.namespace), methods=["GET", "HEAD", "DELETE"]),
@@ -153,8 +161,8 @@ class RestApp:
             # anonymous and refused by the rules: asked to say who it is (curl --negotiate
             # and Hadoop's clients send a token only when challenged)
             error = RestError(401, "NotAuthorizedException", error.message)
-        headers = {"WWW-Authenticate": self.challenge} if error.status == 401 else \
-            (_negotiated(request) or None)
+        headers = {"WWW-Authenticate": getattr(error, "challenge", None) or self.challenge} \
+            if error.status == 401 else (_negotiated(request) or None)
         if request.method == "HEAD":
             return Response(status_code=error.status, headers=headers)
         return Response(json.dumps(error.body()), status_code=error.status, media_type=JSON,
@@ -174,6 +182,8 @@ class RestApp:
         scheme, _, value = header.partition(" ")
         if scheme.lower() == "negotiate" and self.spnego is not None:
             return self._negotiate(request, ctx, value)
+        if scheme.lower() == "bearer" and jwt.looks_like_jwt(value.strip()):
+            return self._bearer(request, ctx, value.strip())
         if scheme.lower() == "bearer" and value:
             user, _, secret = value.strip().partition(":")
             secret = secret or None
@@ -200,6 +210,26 @@ class RestApp:
             ctx.identity, ctx.auth = None, "none"
         else:
             ctx.identity, ctx.auth = user, "ugi"
+
+    def _bearer(self, request: Request, ctx: CallContext, token: str) -> None:
+        """The caller of an OAuth2 bearer token (a JWT); one that does not verify is 401 and
+        in the audit log. An external issuer's is verified in the thread pool (its JWKS may
+        have to be fetched)."""
+        if INLINE.get() and self.tokens.external is not None:
+            raise Blocking
+        try:
+            bearer = self.tokens.verify(token)
+        except jwt.BadToken as exc:
+            refused = oauth.BearerRefused(str(exc))
+            log.info("bearer token from %s refused: %s", ctx.peer, exc)
+            audit = getattr(self.guard, "audit", None)
+            if audit is not None:
+                ctx.call = "authenticate"
+                audit.record(ctx, "authenticate", "", "denied", refused.message, obj="")
+            raise refused from None
+        ctx.identity = ctx.user = bearer.user
+        ctx.auth = bearer.auth
+        ctx.principal = bearer.principal
 
     def _negotiate(self, request: Request, ctx: CallContext, value: str) -> None:
         """The caller of a Negotiate token, accepted once per request (an inline read retried

@@ -4,8 +4,9 @@ after the Iceberg REST catalog protocol (its paths, field names and error model)
 ``GET /openapi.json`` of the door (outside ``/v1``, where every Iceberg path is), and fuzzed with
 schemathesis by ``tests/e2e/rest/test_rest_fuzz.py``: no 5xx, and every 4xx an error body.
 
-It describes what this catalog serves, not the whole protocol: no scan planning, credentials or
-OAuth tokens (docs/iceberg-rest.md, "What is served"). Response bodies are described loosely
+It describes what this catalog serves, not the whole protocol: no scan planning or credentials
+(docs/iceberg-rest.md, "What is served"), and not the OAuth token endpoint (a form, not JSON:
+:mod:`hms_proxy.rest.oauth`). Response bodies are described loosely
 (a table's metadata is the metadata file as written, whatever its format version holds);
 request bodies as the protocol has them, so that generated requests reach the catalog's checks.
 """
