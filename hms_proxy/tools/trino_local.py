@@ -240,8 +240,8 @@ def _jvm_options(etc: Path, data: Path, port: int) -> list[str]:
             f"-Dnode.data-dir={data}", "-Dnode.internal-address=127.0.0.1",
             f"-Dlog.levels-file={etc / 'log.properties'}",
             # the realm of a catalog with Kerberos (hive.metastore.authentication.type): the
-            # JVM reads this file at its first Kerberos use, so whoever adds such a catalog
-            # writes it first (TrinoProcess.krb5_conf)
+            # JVM reads this file once, at its first Kerberos use, so a Trino for such catalogs
+            # starts with it in place (tests/e2e/trino/test_trino_kerberos.py)
             f"-Djava.security.krb5.conf={etc / 'krb5.conf'}"]
 
 
@@ -269,12 +269,6 @@ class TrinoProcess(LocalProcess):
             cur = conn.cursor()
             cur.execute(sql)
             return cur.fetchall()
-
-    @property
-    def krb5_conf(self) -> Path:
-        """Where this JVM reads the Kerberos configuration (``java.security.krb5.conf``) at its
-        first Kerberos use."""
-        return self.workdir / "etc" / "krb5.conf"
 
     def add_catalog(self, name: str, props: dict[str, str], connector: str = "hive") -> None:
         self.execute(create_catalog_sql(name, props, connector))

@@ -277,12 +277,12 @@ def test_ten_thousand_partitions_list_in_pages(lake, tmp_path):
             warm = time.perf_counter() - started
             assert len(again) == PARTITIONS
             warm_calls = real.api_calls() - before
-            # nothing but background refreshes (one may straddle the counts' edges): the
-            # listing is served from memory
+            # nothing but background refreshes (one may straddle each of the counts' two
+            # edges): the listing is served from memory
             refreshes = warm_calls.get("DiffBranch", 0)
             assert set(warm_calls) <= {"DiffBranch", "GetBranch", "ListObjects"}, warm_calls
-            assert abs(warm_calls.get("ListObjects", 0) - refreshes) <= 1, warm_calls
-            assert abs(warm_calls.get("GetBranch", 0) - refreshes) <= 1, warm_calls
+            assert abs(warm_calls.get("ListObjects", 0) - refreshes) <= 2, warm_calls
+            assert abs(warm_calls.get("GetBranch", 0) - refreshes) <= 2, warm_calls
     finally:
         server.stop()
     print(f"get_partitions({PARTITIONS}) over a real local lakeFS: cold {cold:.2f} s, "

@@ -12,7 +12,6 @@ from hms_proxy.tools import kdc as kdc_tool
 from tests.support.kerberos import (Realm, client_modules_missing, ready_as,
                                     start_stock_kerberized)
 from tests.support.proxy import start_proxy
-from tests.support.trino import add_catalog, real_trino
 
 pytestmark = [pytest.mark.slow, pytest.mark.trino, pytest.mark.timeout(900),
               pytest.mark.skipif(bool(kdc_tool.missing() or client_modules_missing()),
@@ -27,6 +26,24 @@ def realm(tmp_path_factory):
         yield Realm(kdc, folder)
     finally:
         kdc.stop()
+
+
+@pytest.fixture(scope="module")
+def trino(realm, tmp_path_factory):
+    """A Trino of its own, its krb5.conf this realm's from the start: a JVM reads
+    java.security.krb5.conf once, at its first Kerberos use, which in the session's shared Trino
+    may come before this realm exists."""
+    from hms_proxy.tools import trino_local
+
+    workdir = tmp_path_factory.mktemp("trino-krb")
+    (workdir / "etc").mkdir()
+    shutil.copyfile(realm.kdc.folder / "krb5.conf", workdir / "etc" / "krb5.conf")
+    try:
+        proc = trino_local.start_trino(workdir)
+    except trino_local.JavaMissing as exc:  # no Java 24+ JDK on this machine: say so
+        pytest.skip(str(exc))
+    yield proc
+    proc.stop()
 
 
 def _statements(warehouse) -> list[str]:
@@ -57,10 +74,9 @@ def _run(trino, catalog: str, warehouse) -> list:
     return out
 
 
-def test_trino_kerberized_catalog_creates_inserts_and_reads(realm, tmp_path):
-    trino = real_trino()
-    # the JVM reads its krb5.conf at its first Kerberos use: this realm's, before the catalogs
-    shutil.copyfile(realm.kdc.folder / "krb5.conf", trino.krb5_conf)
+def test_trino_kerberized_catalog_creates_inserts_and_reads(realm, trino, tmp_path):
+    from hms_proxy.tools import trino_local
+
     keytab = realm.kdc.keytab("trino")
     stock = start_stock_kerberized(realm, tmp_path / "stock")
     ours = start_proxy(tmp_path / "server", *realm.server_args(), env=realm.server_env(),
@@ -74,8 +90,9 @@ def test_trino_kerberized_catalog_creates_inserts_and_reads(realm, tmp_path):
         for name, proc in (("stock", stock), ("ours", ours)):
             warehouse = tmp_path / f"wh-{name}"
             warehouse.mkdir()
-            catalog = add_catalog(f"thrift://localhost:{proc.port}", prefix="krb",
-                                  extra=kerberos)
+            catalog = f"krb_{name}"
+            trino.add_catalog(catalog, trino_local.hive_catalog(
+                f"thrift://localhost:{proc.port}", extra=kerberos))
             try:
                 answers[name] = _run(trino, catalog, warehouse)
             finally:
