@@ -21,7 +21,7 @@ from hms_proxy.security.kerberos import AuthenticationFailed
 from hms_proxy.tools import kdc as kdc_tool
 from hms_proxy.tools.metastores import start_proxy, start_stock_hms
 from tests.support.client import Client
-from tests.support.kerberos import Realm, client_modules_missing, ready_as, sasl_client
+from tests.support.kerberos import client_modules_missing, ready_as, sasl_client, started_realm
 
 # a token the stock HMS 2.3.10 issued to alice (renewer alice), and its identifier as its
 # DBTokenStore lists it
@@ -125,12 +125,8 @@ kerberized = pytest.mark.skipif(bool(kdc_tool.missing() or client_modules_missin
 
 @pytest.fixture(scope="module")
 def realm(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("krb-dt")
-    kdc = kdc_tool.KDC(folder / "kdc").start()
-    try:
-        yield Realm(kdc, folder)
-    finally:
-        kdc.stop()
+    with started_realm(tmp_path_factory.mktemp("krb-dt")) as realm:
+        yield realm
 
 
 @pytest.fixture(scope="module")

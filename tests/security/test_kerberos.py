@@ -17,8 +17,8 @@ import pytest
 from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 from hms_proxy.tools import kdc as kdc_tool
 from hms_proxy.tools.metastores import start_proxy
-from tests.support.kerberos import (Realm, as_user, client_modules_missing, ready_as, sasl_client,
-                                    start_stock_kerberized)
+from tests.support.kerberos import (as_user, client_modules_missing, ready_as, sasl_client,
+                                    start_stock_kerberized, started_realm)
 from tests.support.process import REPO_ROOT
 from tests.support.wait import wait_until
 
@@ -31,12 +31,8 @@ SASL_TIMEOUT = 3.0  # ours: a negotiation that has not ended after this is dropp
 
 @pytest.fixture(scope="module")
 def realm(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("krb")
-    kdc = kdc_tool.KDC(folder / "kdc").start()
-    try:
-        yield Realm(kdc, folder)
-    finally:
-        kdc.stop()
+    with started_realm(tmp_path_factory.mktemp("krb")) as realm:
+        yield realm
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import requests
 
 from hms_proxy.tools import kdc as kdc_tool
 from hms_proxy.tools.metastores import start_proxy
-from tests.support.kerberos import Realm, as_user, client_modules_missing, ready_as
+from tests.support.kerberos import as_user, client_modules_missing, ready_as, started_realm
 
 pytestmark = pytest.mark.skipif(bool(kdc_tool.missing() or client_modules_missing()),
                                 reason=kdc_tool.missing() or client_modules_missing() or "")
@@ -23,14 +23,9 @@ FORM = {"grant_type": "client_credentials", "scope": "catalog"}
 
 @pytest.fixture(scope="module")
 def realm(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("krb")
-    kdc = kdc_tool.KDC(folder / "kdc").start()
-    try:
-        realm = Realm(kdc, folder)
-        realm.http_keytab = kdc.keytab("HTTP/localhost")
+    with started_realm(tmp_path_factory.mktemp("krb")) as realm:
+        realm.http_keytab = realm.kdc.keytab("HTTP/localhost")
         yield realm
-    finally:
-        kdc.stop()
 
 
 @pytest.fixture(scope="module")

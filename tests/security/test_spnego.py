@@ -16,7 +16,7 @@ import requests
 
 from hms_proxy.tools import kdc as kdc_tool
 from hms_proxy.tools.metastores import start_proxy
-from tests.support.kerberos import Realm, as_user, client_modules_missing, ready_as
+from tests.support.kerberos import as_user, client_modules_missing, ready_as, started_realm
 from tests.support.process import REPO_ROOT
 
 pytestmark = pytest.mark.skipif(bool(kdc_tool.missing() or client_modules_missing()),
@@ -29,14 +29,9 @@ RULES = {"rules": [{"branches": "main", "read": ["alice", "bob", "carol"],
 
 @pytest.fixture(scope="module")
 def realm(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("krb")
-    kdc = kdc_tool.KDC(folder / "kdc").start()
-    try:
-        realm = Realm(kdc, folder)
-        realm.http_keytab = kdc.keytab("HTTP/localhost")  # only the HTTP principal's key
+    with started_realm(tmp_path_factory.mktemp("krb")) as realm:
+        realm.http_keytab = realm.kdc.keytab("HTTP/localhost")  # only the HTTP principal's key
         yield realm
-    finally:
-        kdc.stop()
 
 
 @pytest.fixture(scope="module")

@@ -61,6 +61,19 @@ class Realm:
 
 
 @contextmanager
+def started_realm(folder: Path) -> Iterator[Realm]:
+    """A KDC of its own in ``folder`` (hms_proxy.tools.kdc) and its Realm, stopped on leaving:
+    a module's ``realm`` fixture."""
+    from hms_proxy.tools.kdc import KDC
+
+    kdc = KDC(folder / "kdc").start()
+    try:
+        yield Realm(kdc, folder)
+    finally:
+        kdc.stop()
+
+
+@contextmanager
 def as_user(realm: Realm, user: str | None):
     """This process's Kerberos environment set to ``user``'s ticket cache (None: no ticket)."""
     saved = {k: os.environ.get(k) for k in ("KRB5_CONFIG", "KRB5CCNAME")}

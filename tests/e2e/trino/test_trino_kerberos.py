@@ -9,8 +9,8 @@ import shutil
 import pytest
 
 from hms_proxy.tools import kdc as kdc_tool
-from tests.support.kerberos import (Realm, client_modules_missing, ready_as,
-                                    start_stock_kerberized)
+from tests.support.kerberos import (client_modules_missing, ready_as,
+                                    start_stock_kerberized, started_realm)
 from tests.support.proxy import start_proxy
 
 pytestmark = [pytest.mark.slow, pytest.mark.trino, pytest.mark.timeout(900),
@@ -20,12 +20,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.trino, pytest.mark.timeout(900),
 
 @pytest.fixture(scope="module")
 def realm(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("krb-trino")
-    kdc = kdc_tool.KDC(folder / "kdc").start()
-    try:
-        yield Realm(kdc, folder)
-    finally:
-        kdc.stop()
+    with started_realm(tmp_path_factory.mktemp("krb-trino")) as realm:
+        yield realm
 
 
 @pytest.fixture(scope="module")
