@@ -14,17 +14,14 @@ frames after it are wrapped when the layer is ``auth-int`` or ``auth-conf``.
 """
 from __future__ import annotations
 
-import io
 import struct
 
-from thrift.transport.TTransport import CReadableTransport, TTransportBase, TTransportException
+from thrift.transport.TTransport import TTransportException
 
 from hms_proxy.security.access import ConfigError
 from hms_proxy.security.kerberos import AUTH, AUTH_CONF, AUTH_INT, INSTALL_HINT, _gss_text
-
-START, OK, BAD, ERROR, COMPLETE = 1, 2, 3, 4, 5
-MAX_NEGOTIATION_MESSAGE = 1 << 20
-MAX_STEPS = 16
+from hms_proxy.security.sasl import (BAD, COMPLETE, ERROR, MAX_NEGOTIATION_MESSAGE, MAX_STEPS,
+                                     OK, START, SaslTransport)
 
 
 class GssapiClient:
@@ -54,7 +51,7 @@ class GssapiClient:
         """The upstream's principal, ``_HOST`` replaced by the host of its URI."""
         return self.service_principal.replace("/_HOST", "/" + host.lower(), 1)
 
-    def open(self, trans, host: str) -> "SaslClientTransport":
+    def open(self, trans, host: str) -> SaslTransport:
         """Negotiates over ``trans`` (an open TSocket); the transport for the calls. Raises
         TTransportException with the server's or the GSS-API's reason."""
         gssapi = self._gssapi
@@ -80,7 +77,7 @@ class GssapiClient:
                     if qop is None:
                         raise TTransportException(TTransportException.NOT_OPEN,
                                                   "the upstream ended SASL negotiation early")
-                    return SaslClientTransport(trans, context, qop, self.max_frame)
+                    return SaslTransport(trans, _Layer(context, qop), self.max_frame)
                 if status != OK:
                     raise TTransportException(TTransportException.NOT_OPEN,
                                               f"SASL negotiation: unexpected status {status}")
@@ -127,58 +124,15 @@ def _receive(trans) -> tuple[int, bytes]:
     return status, trans.readAll(length) if length else b""
 
 
-class SaslClientTransport(TTransportBase, CReadableTransport):
-    """The calls' frames after the negotiation (wrapped above ``auth``)."""
+class _Layer:
+    """The security layer negotiated, in the shape SaslTransport takes a mechanism's."""
 
-    def __init__(self, trans, context, qop: int, max_frame: int):
-        self._trans = trans
-        self._context = context
-        self._qop = qop
-        self._max = max_frame
-        self._rbuf = io.BytesIO(b"")
-        self._wbuf = io.BytesIO()
+    def __init__(self, context, qop: int):
+        self.context, self.qop = context, qop
+        self.wraps = qop != AUTH
 
-    def isOpen(self):
-        return self._trans.isOpen()
+    def wrap(self, data: bytes) -> bytes:
+        return self.context.wrap(data, self.qop == AUTH_CONF).message
 
-    def close(self):
-        self._trans.close()
-
-    def read(self, sz):
-        ret = self._rbuf.read(sz)
-        if ret:
-            return ret
-        self._read_frame()
-        return self._rbuf.read(sz)
-
-    def _read_frame(self):
-        (size,) = struct.unpack("!i", self._trans.readAll(4))
-        if size < 0 or size > self._max:
-            raise TTransportException(TTransportException.SIZE_LIMIT,
-                                      f"a frame of {size} bytes from the upstream")
-        data = self._trans.readAll(size)
-        if self._qop != AUTH:
-            data = self._context.unwrap(data).message
-        self._rbuf = io.BytesIO(data)
-
-    def write(self, buf):
-        self._wbuf.write(buf)
-
-    def flush(self):
-        data = self._wbuf.getvalue()
-        self._wbuf = io.BytesIO()
-        if self._qop != AUTH:
-            data = self._context.wrap(data, self._qop == AUTH_CONF).message
-        self._trans.write(struct.pack("!i", len(data)) + data)
-        self._trans.flush()
-
-    @property
-    def cstringio_buf(self):
-        return self._rbuf
-
-    def cstringio_refill(self, prefix, reqlen):
-        while len(prefix) < reqlen:
-            self._read_frame()
-            prefix += self._rbuf.getvalue()
-        self._rbuf = io.BytesIO(prefix)
-        return self._rbuf
+    def unwrap(self, data: bytes) -> bytes:
+        return self.context.unwrap(data).message
