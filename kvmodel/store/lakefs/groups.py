@@ -36,6 +36,7 @@ import random
 import threading
 import time
 import uuid
+from collections import deque
 from contextlib import contextmanager
 
 from kvmodel.store.errors import WriteConflict
@@ -46,6 +47,7 @@ from kvmodel.store.lakefs.views import _BranchState
 DEPTH = int(os.environ.get("HMS_LAKEFS_WRITE_DEPTH", "3"))
 CONTENDED_S = 2.0  # after a slot lost to another server, groups go one at a time this long
 CONTENDED_PAUSE_S = 0.03  # and each waits up to this before it takes off (Lanes.pause)
+LANDED_KEPT = 256  # nonces of a branch's latest landed groups kept (Lanes.own)
 
 
 class Group:
@@ -67,13 +69,17 @@ class Group:
         self.done = threading.Event()
         self.reads: set = set()  # the keys its transactions read
         self.ranges: list = []  # and the ranges they scanned
+        self.seen: set = set()  # the ends of the chains they were decided over (head, seq, nonce)
 
-    def join(self, changes: dict, reads=(), ranges=()) -> bool:
-        """Add a transaction's changes (and what it read); whether it is the group's first
-        member (its leader)."""
+    def join(self, changes: dict, reads=(), ranges=(), seen=None) -> bool:
+        """Add a transaction's changes (and what it read, and the end of the branch's chain
+        in the state it read: ``seen``); whether it is the group's first member (its
+        leader)."""
         self.changes.update(changes)
         self.reads.update(reads)
         self.ranges.extend(ranges)
+        if seen is not None:
+            self.seen.add(seen)
         self.members += 1
         return self.members == 1
 
@@ -108,6 +114,12 @@ class Lanes:
         self.exclusive_waiting = 0
         self.holding: Group | None = None  # taken to a later slot: none takes off meanwhile
         self.contended_until = 0.0  # another server wrote the branch lately: one at a time
+        self.landed: deque = deque(maxlen=LANDED_KEPT)  # the nonces of our latest groups
+
+    def own(self) -> set:
+        """The nonces of this server's groups in flight and lately landed: the entries a
+        write decided here saw through :meth:`over` if they are after its state."""
+        return {*self.landed, *(g.nonce for g in self.flying)}
 
     def busy(self) -> bool:
         return bool(self.flying or self.adrift) or self.forming is not None
@@ -184,19 +196,24 @@ class Lanes:
                             last_nonce=state.last_nonce, next_slot=state.next_slot,
                             writers=state.writers)
 
-    def join(self, changes: dict, reads=(), ranges=()) -> tuple[Group, bool]:
-        """A transaction's changes (and what it read) into the forming group (lock held):
-        (its group, whether it leads it)."""
+    def join(self, changes: dict, reads=(), ranges=(), seen=None) -> tuple[Group, bool]:
+        """A transaction's changes (and what it read, and the end of the chain it read)
+        into the forming group (lock held): (its group, whether it leads it)."""
         if self.forming is None:
             self.forming = Group()
         group = self.forming
-        return group, group.join(changes, reads, ranges)
+        return group, group.join(changes, reads, ranges, seen)
 
-    def take_off(self, group: Group, first) -> bool:
+    def take_off(self, group: Group, first, check=None) -> bool:
         """The leader of ``group``: wait until fewer than ``depth`` groups are in flight, then
         put it in flight (lock held) in the slot after the last one, decided over it, or where
         ``first()`` says ((slot, the nonce of the chain's end or None, the latest writer's
-        time) of the branch's state); False when it failed meanwhile (over a failed group)."""
+        time) of the branch's state); False when it failed meanwhile (over a failed group).
+
+        The branch's state may have moved on while the leader waited (a refresh saw another
+        server's writes): ``check(group)`` raises :class:`WriteConflict` when what was written
+        after the states its members read changed what they read; the group then fails (its
+        members decide again), else it would be placed after writes none of them saw."""
         while (len(self.flying) >= self.depth_now() or self.holding is not None) and \
                 group.error is None:
             self.cond.wait()
@@ -204,6 +221,13 @@ class Lanes:
             return False
         if self.forming is group:
             self.forming = None
+        if check is not None:
+            try:
+                check(group)
+            except WriteConflict as conflict:
+                group.fail(conflict)
+                self.cond.notify_all()
+                return False
         if self.flying:
             before = self.flying[-1]
             group.seq, group.pred, last_time = before.seq + 1, before.nonce, before.stamp
@@ -250,6 +274,7 @@ class Lanes:
             while self.flying and self.flying[0].uploaded:
                 ready = self.flying.pop(0)
                 install(ready)
+                self.landed.append(ready.nonce)
                 ready.done.set()
         self.cond.notify_all()
 

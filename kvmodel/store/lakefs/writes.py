@@ -140,13 +140,60 @@ class Writes:
         :class:`WriteConflict`."""
         if since is not None:
             self._check_since(name, lanes, since, reads, ranges)
-        group, leads = lanes.join(changes, reads, ranges)
+            seen = self._branches.get(name) or state  # what it was checked against
+        else:
+            seen = state
+        group, leads = lanes.join(changes, reads, ranges,
+                                  (seen.head, seen.last_seq, seen.last_nonce))
         pause = lanes.pause() if leads else 0.0
         if pause:  # another server writes the branch too: give its next upload a chance
             lanes.cond.wait(pause)  # (the lock is released meanwhile: writes join)
-        if leads and not lanes.take_off(group, lambda: self._chain_end(name, state)):
+        if leads and not lanes.take_off(group, lambda: self._chain_end(name, state),
+                                        lambda g: self._check_unseen(name, lanes, g)):
             raise group.error
         return group, leads
+
+    def _check_unseen(self, name: str, lanes: Lanes, group: Group) -> None:
+        """:class:`WriteConflict` when the branch's state now (where ``group`` goes, after
+        it) holds another server's entries that its members did not see (they came with a
+        refresh after they read the state) and that changed what they read (lock held)."""
+        current = self._branches.get(name)
+        if current is None:
+            return  # placed after the state it was decided over: a taken slot says
+        own = lanes.own()
+        for head, seq, nonce in group.seen:
+            keys = self._foreign_since(name, current, head, seq, nonce, own)
+            if keys is None or group.touched_by(keys):
+                raise WriteConflict(f"branch {name!r} changed what this write read while "
+                                    "it waited to be uploaded; read again")
+
+    @staticmethod
+    def _foreign_since(name: str, state: _BranchState, head: str, seq: int, nonce: str,
+                       own: set) -> set | None:
+        """The keys written by the entries of ``state``'s chain after slot ``seq`` (its
+        entry's ``nonce``, at ``head``) but those of this server's groups (``own``); None
+        when that end is not in ``state``'s chain (another server's fold or commit since:
+        what it wrote is not known here)."""
+        if head != state.head:
+            return None
+        if seq >= state.last_seq:
+            return set()  # nothing after it here (a later state's slot is taken: a 412)
+        keys: set = set()
+        first_after = None
+        for obj in reversed(state.entries):  # from the end: a busy log is long
+            if obj.directory != name or obj.seq is None:
+                continue
+            if obj.seq <= seq:
+                if obj.seq == seq:
+                    return keys if obj.nonce == nonce else None
+                break
+            first_after = obj
+            if obj.nonce not in own:
+                keys.update(state.contents.get(obj.cache_key, {}))
+        # its end is not an entry here (a fold entry, or nothing): the first after it says
+        if first_after is None or first_after.pred not in (None, nonce or None):
+            return None
+        return keys
 
     def _fly(self, name: str, lanes: Lanes, state: _BranchState, group: Group,
              leads: bool) -> None:
