@@ -67,3 +67,30 @@ def test_bench_visibility_two_servers_over_one_lakefs_branch(tmp_path, capsys):
     assert result["writes"] == 5 and result["own_writes_not_read_back"] == 0
     assert 0 <= result["median_ms"] <= result["p99_ms"] <= result["worst_ms"]
     assert "read back through A at once: 5 of 5" in capsys.readouterr().out
+
+
+def test_bench_kerberized_with_privacy(tmp_path):
+    """``--kerberos privacy``: the bench's own KDC, our server Kerberized with auth-conf, and
+    the JVM client's every connection over SASL GSSAPI with auth-conf: every call answered."""
+    from hms_proxy.tools import kdc
+
+    if kdc.missing():
+        pytest.skip(kdc.missing())
+    pytest.importorskip("gssapi")
+    out_json = tmp_path / "bench.json"
+    args = parse(["bench", "--start-proxy", "--kerberos", "privacy", "--partitions", "100",
+                  "--iterations", "2", "--warmup", "1", "--duration", "0.5",
+                  "--throughput-rounds", "1", "--json", str(out_json)])
+    assert args.func(args) == 0
+    result = json.loads(out_json.read_text())
+    assert result["kerberos"] == "privacy"
+    assert "--kerberos privacy" in result["command"]
+    for row in result["rows"]:
+        assert row["errors"] == {}, row
+        assert row["target_median"] is not None, row
+
+
+def test_bench_kerberos_makes_its_own_realm_only():
+    args = parse(["bench", "--target", "thrift://localhost:9083", "--kerberos", "privacy"])
+    with pytest.raises(SystemExit, match="realm of its own"):
+        args.func(args)

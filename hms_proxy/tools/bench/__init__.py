@@ -40,6 +40,12 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--start-oracle", action="store_true",
                    help="start the stock HMS 2.3.10 (PySpark's jars, embedded Derby) in a temporary "
                         "directory as the --against side, stop it afterwards")
+    p.add_argument("--kerberos", choices=("authentication", "integrity", "privacy"),
+                   default=None, metavar="PROTECTION",
+                   help="with --start-proxy and --start-oracle: both Kerberized in a realm the "
+                        "bench makes (an MIT KDC on loopback), hadoop.rpc.protection set to "
+                        "PROTECTION (authentication, integrity, or privacy: auth-conf, every "
+                        "frame encrypted); the JVM client logs in from a ticket")
     p.add_argument("--partitions", type=int, default=10_000,
                    help="partitions in the benchmark table (default 10000)")
     p.add_argument("--iterations", type=int, default=None,

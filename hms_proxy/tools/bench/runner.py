@@ -81,11 +81,13 @@ def compile_client() -> Path:
 class JavaClient:
     """The HmsBench process: one command per line in, one JSON object per line out."""
 
-    def __init__(self, classes: Path, log_path: Path):
+    def __init__(self, classes: Path, log_path: Path, jvm_options: list[str] = (),
+                 env: dict | None = None):
         self._log = open(log_path, "ab")
         self.proc = subprocess.Popen(
-            ["java", "-Xmx2g", "-cp", f"{classes}{os.pathsep}{metastores.classpath()}", "HmsBench"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+            ["java", "-Xmx2g", *jvm_options, "-cp",
+             f"{classes}{os.pathsep}{metastores.classpath()}", "HmsBench"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=env,
             text=True, encoding="utf-8", bufsize=1, start_new_session=True)
 
     def call(self, *args) -> dict:
@@ -172,6 +174,8 @@ def command_line(args) -> str:
         parts.append("--start-oracle")
     elif args.against:
         parts += ["--against", args.against]
+    if getattr(args, "kerberos", None):
+        parts += ["--kerberos", args.kerberos]
     parts += ["--partitions", str(args.partitions)]
     defaults = {"iterations": None, "warmup": None, "clients": 8, "duration": 3.0,
                 "throughput_rounds": 3}
@@ -199,14 +203,29 @@ def run_bench(args) -> dict:
     client: JavaClient | None = None
     uris: dict[str, str] = {}
     started_by_us: set[str] = set()
+    realm = None
     try:
         log("compiling the JVM client (cached after the first run)")
         classes = compile_client()
+        if getattr(args, "kerberos", None):
+            if not (args.start_proxy and (args.start_oracle or not args.against)):
+                raise SystemExit("hms-proxy bench --kerberos makes a realm of its own: give "
+                                 "--start-proxy (and --start-oracle), not --target/--against")
+            from hms_proxy.tools.bench import kerberized
+            realm = kerberized.start(workroot, args.kerberos)
+            cleanup.append(realm.kdc.stop)
+            log(f"KDC of realm {realm.kdc.realm} on 127.0.0.1:{realm.kdc.port}; "
+                f"hadoop.rpc.protection={args.kerberos} ({kerberized.QOP[args.kerberos]})")
         if args.start_proxy:
             log("starting our server")
             options = _proxy_store(args, cleanup)
+            extra: list[str] = []
+            if realm is not None:
+                extra = realm.proxy_args()
+                options["env"] = realm.server_env(options.get("env"))
+                options["ask"] = realm.ask
             servers.append(metastores.start_proxy(workroot / "proxy", "--log-level", "WARNING",
-                                                  **options))
+                                                  *extra, **options))
             uris["target"] = servers[-1].uri
             started_by_us.add("target")
         elif args.target:
@@ -215,8 +234,9 @@ def run_bench(args) -> dict:
             raise SystemExit("give --target thrift://HOST:PORT or --start-proxy")
         if args.start_oracle:
             log("starting the stock HMS 2.3.10")
+            stock = {} if realm is None else realm.stock_options(workroot / "oracle")
             servers.append(metastores.start_stock_hms(workroot / "oracle", heap="2g",
-                                                      timeout=180.0))
+                                                      timeout=180.0, **stock))
             uris["against"] = servers[-1].uri
             started_by_us.add("against")
         elif args.against:
@@ -225,7 +245,9 @@ def run_bench(args) -> dict:
             log(f"{server.name} ready after {server.startup_seconds:.1f}s (log: {server.log_path})")
         sides = _sides("against" in uris)
         run_id = datetime.datetime.now().strftime("%Y%m%d_%H%M%S") + "_" + secrets.token_hex(3)
-        client = JavaClient(classes, workroot / "bench-client.log")
+        client = JavaClient(classes, workroot / "bench-client.log",
+                            *(() if realm is None else
+                              (realm.client_jvm_options(), realm.client_env())))
         for side in sides:
             host, port = parse_uri(uris[side])
             client.must("connect", side, host, port, f"hms_bench_{run_id}_{side}", TABLE, n)
@@ -243,6 +265,7 @@ def run_bench(args) -> dict:
             "target": uris.get("target"), "against": uris.get("against"),
             "started": sorted(started_by_us),
             "partitions": n, "clients": args.clients,
+            "kerberos": getattr(args, "kerberos", None),
             "machine": {**machine_info(java=True), "load_average_start": load_start,
                         "load_average_end": load_average()},
             "seconds": round(time.monotonic() - started, 1),
@@ -396,6 +419,8 @@ def render_markdown(result: dict) -> str:
         f"- target: {result['target']}" + (" (started by the bench)" if "target" in result["started"] else ""),
         f"- against: {result['against']}" + (" (started by the bench)" if "against" in result["started"] else ""),
         f"- partitions: {result['partitions']}, throughput clients: {result['clients']}",
+        *([f"- Kerberos: both sides Kerberized, hadoop.rpc.protection={result['kerberos']}"]
+          if result.get("kerberos") else []),
         f"- machine: {m.get('nproc')} CPUs ({m.get('cpu', '?')}), {m.get('ram_gb', '?')} GB RAM, "
         f"{m.get('java')}, Python {m.get('python')}, {m.get('platform')}",
         f"- load average (1, 5, 15 min) at start {m.get('load_average_start')}, "

@@ -17,6 +17,12 @@
  *   cleanup  NAME                             -> {"ok":true}  (drop_database cascade)
  *   quit
  *
+ * With the system property hmsbench.kerberos.service (e.g. "hive/localhost") every
+ * connection is Kerberized as a Hive client with hive.metastore.sasl.enabled makes it: libthrift's
+ * TSaslClientTransport with the JDK's GSSAPI, the quality of protection of hmsbench.qop (auth,
+ * auth-int or auth-conf: hadoop.rpc.protection's authentication, integrity, privacy) and the
+ * ticket of the user's cache (KRB5CCNAME, with -Djavax.security.auth.useSubjectCredsOnly=false).
+ *
  * Partition i of a table of N has ds = 2024-01-01 + (i / H) days and hr = i % H, where
  * H = ceil(N / 100): 100 distinct ds values, so `ds = "..."` selects 1% of the partitions.
  */
@@ -46,7 +52,9 @@ import org.apache.hadoop.hive.metastore.api.Table;
 import org.apache.hadoop.hive.metastore.api.ThriftHiveMetastore;
 import org.apache.thrift.TConfiguration;
 import org.apache.thrift.protocol.TBinaryProtocol;
+import org.apache.thrift.transport.TSaslClientTransport;
 import org.apache.thrift.transport.TSocket;
+import org.apache.thrift.transport.TTransport;
 
 public final class HmsBench {
     static final int SOCKET_TIMEOUT_MS = 600_000;
@@ -56,7 +64,7 @@ public final class HmsBench {
     static final class Endpoint {
         final String name, host, db, table;
         final int port, nparts, hours;
-        TSocket socket;
+        TTransport socket;
         ThriftHiveMetastore.Client client;
         Table tableObj;       // as the server answered get_table after create
         Partition altered;    // the partition alter_partition rewrites
@@ -86,12 +94,22 @@ public final class HmsBench {
         String partName(int i) { return "ds=" + ds(i) + "/hr=" + hr(i); }
     }
 
-    static TSocket openSocket(String host, int port) throws Exception {
+    static TTransport openSocket(String host, int port) throws Exception {
         TConfiguration conf = new TConfiguration(Integer.MAX_VALUE, TConfiguration.DEFAULT_MAX_FRAME_SIZE,
                                                  TConfiguration.DEFAULT_RECURSION_DEPTH);
         TSocket s = new TSocket(conf, host, port, SOCKET_TIMEOUT_MS);
-        s.open();
-        return s;
+        String service = System.getProperty("hmsbench.kerberos.service");
+        if (service == null) {
+            s.open();
+            return s;
+        }
+        String[] parts = service.split("/", 2);  // "hive/localhost": protocol, then server host
+        Map<String, String> props = new HashMap<>();
+        props.put("javax.security.sasl.qop", System.getProperty("hmsbench.qop", "auth"));
+        props.put("javax.security.sasl.server.authentication", "true");
+        TTransport sasl = new TSaslClientTransport("GSSAPI", null, parts[0], parts[1], props, null, s);
+        sasl.open();
+        return sasl;
     }
 
     final Map<String, Endpoint> endpoints = new HashMap<>();
@@ -386,11 +404,11 @@ public final class HmsBench {
     }
 
     String throughput(double seconds, int clients, Endpoint e) throws Exception {
-        List<TSocket> sockets = new ArrayList<>();
+        List<TTransport> sockets = new ArrayList<>();
         List<ThriftHiveMetastore.Client> cs = new ArrayList<>();
         try {
             for (int k = 0; k < clients; k++) {
-                TSocket s = openSocket(e.host, e.port);
+                TTransport s = openSocket(e.host, e.port);
                 sockets.add(s);
                 ThriftHiveMetastore.Client c = new ThriftHiveMetastore.Client(new TBinaryProtocol(s));
                 c.get_table(e.db, e.table);  // warm the connection
@@ -428,7 +446,7 @@ public final class HmsBench {
             return "{\"ok\":true,\"calls\":" + calls.get() + ",\"seconds\":" + took
                 + ",\"per_second\":" + (calls.get() / took) + "}";
         } finally {
-            for (TSocket s : sockets) s.close();
+            for (TTransport s : sockets) s.close();
         }
     }
 
