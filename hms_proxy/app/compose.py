@@ -124,8 +124,9 @@ class Security:
 
         from hms_proxy.hms.tokens import Delegation
         from hms_proxy.security import delegation, digest
+        from hms_proxy.security.proxyusers import ProxyUsers
         manager = Delegation(store, ref, delegation.Lifetimes.of(conf),
-                             self.kerberos.auth_to_local)
+                             self.kerberos.auth_to_local, ProxyUsers.of(conf))
         self.sasl.mechanisms[digest.DigestServer.name] = partial(
             digest.DigestServer, manager.lookup, manager.short_name)
         return manager

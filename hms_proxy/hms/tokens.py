@@ -48,6 +48,7 @@ from thrift.Thrift import TType
 from hms_proxy.hms import javafmt
 from hms_proxy.hms.family import Family
 from hms_proxy.security import delegation as dt
+from hms_proxy.security.proxyusers import NotAllowed, ProxyUsers
 from hms_proxy.thrift import errors
 from hms_proxy.thrift.processor import CloseConnection
 from kvmodel import codec
@@ -240,8 +241,9 @@ class Delegation:
     tests/security/test_delegation_tokens.py):
 
     - ``get_delegation_token(owner, renewer)``: the owner must be the caller (compared by short
-      names); anyone else is refused as Hadoop refuses an impersonation no
-      ``hadoop.proxyuser`` rule allows (none are configurable here); a connection
+      names), or one the caller may act for by the ``hadoop.proxyuser`` rules
+      (:mod:`hms_proxy.security.proxyusers`): then the token's real user is the caller's full
+      name; anyone else is refused as Hadoop refuses the impersonation; a connection
       authenticated by a token may get another one, as on the stock. The renewer is kept as
       its short name. Issue date now, maximum date now + max lifetime, renew date now + renew
       interval.
@@ -259,11 +261,13 @@ class Delegation:
     away) and are removed once expired; tokens whose renew or maximum date has passed are
     removed by the first token operation after each gc interval (the stock: a thread)."""
 
-    def __init__(self, store, ref: str, lifetimes: dt.Lifetimes, auth_to_local):
+    def __init__(self, store, ref: str, lifetimes: dt.Lifetimes, auth_to_local,
+                 proxy_users: ProxyUsers | None = None):
         self.store = store
         self.ref = ref
         self.lifetimes = lifetimes
         self.auth_to_local = auth_to_local
+        self.proxy_users = proxy_users or ProxyUsers()
         self._last_gc = 0
 
     # --- names ----------------------------------------------------------------------------
@@ -286,8 +290,15 @@ class Delegation:
             raise errors.MetaError(
                 f"java.lang.IllegalArgumentException: Illegal principal name {owner}: "
                 f"{_NO_MATCHING_RULE}: {exc}") from None
-        if owner_short != (getattr(ctx, "user", None) or self.short_name(caller)):
-            raise errors.MetaError(f"User: {caller} is not allowed to impersonate {owner}")
+        real_user = ""  # the caller when it acts for the owner (a proxy user)
+        caller_short = getattr(ctx, "user", None) or self.short_name(caller)
+        if owner_short != caller_short:
+            address = (getattr(ctx, "peer", "") or "").rpartition(":")[0]
+            try:
+                self.proxy_users.authorize(caller, caller_short, owner, owner_short, address)
+            except NotAllowed as exc:
+                raise errors.MetaError(str(exc)) from None
+            real_user = caller
         if renewer is None:  # Hadoop's Text of a null string
             raise errors.MetaError('java.lang.NullPointerException: Cannot invoke '
                                    '"String.toCharArray()" because "string" is null')
@@ -302,7 +313,7 @@ class Delegation:
             data = txn.get(NEXT_TOKEN_SEQUENCE)
             seq = 1 if data is None else codec.decode(StoredSequence, data).next
             txn.put(NEXT_TOKEN_SEQUENCE, codec.encode(StoredSequence(seq + 1)))
-            ident = dt.TokenIdentifier(owner, renewer_short, "", now,
+            ident = dt.TokenIdentifier(owner, renewer_short, real_user, now,
                                        now + self.lifetimes.max_lifetime, seq, key.key_id)
             raw = ident.to_bytes()
             password = dt.password_of(raw, key.key)

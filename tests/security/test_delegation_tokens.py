@@ -19,9 +19,10 @@ from hms_proxy.security import delegation as dt
 from hms_proxy.security.digest import DigestServer
 from hms_proxy.security.kerberos import AuthenticationFailed
 from hms_proxy.tools import kdc as kdc_tool
-from hms_proxy.tools.metastores import start_proxy, start_stock_hms
+from hms_proxy.tools.metastores import start_proxy
 from tests.support.client import Client
-from tests.support.kerberos import client_modules_missing, ready_as, sasl_client, started_realm
+from tests.support.kerberos import (client_modules_missing, ready_as, sasl_client,
+                                    start_stock_kerberized, started_realm)
 
 # a token the stock HMS 2.3.10 issued to alice (renewer alice), and its identifier as its
 # DBTokenStore lists it
@@ -129,25 +130,24 @@ def realm(tmp_path_factory):
         yield realm
 
 
+# Hadoop's proxy-user rules on both servers: alice may act for carol from loopback; bob may act
+# for carol, but not from here
+PROXY_RULES = {"hadoop.proxyuser.alice.hosts": "127.0.0.0/8",
+               "hadoop.proxyuser.alice.users": "carol",
+               "hadoop.proxyuser.bob.hosts": "10.1.2.3",
+               "hadoop.proxyuser.bob.users": "carol"}
+PROXY_CONF = [arg for k, v in PROXY_RULES.items() for arg in ("--conf", f"{k}={v}")]
+
+
 @pytest.fixture(scope="module")
 def stock(realm, tmp_path_factory):
     """The stock HMS 2.3.10 Kerberized (as in test_kerberos.py, the default protection) with
     its tokens in its database (DBTokenStore), as ours keeps them in its store."""
-    workdir = tmp_path_factory.mktemp("stock-dt")
-    conf = workdir / "conf"
-    conf.mkdir()
-    (conf / "core-site.xml").write_text(
-        '<?xml version="1.0"?>\n<configuration>\n'
-        "<property><name>hadoop.security.authentication</name><value>kerberos</value></property>\n"
-        "</configuration>\n")
-    proc = start_stock_hms(
-        workdir, conf_dir=conf, jvm_options=realm.kdc.jvm_options(), env=realm.server_env(),
-        extra_properties={"hive.metastore.sasl.enabled": "true",
-                          "hive.metastore.kerberos.principal": f"hive/localhost@{realm.name}",
-                          "hive.metastore.kerberos.keytab.file": str(realm.server_keytab),
-                          "hive.cluster.delegation.token.store.class":
-                              "org.apache.hadoop.hive.thrift.DBTokenStore"},
-        ask=ready_as(realm))
+    proc = start_stock_kerberized(
+        realm, tmp_path_factory.mktemp("stock-dt"), with_transactions=False,
+        extra_properties={"hive.cluster.delegation.token.store.class":
+                          "org.apache.hadoop.hive.thrift.DBTokenStore"},
+        core_site=PROXY_RULES)
     yield proc
     proc.stop()
 
@@ -157,10 +157,10 @@ def pair(realm, tmp_path_factory):
     """Two of our servers over one store, the second with two worker processes."""
     workdir = tmp_path_factory.mktemp("ours-dt")
     store = workdir / "store"
-    first = start_proxy(workdir / "a", *realm.server_args(), store=store,
+    first = start_proxy(workdir / "a", *realm.server_args(*PROXY_CONF), store=store,
                         env=realm.server_env(), ask=ready_as(realm))
-    second = start_proxy(workdir / "b", *realm.server_args("--processes", "2"), store=store,
-                         env=realm.server_env(), ask=ready_as(realm))
+    second = start_proxy(workdir / "b", *realm.server_args("--processes", "2", *PROXY_CONF),
+                         store=store, env=realm.server_env(), ask=ready_as(realm))
     yield first, second
     second.stop()
     first.stop()
@@ -253,6 +253,8 @@ def _session(realm, issuer, user) -> dict:
         other = _outcome(lambda: alice.get_delegation_token(f"alice@{name}", f"bob@{name}"))
         answers["get alice@R bob@R"] = (other[0], _shape(other[1]))
         answers["get for bob"] = _outcome(lambda: alice.get_delegation_token("bob", "alice"))
+        carols = _outcome(lambda: alice.get_delegation_token("carol", "alice"))
+        answers["get for carol (a proxy user)"] = (carols[0], _shape(carols[1]))
         answers["get for nobody"] = _outcome(lambda: alice.get_delegation_token("", "alice"))
         answers["get no renewer"] = (lambda o: (o[0], _shape(o[1])))(
             _outcome(lambda: alice.get_delegation_token("alice", "")))
@@ -278,6 +280,17 @@ def _session(realm, issuer, user) -> dict:
     answers["identifier stored"] = token.store_string() in idents
     with sasl_client(realm, issuer, "bob") as bob:
         answers["renew by bob"] = _plain(_outcome(lambda: bob.renew_delegation_token(other[1])))
+        answers["bob for carol, from a host not allowed"] = _outcome(
+            lambda: bob.get_delegation_token("carol", "bob"))
+    transport, client = _digest(user, carols[1])
+    try:
+        answers["over carol's token"] = [
+            _outcome(client.get_all_databases),
+            (lambda o: (o[0], _shape(o[1])))(
+                _outcome(lambda: client.get_delegation_token("carol", "alice"))),
+            _plain(_outcome(lambda: client.get_delegation_token("alice", "alice")))]
+    finally:
+        transport.close()
     transport, client = _digest(user, mine[1])
     try:
         answers["over the token"] = [

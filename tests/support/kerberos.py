@@ -109,27 +109,22 @@ def sasl_client(realm: Realm, proc, user: str | None = "alice", qop: str = "auth
             transport.close()
 
 
-def start_stock_kerberized(realm: Realm, workdir: Path, protection: str = "authentication"):
-    """The stock HMS 2.3.10, Kerberized as its docs say: hive.metastore.sasl.enabled, its
-    principal and keytab, Hadoop's security set to kerberos (core-site.xml) with
-    ``protection`` as hadoop.rpc.protection; with its transaction tables (pyiceberg and Trino
-    lock a table to commit)."""
+def start_stock_kerberized(realm: Realm, workdir: Path, protection: str = "authentication",
+                           with_transactions: bool = True, extra_properties: dict | None = None,
+                           core_site: dict | None = None):
+    """The stock HMS 2.3.10, Kerberized as its docs say (hive.metastore.sasl.enabled, its
+    principal and keytab, Hadoop's security set to kerberos with ``protection`` as
+    hadoop.rpc.protection: :func:`hms_proxy.tools.bench.kerberized.stock_kerberized_options`,
+    as the bench starts it); with its transaction tables unless told (pyiceberg and Trino lock
+    a table to commit), ``extra_properties`` besides (hive-site) and ``core_site``'s (Hadoop's
+    own, such as the hadoop.proxyuser rules)."""
+    from hms_proxy.tools.bench.kerberized import stock_kerberized_options
     from hms_proxy.tools.metastores import start_stock_hms
 
-    conf = workdir / "conf"
-    conf.mkdir(parents=True, exist_ok=True)
-    (conf / "core-site.xml").write_text(
-        '<?xml version="1.0"?>\n<configuration>\n'
-        "<property><name>hadoop.security.authentication</name><value>kerberos</value></property>\n"
-        f"<property><name>hadoop.rpc.protection</name><value>{protection}</value></property>\n"
-        "</configuration>\n")
-    return start_stock_hms(
-        workdir, with_transactions=True, conf_dir=conf, jvm_options=realm.kdc.jvm_options(),
-        env=realm.server_env(),
-        extra_properties={"hive.metastore.sasl.enabled": "true",
-                          "hive.metastore.kerberos.principal": f"hive/localhost@{realm.name}",
-                          "hive.metastore.kerberos.keytab.file": str(realm.server_keytab)},
-        ask=ready_as(realm))
+    options = stock_kerberized_options(realm.kdc, realm.server_keytab, workdir, protection,
+                                       ask=ready_as(realm), core_site=core_site)
+    options["extra_properties"].update(extra_properties or {})
+    return start_stock_hms(workdir, with_transactions=with_transactions, **options)
 
 
 def ready_as(realm: Realm, user: str = "alice", qop: str = "auth"):
