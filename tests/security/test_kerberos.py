@@ -341,12 +341,12 @@ def _client_conf(client: str) -> list[str]:
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.parametrize("client", ["2.3.10", "3.1.3", "4.0.1"])
+@pytest.mark.parametrize("client", ["3.1.3", "4.0.1"])
 def test_spark_sql_over_kerberos_matches_the_stock(realm, stock_spark, tmp_path, client):
-    """Spark with each of its Hive clients (built in, 3.1.3, 4.0.1), logged in from alice's
-    ticket cache, with hive.metastore.sasl.enabled and the server's principal as _HOST@REALM:
-    the same SQL gives the stock Kerberized HMS's results (with the built-in client), and
-    ours sees alice."""
+    """Spark with its Hive 3.1.3 and 4.0.1 clients, logged in from alice's ticket cache, with
+    hive.metastore.sasl.enabled and the server's principal as _HOST@REALM: the same SQL gives
+    the stock Kerberized HMS's results (with the built-in client), and ours sees alice. (The
+    built-in 2.3 client runs the whole Spark suite below.)"""
     conf = _client_conf(client)
     ours = start_proxy(tmp_path / "server", *realm.server_args(), env=realm.server_env(),
                        ask=ready_as(realm))
@@ -369,6 +369,56 @@ def test_spark_sql_over_kerberos_matches_the_stock(realm, stock_spark, tmp_path,
     rows = dict((s, r) for s, r in stock_spark["results"])
     assert rows["SELECT ds, count(*) AS n, sum(id) AS s FROM krb_db.events GROUP BY ds "
                 "ORDER BY ds"] == [["2024-01-01", "2", "3"], ["2024-01-02", "1", "3"]]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_the_spark_suite_over_kerberos_with_privacy_matches_the_stock(realm, stock,
+                                                                     tmp_path_factory):
+    """Every statement of the Spark end-to-end suite (tests/e2e/spark/statements.py), by
+    Spark's built-in Hive 2.3 client logged in from alice's ticket cache with
+    hadoop.rpc.protection=privacy (every frame encrypted, auth-conf), against the stock HMS
+    2.3.10 Kerberized and against ours Kerberized: the same transcript, compared as
+    test_spark_e2e.py compares them without Kerberos."""
+    from tests.e2e.spark.conftest import run_sides
+    from tests.e2e.spark.test_spark_e2e import normalise_result, show, side_paths
+
+    hadoop_conf = tmp_path_factory.mktemp("spark-suite-krb-conf")
+    (hadoop_conf / "core-site.xml").write_text(
+        '<?xml version="1.0"?>\n<configuration>\n'
+        "<property><name>hadoop.security.authentication</name><value>kerberos</value>"
+        "</property>\n<property><name>hadoop.rpc.protection</name><value>privacy</value>"
+        "</property>\n</configuration>\n")
+    conf = {"spark.driver.extraJavaOptions":
+            f"-Djava.security.krb5.conf={realm.kdc.folder / 'krb5.conf'} "
+            "-Dsun.security.krb5.disableReferrals=true",
+            "spark.hadoop.hive.metastore.sasl.enabled": "true",
+            "spark.hadoop.hive.metastore.kerberos.principal": f"hive/localhost@{realm.name}"}
+    env = {"KRB5CCNAME": f"FILE:{realm.user('alice')}",
+           "KRB5_CONFIG": str(realm.kdc.folder / "krb5.conf"),
+           "HADOOP_CONF_DIR": str(hadoop_conf), "HADOOP_USER_NAME": None}
+    ours = start_proxy(tmp_path_factory.mktemp("ours-spark-suite-krb"),
+                       *realm.server_args("--rpc-protection", "privacy"),
+                       env=realm.server_env(), ask=ready_as(realm, qop="auth-conf"))
+    try:
+        runs = run_sides({"oracle": stock, "proxy": ours}, tmp_path_factory, conf,
+                         suffix="-krb", env=env)
+        assert "user=alice" in ours.log_path.read_text()
+    finally:
+        ours.stop()
+    oracle, proxy = runs["oracle"], runs["proxy"]
+    o_paths, p_paths = side_paths(oracle), side_paths(proxy)
+    assert len(oracle.results) >= 300
+    differences = []
+    for o, p in zip(oracle.results, proxy.results):
+        assert o["statement"] == p["statement"]
+        expected = normalise_result(o["result"], o_paths, o["statement"])
+        actual = normalise_result(p["result"], p_paths, p["statement"])
+        if expected != actual:
+            differences.append(f"#{o['index']} {o['statement']}\n  stock HMS 2.3.10: "
+                               f"{show(expected)}\n  hms-proxy: {show(actual)}")
+    assert not differences, (f"{len(differences)} statement(s) differ:\n"
+                             + "\n".join(differences))
 
 
 # --- pyiceberg ----------------------------------------------------------------------------------

@@ -33,9 +33,10 @@ class SideRun:
     """One runner subprocess against one metastore, and its recorded results."""
 
     def __init__(self, name: str, metastore, workdir: Path, items: list[dict],
-                 conf: dict | None = None):
+                 conf: dict | None = None, env: dict | None = None):
         self.name = name
         self.conf = dict(conf or {})
+        self.env = dict(env or {})  # over this process's (a Kerberos ticket cache; None: unset)
         self.metastore = metastore
         self.workdir = workdir
         self.warehouse = workdir / "spark-warehouse"
@@ -68,6 +69,11 @@ class SideRun:
         for key, value in self.conf.items():
             cmd += ["--conf", f"{key}={value}"]
         env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYSPARK_PYTHON=sys.executable)
+        for key, value in self.env.items():  # None: not set
+            if value is None:
+                env.pop(key, None)
+            else:
+                env[key] = value
         self._started = time.monotonic()
 
         def run() -> None:
@@ -108,13 +114,14 @@ class SideRun:
 
 
 def run_sides(metastores: dict, tmp_path_factory, conf: dict | None = None,
-              suffix: str = "") -> dict[str, SideRun]:
+              suffix: str = "", env: dict | None = None) -> dict[str, SideRun]:
     """Every statement through a runner per metastore (``{"oracle": ..., "proxy": ...}``), the
     runners at once; fails the test when one does not get through them all. ``conf``: Spark
-    settings of both runners; ``suffix``: of their names (artifact files)."""
+    settings of both runners; ``suffix``: of their names (artifact files); ``env``: their
+    environment over this process's (a value None unsets)."""
     items = all_items()
     runs = {name: SideRun(f"{name}{suffix}", ms, tmp_path_factory.mktemp(f"spark{suffix}-{name}"),
-                          items, conf)
+                          items, conf, env)
             for name, ms in metastores.items()}
     order = list(runs.values())
     if (conf or {}).get("spark.sql.hive.metastore.jars") == "maven":
