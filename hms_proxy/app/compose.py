@@ -123,12 +123,18 @@ class Security:
         from functools import partial
 
         from hms_proxy.hms.tokens import Delegation
-        from hms_proxy.security import delegation, digest
+        from hms_proxy.security import delegation, digest, kerberos
         from hms_proxy.security.proxyusers import ProxyUsers
         manager = Delegation(store, ref, delegation.Lifetimes.of(conf),
                              self.kerberos.auth_to_local, ProxyUsers.of(conf))
+        protection = self.kerberos.protection
+        if protection & kerberos.AUTH_CONF and not digest.can_encrypt():
+            protection &= ~kerberos.AUTH_CONF
+            log.warning(
+                "DIGEST-MD5 (delegation tokens) cannot offer privacy without the cryptography "
+                "module: pip install 'hms-proxy[kerberos]'")
         self.sasl.mechanisms[digest.DigestServer.name] = partial(
-            digest.DigestServer, manager.lookup, manager.short_name)
+            digest.DigestServer, manager.lookup, manager.short_name, protection)
         return manager
 
     def guard(self, default_ref: str, read_only: bool) -> access.Guard | None:

@@ -21,8 +21,8 @@ from hms_proxy.security.kerberos import AuthenticationFailed
 from hms_proxy.tools import kdc as kdc_tool
 from hms_proxy.tools.metastores import start_proxy
 from tests.support.client import Client
-from tests.support.kerberos import (client_modules_missing, ready_as, sasl_client,
-                                    start_stock_kerberized, started_realm)
+from tests.support.kerberos import (client_modules_missing, java_digest_call, ready_as,
+                                    sasl_client, start_stock_kerberized, started_realm)
 
 # a token the stock HMS 2.3.10 issued to alice (renewer alice), and its identifier as its
 # DBTokenStore lists it
@@ -70,6 +70,29 @@ def _client(username=b"ident", password=b"p" * 20, host="default", service="null
     from puresasl.client import SASLClient
     return SASLClient(host, service, "DIGEST-MD5", username=base64.b64encode(username).decode(),
                       password=base64.b64encode(password).decode(), **kw)
+
+
+@pytest.mark.parametrize("cipher", [None, "rc4", "rc4-56", "rc4-40"])
+def test_digest_md5_layers_wrap_and_check_each_frame(cipher):
+    """RFC 2831's layers, the server's and the client's side over the same H(A1): frames go
+    both ways in order; a frame altered, replayed or out of order is refused."""
+    from hms_proxy.security.digest import Layer
+
+    ha1 = bytes(range(16))
+    server, client = Layer(ha1, cipher, "server"), Layer(ha1, cipher, "client")
+    for n in (1, 100, 70_000):
+        frame = bytes(i % 251 for i in range(n))
+        wrapped = client.wrap(frame)
+        if n > 1:  # (one byte may encrypt to itself)
+            assert (wrapped[:n] == frame) == (cipher is None)
+        assert server.unwrap(wrapped) == frame
+        assert client.unwrap(server.wrap(frame[::-1])) == frame[::-1]
+    first = client.wrap(b"call")
+    with pytest.raises(ValueError, match="MAC"):
+        server.unwrap(first[:3] + bytes([first[3] ^ 1]) + first[4:])
+    server2 = Layer(ha1, cipher, "server")
+    with pytest.raises(ValueError, match="sequenc"):
+        server2.unwrap(client.wrap(b"later"))  # its number is not the first
 
 
 def test_digest_md5_with_puresasl_in_memory():
@@ -334,6 +357,58 @@ def test_tokens_answer_as_the_stock(realm, stock, pair):
                                                 dt.KIND, b""))
     assert theirs["over the token"][1][0] == "ok" and theirs["renew over the token"] == "ok"
     assert theirs["cancelled at the handshake"][0] == "TTransportException"
+
+
+LAYERS = "authentication,integrity,privacy"
+
+
+@pytest.fixture(scope="module")
+def layered(realm, tmp_path_factory):
+    """The stock HMS 2.3.10 and ours, each offering every quality of protection."""
+    stock = start_stock_kerberized(
+        realm, tmp_path_factory.mktemp("stock-dt-layers"), LAYERS, with_transactions=False,
+        extra_properties={"hive.cluster.delegation.token.store.class":
+                          "org.apache.hadoop.hive.thrift.DBTokenStore"})
+    try:
+        ours = start_proxy(tmp_path_factory.mktemp("ours-dt-layers"),
+                           *realm.server_args("--rpc-protection", LAYERS),
+                           env=realm.server_env(), ask=ready_as(realm))
+        try:
+            yield stock, ours
+        finally:
+            ours.stop()
+    finally:
+        stock.stop()
+
+
+@kerberized
+@pytest.mark.parametrize("qop", ["auth", "auth-int", "auth-conf"])
+def test_a_javas_client_uses_a_token_with_each_layer_as_on_the_stock(realm, layered, qop):
+    """A token used as Hive's own client (a Spark executor) uses it, through the JDK's
+    DIGEST-MD5 asking for each quality of protection (hadoop.rpc.protection authentication,
+    integrity, privacy): let in with that layer, every frame wrapped both ways (a few calls,
+    one a refusal), on the stock HMS and on ours alike."""
+    answers = []
+    for proc in layered:
+        with sasl_client(realm, proc, "alice") as alice:
+            token = alice.get_delegation_token("alice", "alice")
+        answers.append(java_digest_call(proc, token, qop, calls=3))
+    assert answers[1] == answers[0]
+    assert answers[0] == {"ok": True, "qop": qop, "databases": ["default"],
+                          "missing": "NoSuchObjectException"}
+
+
+@kerberized
+def test_a_layer_not_offered_is_refused_to_javas_client_as_on_the_stock(realm, stock, pair):
+    """Servers offering only authentication (the default): the JDK's client asking for
+    privacy alone is refused, on the stock HMS and on ours alike."""
+    answers = []
+    for proc in (stock, pair[0]):
+        with sasl_client(realm, proc, "alice") as alice:
+            token = alice.get_delegation_token("alice", "alice")
+        answers.append(java_digest_call(proc, token, "auth-conf"))
+    assert answers[0]["ok"] is False and answers[1]["ok"] is False
+    assert answers[1]["error"].split(" / ")[-1] == answers[0]["error"].split(" / ")[-1]
 
 
 @kerberized

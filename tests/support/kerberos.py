@@ -133,3 +133,23 @@ def ready_as(realm: Realm, user: str = "alice", qop: str = "auth"):
         with sasl_client(realm, proc, user, qop=qop, timeout=10) as client:
             client.get_all_databases()
     return ask
+
+
+def java_digest_call(proc, token: str, qop: str = "auth", calls: int = 1) -> dict:
+    """A delegation token used over DIGEST-MD5 by the JDK's client through libthrift, as Hive's
+    own client (a Spark executor) uses it, asking for ``qop``: what it answered
+    (tests/security/java/DigestClient.java)."""
+    import json
+    import subprocess
+
+    from hms_proxy.tools import metastores
+
+    classes = metastores.compile_java(Path(__file__).resolve().parent.parent / "security" /
+                                      "java" / "DigestClient.java", "the DIGEST-MD5 Java client")
+    out = subprocess.run(["java", "-cp", f"{classes}:{metastores.classpath()}", "DigestClient",
+                          proc.host, str(proc.port), token, qop, str(calls)],
+                         capture_output=True, text=True, timeout=120)
+    lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        raise AssertionError(f"DigestClient printed nothing: {out.stderr[-2000:]}")
+    return json.loads(lines[-1])
