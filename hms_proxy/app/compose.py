@@ -517,7 +517,8 @@ def run_api(config: ApiConfig) -> int:
         return 2
     security = load_security(config.security, tls_allowed=False)
     policy = Policy(security.rules, security.secrets, security.audit,
-                    read_only=config.security.read_only)
+                    read_only=config.security.read_only,
+                    spnego=load_spnego(config.security, config.host))
     store = served_store(open_catalog_store(config.store.store), config.store)  # as serve shows it
     try:
         store.resolve(config.ref)

@@ -296,6 +296,16 @@ def register_api(subparsers) -> None:
     p.add_argument("--ref", default="main",
                    help="the ref pages and calls default to (default main)")
     add_access_arguments(p)
+    krb = p.add_argument_group("Kerberos (SPNEGO on the HTTP API)")
+    krb.add_argument("--http-kerberos-principal", default=None, metavar="PRINCIPAL",
+                     help="take Kerberos SPNEGO (Authorization: Negotiate, curl --negotiate) "
+                          "as this principal (HTTP/_HOST@REALM: _HOST is this host's name); "
+                          "needs --http-kerberos-keytab")
+    krb.add_argument("--http-kerberos-keytab", default=None, metavar="FILE",
+                     help="the keytab holding the HTTP principal's key")
+    krb.add_argument("--kerberos-auth-to-local", default=None, metavar="RULES",
+                     help="map principals to user names with Hadoop's "
+                          "hadoop.security.auth_to_local rules (default: DEFAULT)")
     add_lakefs_arguments(p)
     p.add_argument("--log-level", default=os.environ.get("HMS_LOG_LEVEL", "INFO"),
                    help="DEBUG, INFO, WARNING... (default INFO)")

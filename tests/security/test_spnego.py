@@ -329,3 +329,29 @@ def test_an_unusable_http_keytab_stops_serve_in_one_line(realm, tmp_path):
 @pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
 def test_curl_has_spnego():
     assert "SPNEGO" in subprocess.run(["curl", "-V"], capture_output=True, text=True).stdout
+
+
+def test_curl_negotiate_on_hms_proxy_api_alone(realm, server, tmp_path):
+    """``hms-proxy api`` (the HTTP API without Thrift) over the same store takes SPNEGO as
+    ``serve --http-port`` does: anonymous is challenged, curl's principal is the caller the
+    rules see."""
+    from tests.support.http_api import ApiProcess
+
+    api = ApiProcess(tmp_path / "api", server.workdir / "store",
+                     "--http-kerberos-principal", f"HTTP/localhost@{realm.name}",
+                     "--http-kerberos-keytab", str(realm.http_keytab),
+                     "--access-rules", str(_rules(tmp_path)),
+                     env=realm.server_env())
+    try:
+        base = f"http://localhost:{api.port}"
+        status, headers, _ = _curl(realm, None, base + "/api/v1/databases?ref=main")
+        assert status == 401 and headers["www-authenticate"].startswith("Negotiate")
+        status, _, body = _curl(realm, "bob", base + "/api/v1/info")
+        assert status == 200 and json.loads(body)["caller"] == {"identity": "bob",
+                                                                "auth": "kerberos"}
+        status, _, body = _curl(realm, "bob", base + "/api/v1/branches/main/protection",
+                                "-X", "PUT", "-H", "Content-Type: application/json",
+                                "-d", '{"protected": true}')
+        assert status == 403 and "user 'bob' may not write branch 'main'" in body
+    finally:
+        api.stop()
