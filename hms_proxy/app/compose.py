@@ -339,7 +339,7 @@ def start_rest(config: ServeConfig, server: srv.MetastoreServer):
                                               updates=config.rest_max_updates),
                   spnego=load_spnego(config.security, host),
                   tokens=Tokens(env.store, config.ref, config.rest_token_lifetime,
-                                load_jwt_issuer(config)))
+                                load_jwt_issuer(config), config.rest_key_rotation))
     rest.server.config.app = app.asgi
     rest.start()
     log.info("Iceberg REST catalog on http://%s:%d/v1", _shown(host), rest.port)

@@ -144,6 +144,7 @@ class ServeConfig:
     # OAuth2 bearer tokens of the REST door (hms_proxy.rest.oauth): its own tokens' lifetime,
     # an external issuer's JWKS and checks
     rest_token_lifetime: int = 3600
+    rest_key_rotation: int = 86400
     rest_jwks: str | None = None
     rest_jwt_issuer: str | None = None
     rest_jwt_audience: str | None = None
@@ -169,6 +170,8 @@ class ServeConfig:
                 raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
         if self.rest_token_lifetime < 1:
             raise ConfigError("--rest-token-lifetime must be at least 1 second")
+        if self.rest_key_rotation < 1:
+            raise ConfigError("--rest-key-rotation must be at least 1 second")
         if (self.rest_jwt_issuer or self.rest_jwt_audience) and not self.rest_jwks:
             raise ConfigError("--rest-jwt-issuer and --rest-jwt-audience need --rest-jwks")
         if not self.rest_jwt_user_claim:

@@ -196,6 +196,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="REST: how long a token of the door's OAuth2 endpoint "
                             "(/v1/oauth/tokens, Iceberg clients' credential) is valid "
                             "(default 3600)")
+    serve.add_argument("--rest-key-rotation", type=int, default=None, metavar="SECONDS",
+                       help="REST: a new key signs the door's OAuth2 tokens once the last is "
+                            "this old; the one replaced still verifies its tokens while they "
+                            "may be valid (default 86400)")
     serve.add_argument("--rest-jwks", default=None, metavar="URL|FILE",
                        help="REST: also take bearer JWTs of an external issuer (RS256, "
                             "ES256) signed by a key of this JWKS (a file, or an https URL "

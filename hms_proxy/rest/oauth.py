@@ -14,8 +14,11 @@ protocol's ``OAuthError`` (``{"error": "invalid_client", "error_description": ..
 A token is an HS256 JWT carrying the user (``sub``), how it authenticated and its expiry
 (``--rest-token-lifetime``, default 1 hour), signed with a key kept in the store at the served
 ref (``security/rest-oauth-key``): every server and ``--processes`` worker over the same store
-accepts what any of them issued. The key is made by the first token asked for, in one write
-transaction of the store that re-reads it first, so several servers never make two.
+accepts what any of them issued. The key is made by the first token asked for, and a new one
+when it is older than ``--rest-key-rotation`` (default a day), each in one write transaction of
+the store that re-reads the keys first, so several servers never make two; a key replaced
+verifies the tokens it signed while they may still be valid (a lifetime), then goes. A token
+naming a key this server does not know makes it read the keys again (another server rotated).
 """
 from __future__ import annotations
 
@@ -42,6 +45,29 @@ PATH = "/v1/oauth/tokens"
 KEY = "security/rest-oauth-key"
 ISSUER = "hms-proxy"
 DEFAULT_LIFETIME = 3600
+DEFAULT_ROTATION = 86400  # seconds a signing key signs before the next one is made
+
+
+@dataclass(frozen=True)
+class SigningKey:
+    kid: str
+    key: bytes
+    made: int  # seconds since the epoch (0: a key of the layout before rotation)
+
+
+def decode_keys(data: bytes | None) -> list[SigningKey]:
+    """The stored keys, oldest first (the layout before rotation held one key)."""
+    if data is None:
+        return []
+    value = json.loads(data)
+    items = value["keys"] if isinstance(value, dict) and "keys" in value else [value]
+    return [SigningKey(str(k["kid"]), base64.b64decode(k["key"]), int(k.get("made", 0)))
+            for k in items]
+
+
+def encode_keys(keys: list[SigningKey]) -> bytes:
+    return json.dumps({"keys": [{"kid": k.kid, "key": base64.b64encode(k.key).decode(),
+                                 "made": k.made} for k in keys]}).encode()
 #: a token may be refreshed (token exchange) while its first authentication is younger
 REFRESH_LIMIT = 7 * 24 * 3600
 MAX_FORM = 8 << 10  # a token request is a few short fields
@@ -83,61 +109,75 @@ class Tokens:
     """The door's own tokens over ``store`` at ``ref``, and an external issuer's."""
 
     def __init__(self, store, ref: str, lifetime: int = DEFAULT_LIFETIME,
-                 external: jwt.Issuer | None = None):
+                 external: jwt.Issuer | None = None, rotation: int = DEFAULT_ROTATION):
         self.store = store
         self.ref = ref
         self.lifetime = lifetime
+        self.rotation = rotation
         self.external = external
-        self._key: tuple[str, bytes] | None = None
+        self._keys: list[SigningKey] | None = None  # as last read, newest last
         self._lock = threading.Lock()
 
-    # --- the signing key ---------------------------------------------------------------------
-    def _stored_key(self, create: bool) -> tuple[str, bytes] | None:
-        if self._key is not None:
-            return self._key
+    # --- the signing keys ----------------------------------------------------------------------
+    def _known(self, fresh: bool = False) -> list[SigningKey]:
+        """The keys as stored (read again when ``fresh``: another server may have rotated
+        them; one read of the store, what any request costs)."""
         with self._lock:
-            if self._key is None:
-                data = self.store.get(self.ref, KEY)
-                if data is None and create:
-                    data = self._create_key()
-                if data is not None:
-                    value = json.loads(data)
-                    self._key = value["kid"], base64.b64decode(value["key"])
-        return self._key
+            if self._keys is None or fresh:
+                self._keys = decode_keys(self.store.get(self.ref, KEY))
+            return self._keys
 
-    def _create_key(self) -> bytes:
+    def _signing_key(self) -> SigningKey:
+        """The newest key, made (the first) or rotated (older than ``rotation`` seconds) in
+        one write transaction that reads the keys again first: several servers make one. A
+        key replaced is kept while a token it signed may still be valid."""
+        now = int(time.time())
+        keys = self._known()
+        if keys and now - keys[-1].made < self.rotation:
+            return keys[-1]
         from kvmodel.store import errors as store_errors
 
         for attempt in range(3):
             try:
                 with self.store.write(self.ref) as txn:
-                    data = txn.get(KEY)  # another server's, made since we looked
-                    if data is None:
-                        data = json.dumps({"kid": secrets.token_hex(8),
-                                           "key": base64.b64encode(
-                                               secrets.token_bytes(32)).decode()}).encode()
-                        txn.put(KEY, data)
-                        log.info("REST OAuth2 signing key made at %s", self.ref)
-                return data
+                    keys = decode_keys(txn.get(KEY))  # another server's, made since we looked
+                    if not keys or now - keys[-1].made >= self.rotation:
+                        # a key replaced at t signed tokens valid until t + lifetime at most
+                        keep = [k for i, k in enumerate(keys)
+                                if i == len(keys) - 1 or
+                                now - keys[i + 1].made < self.lifetime + 60]
+                        keys = [*keep, SigningKey(secrets.token_hex(8),
+                                                  secrets.token_bytes(32), now)]
+                        txn.put(KEY, encode_keys(keys))
+                        log.info("REST OAuth2 signing key %s made at %s (%d kept)",
+                                 keys[-1].kid, self.ref, len(keys) - 1)
+                break
             except (store_errors.WriteConflict, store_errors.HeadMoved):
                 if attempt == 2:
                     raise
-                data = self.store.get(self.ref, KEY)
-                if data is not None:
-                    return data
-        raise AssertionError("unreachable")
+        with self._lock:
+            self._keys = keys
+        return keys[-1]
+
+    def _verifying_key(self, kid) -> SigningKey | None:
+        for fresh in (False, True):
+            for key in self._known(fresh):
+                if key.kid == kid:
+                    return key
+        return None
 
     # --- issue and verify --------------------------------------------------------------------
     def issue(self, user: str, auth: str, principal: str | None = None,
               auth_time: int | None = None) -> dict:
         """The token response for ``user`` (authenticated by ``auth``)."""
-        kid, key = self._stored_key(create=True)
+        signing = self._signing_key()
         now = int(time.time())
         claims = {"iss": ISSUER, "sub": user, "iat": now, "exp": now + self.lifetime,
                   "auth": auth, "auth_time": auth_time or now, "jti": secrets.token_hex(8)}
         if principal:
             claims["principal"] = principal
-        return {"access_token": jwt.encode_hs256(claims, key, kid), "token_type": "bearer",
+        return {"access_token": jwt.encode_hs256(claims, signing.key, signing.kid),
+                "token_type": "bearer",
                 "expires_in": self.lifetime, "issued_token_type": ACCESS_TOKEN_TYPE}
 
     def own(self, token: str, now: float | None = None) -> dict:
@@ -145,10 +185,10 @@ class Tokens:
         parsed = jwt.parse(token)
         if parsed.header.get("alg") != "HS256":
             raise jwt.BadToken("not a token of this catalog")
-        found = self._stored_key(create=False)
-        if found is None or parsed.header.get("kid") != found[0]:
+        found = self._verifying_key(parsed.header.get("kid"))
+        if found is None:
             raise jwt.BadToken("signed by an unknown key")
-        jwt.verify_hs256(parsed, found[1])
+        jwt.verify_hs256(parsed, found.key)
         jwt.check_times(parsed.claims, now)
         if parsed.claims.get("iss") != ISSUER or not isinstance(parsed.claims.get("sub"), str):
             raise jwt.BadToken("not a token of this catalog")
