@@ -48,7 +48,7 @@ STARTUP_TIMEOUT = 180.0
 
 
 def one_round(work: Path, writes: int, seed: int, lakefs: bool = False,
-              writers: int = 1) -> dict:
+              writers: int = 1, servers: int = 1) -> dict:
     rng = random.Random(seed)
     if lakefs:  # a fresh repository of the tests' real lakeFS
         from tests.support.lakefs import new_repository, real_lakefs
@@ -58,12 +58,21 @@ def one_round(work: Path, writes: int, seed: int, lakefs: bool = False,
     else:
         store, where = work / "store", {"warehouse": work / "wh"}
     kill_at = rng.randint(1, writes)
+    peers: list = []  # --servers: the others over the same repository, killed at the end
+    server = None
     try:
         server = metastores.start_proxy(work / "s1", store=store, name="victim",
                                         timeout=STARTUP_TIMEOUT, **where)
+        for k in range(1, servers):
+            peers.append(metastores.start_proxy(work / f"peer{k}", store=store,
+                                                name=f"peer{k}", timeout=STARTUP_TIMEOUT,
+                                                **where))
     except Exception as exc:  # noqa: BLE001 - nothing written yet: a round that did not start
+        for started_server in (*peers, *([server] if server is not None else [])):
+            started_server.stop()
         return {"seed": seed, "kill_at": kill_at, "started": False,
                 "error": str(exc).splitlines()[0]}
+    on = [server, *peers]  # writer w writes through on[w % servers]
     workers: list[workload.Writer] = []
     killing = threading.Event()  # set just before the kill: a failure after it is expected
     killed = threading.Event()
@@ -89,7 +98,7 @@ def one_round(work: Path, writes: int, seed: int, lakefs: bool = False,
         # several writers: each its own connection and its own names (its ledger checked
         # alone), all on the one branch at once (on lakeFS their writes go in groups)
         for w in range(writers):
-            client = clients.enter_context(connect(server, timeout=30))
+            client = clients.enter_context(connect(on[w % len(on)], timeout=30))
             workload.setup(client, workload.namespace(w)[0])
             # writer 0 keeps the round's own seed: one writer replays the runs made before
             workers.append(workload.Writer(client, seed if w == 0 else seed * 100 + w,
@@ -102,12 +111,19 @@ def one_round(work: Path, writes: int, seed: int, lakefs: bool = False,
             run.start()
         for run in runs:
             run.join()
-        # what ended a writer early must be the kill: a socket error or an end of file
-        # (TSocket makes either a TTransportException) once the kill began
-        unexpected = next((repr(w.ledger.stopped_by) for w in workers
+        # what ended a writer early must be the kill: for the victim's writers a socket
+        # error or an end of file (TSocket makes either a TTransportException) once the kill
+        # began; a peer's writer may be answered an error by its server for the write in
+        # flight when the victim died (handed to it: the peer cannot tell whether it was
+        # made), which its check below judges like any write in flight
+        unexpected = next((repr(w.ledger.stopped_by) for k, w in enumerate(workers)
                            if w.ledger.stopped_by is not None and not (
                                killing.is_set()
-                               and type(w.ledger.stopped_by) is TTransportException)), None)
+                               and (type(w.ledger.stopped_by) is TTransportException
+                                    or k % len(on) != 0))), None)
+        peer_errors = [f"{w.ledger.in_flight.kind}: {str(w.ledger.stopped_by)[:200]}"
+                       for k, w in enumerate(workers)
+                       if k % len(on) != 0 and w.ledger.stopped_by is not None]
         if not killed.is_set():  # they finished first: kill it now (an idle server)
             killing.set()
             os.killpg(server.popen.pid, signal.SIGKILL)
@@ -122,6 +138,10 @@ def one_round(work: Path, writes: int, seed: int, lakefs: bool = False,
             pass
         server.popen.wait(30)
         server.stop()
+        for peer in peers:  # what they acknowledged must be in lakeFS already: no clean stop
+            os.killpg(peer.popen.pid, signal.SIGKILL)
+            peer.popen.wait(30)
+            peer.stop()
     took = time.monotonic() - started
     reopened = time.monotonic()
     try:
@@ -145,7 +165,8 @@ def one_round(work: Path, writes: int, seed: int, lakefs: bool = False,
             "seconds": round(took, 1),
             "kinds": dict(collections.Counter(op.kind for w in workers for op in w.ledger.acked)),
             "in_flight_kind": "; ".join(k for _, k in flights) or None,
-            "writers": writers, "restart_s": round(restart_s, 2)}
+            "writers": writers, "servers": servers, "peer_errors": peer_errors,
+            "restart_s": round(restart_s, 2)}
 
 
 def main(argv=None) -> int:
@@ -160,15 +181,21 @@ def main(argv=None) -> int:
     p.add_argument("--writers", type=int, default=1, metavar="N",
                    help="N writers at once on the server's one branch, each with its own "
                         "names (--writes shared between them)")
+    p.add_argument("--servers", type=int, default=1, metavar="N",
+                   help="with --lakefs: N servers over the repository, writer w on server "
+                        "w mod N; the first is killed among the writes, the others once "
+                        "their writers end")
     p.add_argument("--lakefs", action="store_true",
                    help="a fresh repository of a real lakeFS each round (started once)")
     args = p.parse_args(argv)
+    if args.servers > 1 and not args.lakefs:
+        p.error("--servers needs --lakefs (an embedded store has one server)")
     results = []
     bad = 0
     with tempfile.TemporaryDirectory(prefix="hms-killrun-") as tmp:
         for r in range(args.first_round - 1, args.rounds):
             res = one_round(Path(tmp) / f"round{r}", args.writes, args.seed * 1000 + r,
-                            lakefs=args.lakefs, writers=args.writers)
+                            lakefs=args.lakefs, writers=args.writers, servers=args.servers)
             results.append(res)
             if res.get("started") is False:  # no write was made: not a finding about writes
                 bad += 1
@@ -183,6 +210,8 @@ def main(argv=None) -> int:
                      f"checked, lost {len(res['lost'])}, half-applied {len(res['partial'])}, "
                      f"in flight: {res['in_flight']} ({res['in_flight_kind']}); acknowledged: "
                      + ", ".join(f"{n} {k}" for k, n in sorted(res["kinds"].items()))
+                     + (f"; peers answered errors at the kill: {res['peer_errors']}"
+                        if res.get("peer_errors") else "")
                      + (f"; UNEXPECTED FAILURE: {res['unexpected']}" if res["unexpected"] else "")
                      if res.get("reopened")
                      else f"STORE DID NOT REOPEN: {res.get('error')}"), flush=True)
