@@ -186,6 +186,55 @@ def test_refusals_answer_as_the_stock(realm, stock, ours):
             assert "default" in client.get_all_databases()
 
 
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_hostile_sasl_frames_leave_memory_flat(realm, ours):
+    """Thousands of hostile negotiations (garbage tokens, 2 GiB and negative lengths, a
+    message just over the bound with no body, another mechanism, DIGEST-MD5 garbage, a
+    plaintext call, a wrapped frame of 2 GiB after a good handshake): each refused, the
+    server's memory where it was after the first hundred, and a client served after."""
+    hostile = [
+        _frame(1, b"GSSAPI") + _frame(2, b"hello"),
+        struct.pack("!Bi", 1, 0x7FFFFFFF),
+        struct.pack("!Bi", 1, -5),
+        _frame(1, b"GSSAPI") + struct.pack("!Bi", 2, (1 << 20) + 1),
+        _frame(1, b"PLAIN") + _frame(2, b"\0u\0p"),
+        _frame(1, b"DIGEST-MD5") + _frame(2, b"") + _frame(2, b'username="x",nonce="y"'),
+        b"\x80\x01\x00\x01\x00\x00\x00\x11get_all_databases\x00\x00\x00\x00\x00",
+    ]
+
+    def round_of(n: int) -> None:
+        for i in range(n):
+            assert _raw(ours, hostile[i % len(hostile)]) != (5, "")  # never let in
+
+    def oversized_after_a_good_handshake() -> None:
+        with as_user(realm, "alice"):
+            from thrift.transport import TSocket, TTransport
+            sock = TSocket.TSocket(ours.host, ours.port)
+            transport = TTransport.TSaslClientTransport(sock, "localhost", "hive",
+                                                        qops=[b"auth-conf"])
+            transport.open()
+            sock.handle.sendall(struct.pack("!i", 0x7FFFFFF0))  # a frame of 2 GiB announced
+            assert _answer(sock.handle) is None  # closed, nothing allocated for it
+
+    round_of(140)
+    oversized_after_a_good_handshake()
+    before = _rss_kib(ours.popen.pid)
+    round_of(1400)
+    for _ in range(20):
+        oversized_after_a_good_handshake()
+    after = _rss_kib(ours.popen.pid)
+    print(f"server RSS {before} KiB after 140 hostile negotiations, {after} KiB after 1,560")
+    assert after - before < 16 * 1024, (before, after)
+    with sasl_client(realm, ours, "alice") as client:
+        assert "default" in client.get_all_databases()
+
+
 def test_a_negotiation_that_never_ends_is_dropped(realm, ours):
     """A client that opens a negotiation and stops (or trickles a byte at a time) is dropped
     after --sasl-timeout, and meanwhile other clients are served at once."""
