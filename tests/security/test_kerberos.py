@@ -430,7 +430,7 @@ def test_the_spark_suite_over_kerberos_with_privacy_matches_the_stock(realm, sto
     2.3.10 Kerberized and against ours Kerberized: the same transcript, compared as
     test_spark_e2e.py compares them without Kerberos."""
     from tests.e2e.spark.conftest import run_sides
-    from tests.e2e.spark.test_spark_e2e import normalise_result, show, side_paths
+    from tests.e2e.spark.test_spark_e2e import whole_run_differences
 
     hadoop_conf = tmp_path_factory.mktemp("spark-suite-krb-conf")
     (hadoop_conf / "core-site.xml").write_text(
@@ -455,17 +455,7 @@ def test_the_spark_suite_over_kerberos_with_privacy_matches_the_stock(realm, sto
         assert "user=alice" in ours.log_path.read_text()
     finally:
         ours.stop()
-    oracle, proxy = runs["oracle"], runs["proxy"]
-    o_paths, p_paths = side_paths(oracle), side_paths(proxy)
-    assert len(oracle.results) >= 300
-    differences = []
-    for o, p in zip(oracle.results, proxy.results):
-        assert o["statement"] == p["statement"]
-        expected = normalise_result(o["result"], o_paths, o["statement"])
-        actual = normalise_result(p["result"], p_paths, p["statement"])
-        if expected != actual:
-            differences.append(f"#{o['index']} {o['statement']}\n  stock HMS 2.3.10: "
-                               f"{show(expected)}\n  hms-proxy: {show(actual)}")
+    differences = whole_run_differences(runs, "stock HMS 2.3.10")
     assert not differences, (f"{len(differences)} statement(s) differ:\n"
                              + "\n".join(differences))
 

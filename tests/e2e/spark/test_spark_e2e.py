@@ -107,6 +107,24 @@ def show(result: dict) -> list[str]:
     return [json.dumps(row, ensure_ascii=False) for row in result["rows"]] or ["(no rows)"]
 
 
+def whole_run_differences(runs: dict, stock: str) -> list[str]:
+    """Every statement of ``runs["oracle"]`` (named ``stock`` in the lines) and
+    ``runs["proxy"]`` whose normalised results differ, one line each with both results: for
+    the tests that compare a whole run at once (other Hive clients, Kerberos)."""
+    oracle, proxy = runs["oracle"], runs["proxy"]
+    o_paths, p_paths = side_paths(oracle), side_paths(proxy)
+    assert len(oracle.results) >= 300
+    differences = []
+    for o, p in zip(oracle.results, proxy.results):
+        assert o["statement"] == p["statement"]
+        expected = normalise_result(o["result"], o_paths, o["statement"])
+        actual = normalise_result(p["result"], p_paths, p["statement"])
+        if expected != actual:
+            differences.append(f"#{o['index']} {o['statement']}\n  {stock}: "
+                               f"{show(expected)}\n  hms-proxy: {show(actual)}")
+    return differences
+
+
 @pytest.mark.parametrize("section", list(SECTIONS))
 def test_section_matches_oracle(section, spark_runs):
     oracle, proxy = spark_runs["oracle"], spark_runs["proxy"]

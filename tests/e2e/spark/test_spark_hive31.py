@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.spark.conftest import run_sides
-from tests.e2e.spark.test_spark_e2e import normalise_result, show, side_paths
+from tests.e2e.spark.test_spark_e2e import whole_run_differences
 from tests.support.proxy import start_proxy
 
 pytestmark = [pytest.mark.spark, pytest.mark.oracle, pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -33,16 +33,6 @@ def runs31(tmp_path_factory):
 
 
 def test_spark_with_a_hive_31_client_matches_stock_hms_31(runs31):
-    oracle, proxy = runs31["oracle"], runs31["proxy"]
-    o_paths, p_paths = side_paths(oracle), side_paths(proxy)
-    assert len(oracle.results) >= 300
-    differences = []
-    for o, p in zip(oracle.results, proxy.results):
-        assert o["statement"] == p["statement"]
-        expected = normalise_result(o["result"], o_paths, o["statement"])
-        actual = normalise_result(p["result"], p_paths, p["statement"])
-        if expected != actual:
-            differences.append(f"#{o['index']} {o['statement']}\n  stock HMS 3.1.3: "
-                               f"{show(expected)}\n  hms-proxy: {show(actual)}")
+    differences = whole_run_differences(runs31, "stock HMS 3.1.3")
     assert not differences, (f"{len(differences)} statement(s) differ:\n"
                              + "\n".join(differences))

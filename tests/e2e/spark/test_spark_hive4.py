@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.spark.conftest import run_sides
-from tests.e2e.spark.test_spark_e2e import normalise_result, show, side_paths
+from tests.e2e.spark.test_spark_e2e import whole_run_differences
 from tests.support.proxy import start_proxy
 
 pytestmark = [pytest.mark.spark, pytest.mark.oracle, pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -36,15 +36,5 @@ def test_spark_with_a_hive_4_client_matches_stock_hms_4(runs4):
     """Every statement gives the stock 4.0.1's result: renames, drops, quick statistics and
     LIKE filters included, where the stock 4.x differs from 2.3 (docs/compatibility.md, "Each
     client gets its own generation's behaviour")."""
-    oracle, proxy = runs4["oracle"], runs4["proxy"]
-    o_paths, p_paths = side_paths(oracle), side_paths(proxy)
-    assert len(oracle.results) >= 300
-    details = []
-    for o, p in zip(oracle.results, proxy.results):
-        assert o["statement"] == p["statement"]
-        expected = normalise_result(o["result"], o_paths, o["statement"])
-        actual = normalise_result(p["result"], p_paths, p["statement"])
-        if expected != actual:
-            details.append(f"#{o['index']} {o['statement']}\n  stock HMS 4.0.1: "
-                           f"{show(expected)}\n  hms-proxy: {show(actual)}")
+    details = whole_run_differences(runs4, "stock HMS 4.0.1")
     assert not details, "\n".join(details)
