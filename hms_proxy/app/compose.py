@@ -26,7 +26,7 @@ from hms_proxy.extras import require
 from hms_proxy.hms import warehouse
 from hms_proxy.hms.family import Env
 from hms_proxy.hms.handler import Handler
-from hms_proxy.ops import logs
+from hms_proxy.ops import logs, memory
 from hms_proxy.ops.metrics import MetricsServer, ServerMetrics
 from hms_proxy.ops.shutdown import StopRequest
 from hms_proxy.security import access, audit, tls
@@ -378,6 +378,7 @@ def run_serve(config: ServeConfig, argv: list[str]) -> int:
     """``hms-proxy serve``: serve until SIGTERM or SIGINT (``argv``: the command line, which a
     supervisor gives its workers)."""
     logs.configure(config.log_level, config.log_format)
+    memory.configure()
     try:
         config.check()
     except ConfigError as exc:
@@ -508,6 +509,7 @@ def install_lakefs_hooks(store, url: str, branch: str, http) -> None:
 
 def run_api(config: ApiConfig) -> int:
     """``hms-proxy api``: the HTTP API and console over a store, until SIGTERM or SIGINT."""
+    memory.configure()
     logging.basicConfig(level=getattr(logging, str(config.log_level).upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     local = local_path(config.store.store)

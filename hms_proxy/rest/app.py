@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from hms_proxy.ops import memory
 from hms_proxy.rest import errors, limits, oauth, openapi
 from hms_proxy.rest.catalog import RestCatalog
 from hms_proxy.rest.errors import RestError
@@ -398,7 +399,15 @@ def _sync(endpoint, inline_reads: bool = False):
             except RestError as error:
                 return Response(json.dumps(error.body()), status_code=error.status,
                                 media_type=JSON)
-        return await run_in_threadpool(endpoint, request)
+        raw = getattr(request.state, "raw", b"")
+        if len(raw) < memory.AFTER_BYTES:
+            return await run_in_threadpool(endpoint, request)
+        try:  # a large body: what parsing it made is given back once it is answered
+            return await run_in_threadpool(endpoint, request)
+        finally:
+            del raw
+            request.state.raw = b""
+            await run_in_threadpool(memory.release)
     return run
 
 

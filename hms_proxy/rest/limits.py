@@ -48,18 +48,46 @@ class RestLimits:
 DEFAULT = RestLimits()
 
 
-def too_much(what: str, found: int, limit: int) -> errors.RestError:
+def too_much(what: str, found: int | str, limit: int) -> errors.RestError:
     return errors.bad_request(f"Request refused: {what} ({found}) exceed this catalog's limit "
                               f"of {limit} per request (docs/iceberg-rest.md, \"Limits\")")
+
+
+# the keys that name a field in a schema's JSON form (count_fields counts them)
+FIELD_IDS = ("id", "element-id", "key-id", "value-id")
+
+
+class _OverBudget(Exception):
+    pass
 
 
 def parse(raw: bytes, limits: RestLimits = DEFAULT):
     """The JSON value of ``raw``, refused (400) when malformed or nested deeper than
     ``limits.depth``. The C parser stops at the interpreter's recursion limit (a
     RecursionError, no deeper than that), and the depth of what it made is then measured
-    without recursion, stopping at the limit."""
+    without recursion, stopping at the limit.
+
+    While parsing, the objects that carry a field id anywhere in the body are counted, and
+    the parse stops once they are more than ``limits.fields + limits.updates`` (the schema
+    fields a request may carry, and as many property maps naming a key ``id``): a body of
+    200,000 fields is refused having made a tenth of itself, not whole (the exact count of
+    the fields of its schemas is checked after, by :func:`check_create` and the others)."""
+    budget = limits.fields + limits.updates
+    seen = 0
+
+    def count(obj: dict) -> dict:
+        nonlocal seen
+        for key in FIELD_IDS:
+            if key in obj:
+                seen += 1
+                if seen > budget:
+                    raise _OverBudget
+        return obj
+
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, object_hook=count)
+    except _OverBudget:
+        raise too_much("schema fields", f"more than {limits.fields}", limits.fields) from None
     except RecursionError:
         raise _too_deep(limits) from None
     except (ValueError, UnicodeDecodeError) as exc:
@@ -98,7 +126,7 @@ def count_fields(schema) -> int:
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
-            found += sum(1 for key in ("id", "element-id", "key-id", "value-id") if key in item)
+            found += sum(1 for key in FIELD_IDS if key in item)
             stack.extend(v for v in item.values() if isinstance(v, (dict, list)))
         elif isinstance(item, list):
             stack.extend(v for v in item if isinstance(v, (dict, list)))

@@ -27,6 +27,20 @@ def rss(server) -> int:
     raise AssertionError("no VmRSS")
 
 
+def reset_peak(server) -> None:
+    """Start the server's peak resident set (VmHWM) again from its resident set now."""
+    with open(f"/proc/{server.proc.popen.pid}/clear_refs", "w") as refs:
+        refs.write("5")
+
+
+def peak_rss(server) -> int:
+    with open(f"/proc/{server.proc.popen.pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
 def nested(depth: int) -> bytes:
     """A JSON object whose containers nest ``depth`` deep."""
     return b'{"namespace":' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
@@ -82,14 +96,21 @@ def test_schema_fields_are_bounded(server):
     # the issue's body: 200,000 fields, 15 MB, under the 16 MiB body limit
     body = json.dumps({"name": "huge", "schema": schema_of(200_000)}).encode()
     assert len(body) < 16 << 20
-    before = rss(server)
-    message = error_of(post(server, "namespaces/wide/tables", body), 400,
-                       "BadRequestException")
-    assert f"schema fields (200000) exceed this catalog's limit of {limit}" in message
-    grown = rss(server) - before
-    print(f"200,000 fields refused: body {len(body)} B, RSS grew {grown} B")
-    # the parsed body is all that was made (a few times the JSON's size), then refused
-    assert grown < 8 * len(body), (grown, len(body))
+    for attempt in ("first", "again"):  # measured the second time, from a trimmed heap
+        before = rss(server)
+        reset_peak(server)
+        message = error_of(post(server, "namespaces/wide/tables", body), 400,
+                           "BadRequestException")
+        # refused while parsing, once more objects name a field than a request may carry
+        assert f"schema fields (more than {limit}) exceed this catalog's limit of {limit}" \
+            in message
+    grown, peak = rss(server) - before, peak_rss(server) - before
+    print(f"200,000 fields refused: body {len(body)} B, RSS grew {grown} B, "
+          f"{peak} B at its peak")
+    # within twice the body (the issue's bound), kept afterwards; while it is read and parsed,
+    # the body, its text and a tenth of it parsed
+    assert grown < 2 * len(body), (grown, len(body))
+    assert peak < 4 * len(body), (peak, len(body))
     error_of(post(server, "namespaces/wide/tables", {"name": "over", "schema":
                                                      schema_of(limit + 1)}),
              400, "BadRequestException")
