@@ -82,9 +82,13 @@ def classpath(home: Path) -> str:
     return os.pathsep.join([str(home / "lib" / "*"), str(home / "extra" / "*"), *picked])
 
 
-def start_stock_hms31(workdir: Path | str, timeout: float = 180.0) -> MetastoreProcess:
-    """Start a fresh stock HMS 3.1.3 on embedded Derby in ``workdir``; returns once it answers."""
-    return start_standalone(f"stock-hms-{VERSION}", classpath(ensure_hive31()), workdir, timeout)
+def start_stock_hms31(workdir: Path | str, timeout: float = 180.0,
+                      extra: dict[str, str] | None = None, **options) -> MetastoreProcess:
+    """Start a fresh stock HMS 3.1.3 on embedded Derby in ``workdir``; returns once it answers.
+    ``extra`` and ``options`` (``conf_dir``, ``jvm_options``, ``env``, ``ask``) as
+    :func:`hms_proxy.tools.metastores.start_standalone` takes them."""
+    return start_standalone(f"stock-hms-{VERSION}", classpath(ensure_hive31()), workdir, timeout,
+                            extra, **options)
 
 
 def spark_client_conf() -> dict[str, str]:

@@ -249,17 +249,21 @@ def init_schema(workdir: Path) -> None:
 
 
 def start_stock_hms4(workdir: Path | str, timeout: float = 180.0,
-                     with_transactions: bool = False) -> MetastoreProcess:
+                     with_transactions: bool = False, extra: dict[str, str] | None = None,
+                     **options) -> MetastoreProcess:
     """Start a fresh stock HMS 4.0.1 on embedded Derby in ``workdir``; returns once it answers.
     Besides the settings of every standalone metastore, it listens on 127.0.0.1 only (4.x
     binds all interfaces otherwise). ``with_transactions``: the schema is made by Hive's
     schematool first (about 4 s), so that its transaction and lock calls work (DataNucleus
-    alone does not make their tables)."""
+    alone does not make their tables). ``extra`` and ``options`` (``conf_dir``,
+    ``jvm_options``, ``env``, ``ask``) as :func:`hms_proxy.tools.metastores.start_standalone`
+    takes them."""
     workdir = Path(workdir).resolve()
     if with_transactions:
         init_schema(workdir)
     return start_standalone(f"stock-hms-{VERSION}", classpath(ensure_hive4()), workdir, timeout,
-                            {"metastore.thrift.bind.host": "127.0.0.1"})
+                            {"metastore.thrift.bind.host": "127.0.0.1", **(extra or {})},
+                            **options)
 
 
 def spark_client_conf() -> dict[str, str]:

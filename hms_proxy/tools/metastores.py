@@ -188,13 +188,16 @@ STANDALONE_MAIN = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 
 
 def start_standalone(name: str, classpath_: str, workdir: Path | str, timeout: float,
-                     extra: dict[str, str] | None = None) -> MetastoreProcess:
+                     extra: dict[str, str] | None = None, *, conf_dir: Path | None = None,
+                     jvm_options: list[str] | None = None, env: dict | None = None,
+                     ask: Callable | None = None) -> MetastoreProcess:
     """A stock standalone metastore (Hive 3.1/4.x: hms_proxy.tools.hive31_local, hive4_local) on
     a fresh embedded Derby in ``workdir``, returned once it answers. The settings both need to
     run without a Hive installation: the schema made on first use (schematool is not run), the
     metastore's own partition expression proxy (the default lives in hive-exec), and only the
     event cleaner among the background tasks (the others are Hive's); ``extra`` adds a
-    version's own."""
+    version's own. ``conf_dir``, ``jvm_options``, ``env`` and ``ask`` as
+    :func:`start_stock_hms` takes them (a Kerberized one needs them)."""
     workdir = Path(workdir).resolve()
     warehouse = workdir / "warehouse"
     warehouse.mkdir(parents=True, exist_ok=True)
@@ -216,11 +219,12 @@ def start_standalone(name: str, classpath_: str, workdir: Path | str, timeout: f
     def cmd(port: int) -> list[str]:
         # every NullPointerException keeps its message, however often the same one is thrown
         # (HotSpot otherwise drops it after many: the answers compared would change mid-run)
-        return ["java", "-Xmx768m", "-XX:-OmitStackTraceInFastThrow",
+        return ["java", "-Xmx768m", "-XX:-OmitStackTraceInFastThrow", *(jvm_options or ()),
                 *(f"-D{k}={v}" for k, v in props.items()), "-cp",
-                classpath_, STANDALONE_MAIN, "-p", str(port)]
+                f"{conf_dir}{os.pathsep}{classpath_}" if conf_dir is not None else classpath_,
+                STANDALONE_MAIN, "-p", str(port)]
     return spawn(name, cmd, workdir=workdir, port=None, warehouse=warehouse, cwd=workdir,
-                 timeout=timeout)
+                 timeout=timeout, env=env, ask=ask)
 
 
 def spawn(name: str, cmd: list[str] | Callable[[int], list[str]], *, workdir: Path,

@@ -18,7 +18,7 @@ from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 from hms_proxy.tools import kdc as kdc_tool
 from hms_proxy.tools.metastores import start_proxy
 from tests.support.kerberos import (as_user, client_modules_missing, ready_as, sasl_client,
-                                    start_stock_kerberized, started_realm)
+                                    spark_settings, start_stock_kerberized, started_realm)
 from tests.support.process import REPO_ROOT
 from tests.support.wait import wait_until
 
@@ -344,82 +344,6 @@ def test_auth_to_local_rules_map_as_hadoop_does():
 
 
 # --- Spark ------------------------------------------------------------------------------------
-def _spark_over_kerberos(realm, proc, workdir: Path, *conf: str) -> dict:
-    """tests/security/kerberos_spark_job.py against ``proc`` as alice, from her ticket cache,
-    Hadoop's security set to kerberos in its HADOOP_CONF_DIR."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    hadoop_conf = workdir / "hadoop-conf"
-    hadoop_conf.mkdir(exist_ok=True)
-    (hadoop_conf / "core-site.xml").write_text(
-        '<?xml version="1.0"?>\n<configuration><property>'
-        "<name>hadoop.security.authentication</name><value>kerberos</value>"
-        "</property></configuration>\n")
-    env = dict(realm.kdc.env(realm.user("alice")), HADOOP_CONF_DIR=str(hadoop_conf),
-               PYTHONPATH=str(REPO_ROOT), PYSPARK_PYTHON=sys.executable)
-    env.pop("HADOOP_USER_NAME", None)
-    output = workdir / "out.json"
-    job = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("kerberos_spark_job.py")),
-         "--uri", f"thrift://localhost:{proc.port}",
-         "--principal", f"hive/_HOST@{realm.name}",
-         "--krb5-conf", str(realm.kdc.folder / "krb5.conf"),
-         "--warehouse", str(workdir / "warehouse"), "--output", str(output),
-         *(f"--conf={c}" for c in conf)],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=900)
-    assert output.exists(), job.stderr[-4000:]
-    result = json.loads(output.read_text())
-    assert "error" not in result, result["error"]
-    text = json.dumps(result["results"]).replace(str(workdir), "<workdir>")
-    return {"results": json.loads(text), "user": result["user"]}
-
-
-@pytest.fixture(scope="module")
-def stock_spark(realm, stock, tmp_path_factory):
-    """The transcript of the Spark job on the stock Kerberized HMS, with Spark's built-in
-    Hive 2.3 client."""
-    return _spark_over_kerberos(realm, stock, tmp_path_factory.mktemp("spark-stock"))
-
-
-def _client_conf(client: str) -> list[str]:
-    if client == "2.3.10":
-        return []
-    from hms_proxy.tools import hive31_local, hive4_local
-    module = hive31_local if client == "3.1.3" else hive4_local
-    return [f"{k}={v}" for k, v in module.spark_client_conf().items()]
-
-
-@pytest.mark.spark
-@pytest.mark.slow
-@pytest.mark.parametrize("client", ["3.1.3", "4.0.1"])
-def test_spark_sql_over_kerberos_matches_the_stock(realm, stock_spark, tmp_path, client):
-    """Spark with its Hive 3.1.3 and 4.0.1 clients, logged in from alice's ticket cache, with
-    hive.metastore.sasl.enabled and the server's principal as _HOST@REALM: the same SQL gives
-    the stock Kerberized HMS's results (with the built-in client), and ours sees alice. (The
-    built-in 2.3 client runs the whole Spark suite below.)"""
-    conf = _client_conf(client)
-    ours = start_proxy(tmp_path / "server", *realm.server_args(), env=realm.server_env(),
-                       ask=ready_as(realm))
-    try:
-        if conf:  # Spark fetches that client's jars with Ivy: one fetch at a time here
-            import fcntl
-
-            from hms_proxy.tools.lakefs_local import cache_root
-            cache_root().mkdir(parents=True, exist_ok=True)
-            with open(cache_root() / "spark-ivy.lock", "w") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                mine = _spark_over_kerberos(realm, ours, tmp_path / "spark", *conf)
-        else:
-            mine = _spark_over_kerberos(realm, ours, tmp_path / "spark")
-        assert mine == stock_spark
-        assert "krb_db.events user=alice" in ours.log_path.read_text()
-    finally:
-        ours.stop()
-    assert stock_spark["user"] == "alice"
-    rows = dict((s, r) for s, r in stock_spark["results"])
-    assert rows["SELECT ds, count(*) AS n, sum(id) AS s FROM krb_db.events GROUP BY ds "
-                "ORDER BY ds"] == [["2024-01-01", "2", "3"], ["2024-01-02", "1", "3"]]
-
-
 @pytest.mark.spark
 @pytest.mark.slow
 def test_the_spark_suite_over_kerberos_with_privacy_matches_the_stock(realm, stock,
@@ -432,20 +356,8 @@ def test_the_spark_suite_over_kerberos_with_privacy_matches_the_stock(realm, sto
     from tests.e2e.spark.conftest import run_sides
     from tests.e2e.spark.test_spark_e2e import whole_run_differences
 
-    hadoop_conf = tmp_path_factory.mktemp("spark-suite-krb-conf")
-    (hadoop_conf / "core-site.xml").write_text(
-        '<?xml version="1.0"?>\n<configuration>\n'
-        "<property><name>hadoop.security.authentication</name><value>kerberos</value>"
-        "</property>\n<property><name>hadoop.rpc.protection</name><value>privacy</value>"
-        "</property>\n</configuration>\n")
-    conf = {"spark.driver.extraJavaOptions":
-            f"-Djava.security.krb5.conf={realm.kdc.folder / 'krb5.conf'} "
-            "-Dsun.security.krb5.disableReferrals=true",
-            "spark.hadoop.hive.metastore.sasl.enabled": "true",
-            "spark.hadoop.hive.metastore.kerberos.principal": f"hive/localhost@{realm.name}"}
-    env = {"KRB5CCNAME": f"FILE:{realm.user('alice')}",
-           "KRB5_CONFIG": str(realm.kdc.folder / "krb5.conf"),
-           "HADOOP_CONF_DIR": str(hadoop_conf), "HADOOP_USER_NAME": None}
+    conf, env = spark_settings(realm, tmp_path_factory.mktemp("spark-suite-krb-conf"),
+                               "privacy")
     ours = start_proxy(tmp_path_factory.mktemp("ours-spark-suite-krb"),
                        *realm.server_args("--rpc-protection", "privacy"),
                        env=realm.server_env(), ask=ready_as(realm, qop="auth-conf"))

@@ -127,6 +127,49 @@ def start_stock_kerberized(realm: Realm, workdir: Path, protection: str = "authe
     return start_stock_hms(workdir, with_transactions=with_transactions, **options)
 
 
+QOP_OF = {"authentication": "auth", "integrity": "auth-int", "privacy": "auth-conf"}
+
+
+def start_standalone_kerberized(realm: Realm, workdir: Path, start,
+                                protection: str = "authentication", **kwargs):
+    """A stock standalone metastore (``start``: :func:`hms_proxy.tools.hive31_local.
+    start_stock_hms31` or :func:`hms_proxy.tools.hive4_local.start_stock_hms4`) Kerberized as
+    the 2.3.10 one is (:func:`start_stock_kerberized`), its settings under the standalone
+    metastore's own names (``metastore.sasl.enabled``...) as well as Hive's."""
+    from hms_proxy.tools.bench.kerberized import stock_kerberized_options
+
+    options = stock_kerberized_options(realm.kdc, realm.server_keytab, workdir, protection,
+                                       ask=ready_as(realm, qop=QOP_OF[protection]))
+    hive = options.pop("extra_properties")
+    extra = {**hive, **{k.replace("hive.metastore.", "metastore.", 1): v
+                        for k, v in hive.items()}}
+    return start(workdir, extra=extra, **options, **kwargs)
+
+
+def spark_settings(realm: Realm, folder: Path, protection: str = "authentication",
+                   user: str = "alice") -> tuple[dict, dict]:
+    """(Spark's settings, its environment) for a Spark session against a Kerberized
+    metastore, as an unmodified Spark is set up on a gateway host: ``user``'s ticket cache,
+    Hadoop's security set to kerberos with ``protection`` as hadoop.rpc.protection in a
+    core-site.xml of ``folder`` (HADOOP_CONF_DIR), hive.metastore.sasl.enabled and the
+    server's principal. For :func:`tests.e2e.spark.conftest.run_sides` (None unsets)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "core-site.xml").write_text(
+        '<?xml version="1.0"?>\n<configuration>\n'
+        "<property><name>hadoop.security.authentication</name><value>kerberos</value>"
+        f"</property>\n<property><name>hadoop.rpc.protection</name><value>{protection}</value>"
+        "</property>\n</configuration>\n")
+    conf = {"spark.driver.extraJavaOptions":
+            f"-Djava.security.krb5.conf={realm.kdc.folder / 'krb5.conf'} "
+            "-Dsun.security.krb5.disableReferrals=true",
+            "spark.hadoop.hive.metastore.sasl.enabled": "true",
+            "spark.hadoop.hive.metastore.kerberos.principal": f"hive/localhost@{realm.name}"}
+    env = {"KRB5CCNAME": f"FILE:{realm.user(user)}",
+           "KRB5_CONFIG": str(realm.kdc.folder / "krb5.conf"),
+           "HADOOP_CONF_DIR": str(folder), "HADOOP_USER_NAME": None}
+    return conf, env
+
+
 def ready_as(realm: Realm, user: str = "alice", qop: str = "auth"):
     """``start_proxy(..., ask=...)``: the server answers a Kerberized call."""
     def ask(proc):

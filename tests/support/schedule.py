@@ -48,11 +48,11 @@ WEIGHTS: dict[str, float] = {  # tests/.artifacts/durations.json of a fresh clon
     "tests/e2e/hive4/test_hive4_suite.py": 110,  # Hive 4.0.1's own client tests (2026-12-07)
     "tests/e2e/rest/test_rest_kit.py": 92,
     "tests/e2e/rest/test_rest_fuzz.py": 38,  # schemathesis over the REST door (2026-12-07)
-    "tests/security/test_kerberos.py": 140,  # a KDC, the stock Kerberized, 4 Spark jobs (2026-12-07)
+    "tests/security/test_kerberos.py": 100,  # a KDC, the stock Kerberized, 2 Spark jobs (2026-12-07)
     "tests/security/test_delegation_tokens.py": 45,
-    "tests/e2e/spark/test_spark_hive4.py": 80,
+    "tests/e2e/spark/test_spark_hive4.py": 85,  # Kerberized both sides (2026-12-07)
     "tests/hms/conformance/test_conformance.py": 74,
-    "tests/e2e/spark/test_spark_hive31.py": 68,
+    "tests/e2e/spark/test_spark_hive31.py": 72,  # Kerberized both sides (2026-12-07)
     "tests/e2e/spark/test_spark_e2e.py": 65,
     "tests/e2e/lakefs/test_lakefs_server.py": 55,
     "tests/thrift/test_federation.py": 55,

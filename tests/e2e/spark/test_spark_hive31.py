@@ -5,31 +5,51 @@ Central, :mod:`hms_proxy.tools.hive31_local`) and against us, compared as
 test_spark_e2e.py compares them with the 2.3 client. This client names every database
 ``@hive#db`` and reads tables with ``get_table_req``.
 
+Both metastores are Kerberized against a KDC of the test's own (SASL GSSAPI,
+``hadoop.rpc.protection=authentication``), and Spark logs in from alice's ticket cache, as issue
+42 asks for each of Spark's three Hive clients (the built-in 2.3 one:
+tests/security/test_kerberos.py).
+
 Full outputs: tests/.artifacts/spark/{oracle31,proxy31}.jsonl.
 """
 from __future__ import annotations
 
 import pytest
 
+from hms_proxy.tools import kdc as kdc_tool
 from tests.e2e.spark.conftest import run_sides
 from tests.e2e.spark.test_spark_e2e import whole_run_differences
+from tests.support.kerberos import (QOP_OF, client_modules_missing, ready_as, spark_settings,
+                                    start_standalone_kerberized, started_realm)
 from tests.support.proxy import start_proxy
 
-pytestmark = [pytest.mark.spark, pytest.mark.oracle, pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.spark, pytest.mark.oracle, pytest.mark.slow, pytest.mark.timeout(1800),
+              pytest.mark.skipif(bool(kdc_tool.missing() or client_modules_missing()),
+                                 reason=kdc_tool.missing() or client_modules_missing() or "")]
 
 
 @pytest.fixture(scope="module")
 def runs31(tmp_path_factory):
     from hms_proxy.tools import hive31_local
 
-    conf = hive31_local.spark_client_conf()
-    stock = hive31_local.start_stock_hms31(tmp_path_factory.mktemp("stock-hms-3.1.3"))
-    ours = start_proxy(tmp_path_factory.mktemp("proxy31"))
-    try:
-        yield run_sides({"oracle": stock, "proxy": ours}, tmp_path_factory, conf, suffix="31")
-    finally:
-        ours.stop()
-        stock.stop()
+    with started_realm(tmp_path_factory.mktemp("krb31")) as realm:
+        conf, env = spark_settings(realm, tmp_path_factory.mktemp("spark31-conf"),
+                                   "authentication")
+        conf.update(hive31_local.spark_client_conf())
+        stock = start_standalone_kerberized(realm, tmp_path_factory.mktemp("stock-hms-3.1.3"),
+                                            hive31_local.start_stock_hms31, "authentication")
+        ours = start_proxy(tmp_path_factory.mktemp("proxy31"),
+                           *realm.server_args("--rpc-protection", "authentication"),
+                           env=realm.server_env(),
+                           ask=ready_as(realm, qop=QOP_OF["authentication"]))
+        try:
+            runs = run_sides({"oracle": stock, "proxy": ours}, tmp_path_factory, conf,
+                             suffix="31", env=env)
+            assert "user=alice" in ours.log_path.read_text()  # the principal, not set_ugi's
+            yield runs
+        finally:
+            ours.stop()
+            stock.stop()
 
 
 def test_spark_with_a_hive_31_client_matches_stock_hms_31(runs31):
