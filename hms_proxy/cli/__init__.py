@@ -138,21 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
     krb.add_argument("--rpc-protection", default=None, metavar="QOP[,QOP]",
                      help="the qualities of protection clients may choose, as "
                           "hadoop.rpc.protection: authentication (default), integrity, privacy")
-    krb.add_argument("--kerberos-auth-to-local", default=None, metavar="RULES",
-                     help="map principals to user names with Hadoop's "
-                          "hadoop.security.auth_to_local rules (default: DEFAULT, the first "
-                          "component of a principal of the default realm)")
     krb.add_argument("--sasl-timeout", type=float, default=None, metavar="SECONDS",
                      help="a client must complete its SASL negotiation within this "
                           "(default 10)")
-    krb.add_argument("--http-kerberos-principal", default=None, metavar="PRINCIPAL",
-                     help="take Kerberos SPNEGO (Authorization: Negotiate, curl --negotiate) "
-                          "on the HTTP API and the Iceberg REST door as this principal, like "
-                          "hive.server2.authentication.spnego.principal (HTTP/_HOST@REALM: "
-                          "_HOST is the door's host name); mapped by --kerberos-auth-to-local")
-    krb.add_argument("--http-kerberos-keytab", default=None, metavar="FILE",
-                     help="the keytab holding the HTTP principal's key (default: "
-                          "--kerberos-keytab)")
+    add_spnego_arguments(krb, "the HTTP API and the Iceberg REST door",
+                         "(default: --kerberos-keytab)")
     add_access_arguments(serve)
     serve.add_argument("--conf", action="append", metavar="KEY=VALUE",
                        help="a configuration value answered by get_config_value, and used "
@@ -283,6 +273,23 @@ def cmd_serve(args) -> int:
     return compose.run_serve(serve_config(args), getattr(args, "argv", None) or sys.argv[1:])
 
 
+def add_spnego_arguments(group, doors: str, keytab_default: str) -> None:
+    """Kerberos SPNEGO on HTTP ``doors`` (serve's and api's), and how principals map to users
+    (serve's Thrift listeners map them alike)."""
+    group.add_argument("--http-kerberos-principal", default=None, metavar="PRINCIPAL",
+                       help="take Kerberos SPNEGO (Authorization: Negotiate, curl --negotiate) "
+                            f"on {doors} as this principal, like "
+                            "hive.server2.authentication.spnego.principal (HTTP/_HOST@REALM: "
+                            "_HOST is the door's host name); mapped by "
+                            "--kerberos-auth-to-local")
+    group.add_argument("--http-kerberos-keytab", default=None, metavar="FILE",
+                       help=f"the keytab holding the HTTP principal's key {keytab_default}")
+    group.add_argument("--kerberos-auth-to-local", default=None, metavar="RULES",
+                       help="map principals to user names with Hadoop's "
+                            "hadoop.security.auth_to_local rules (default: DEFAULT, the first "
+                            "component of a principal of the default realm)")
+
+
 # --- hms-proxy api ------------------------------------------------------------------------------
 def register_api(subparsers) -> None:
     p = subparsers.add_parser(
@@ -300,16 +307,8 @@ def register_api(subparsers) -> None:
     p.add_argument("--ref", default="main",
                    help="the ref pages and calls default to (default main)")
     add_access_arguments(p)
-    krb = p.add_argument_group("Kerberos (SPNEGO on the HTTP API)")
-    krb.add_argument("--http-kerberos-principal", default=None, metavar="PRINCIPAL",
-                     help="take Kerberos SPNEGO (Authorization: Negotiate, curl --negotiate) "
-                          "as this principal (HTTP/_HOST@REALM: _HOST is this host's name); "
-                          "needs --http-kerberos-keytab")
-    krb.add_argument("--http-kerberos-keytab", default=None, metavar="FILE",
-                     help="the keytab holding the HTTP principal's key")
-    krb.add_argument("--kerberos-auth-to-local", default=None, metavar="RULES",
-                     help="map principals to user names with Hadoop's "
-                          "hadoop.security.auth_to_local rules (default: DEFAULT)")
+    add_spnego_arguments(p.add_argument_group("Kerberos (SPNEGO on the HTTP API)"),
+                         "the HTTP API", "(needed with --http-kerberos-principal)")
     add_lakefs_arguments(p)
     p.add_argument("--log-level", default=os.environ.get("HMS_LOG_LEVEL", "INFO"),
                    help="DEBUG, INFO, WARNING... (default INFO)")
