@@ -56,6 +56,24 @@ DRAIN_S = 5.0  # a write to hand on waits this long for this server's groups in 
 CATCH_UP_S = 10.0  # a handed write refused waits this long for what refused it to land
 
 
+
+def _walk_back(name: str, state: _BranchState, seq: int, skip=frozenset()):
+    """``state``'s log entries of branch ``name``, walked back from the end (a busy log is
+    long) to the first at or before slot ``seq``: (the keys written by those after it, but
+    the entries whose nonce is in ``skip``; that entry, or None; the first entry after it, or
+    None)."""
+    keys: set = set()
+    first_after = None
+    for obj in reversed(state.entries):
+        if obj.directory != name or obj.seq is None:
+            continue
+        if obj.seq <= seq:
+            return keys, obj, first_after
+        first_after = obj
+        if obj.nonce not in skip:
+            keys.update(state.contents.get(obj.cache_key, {}))
+    return keys, None, first_after
+
 class Writes:
     """Methods of :class:`~kvmodel.store.lakefs.LakeFSStore` (see the package doc)."""
 
@@ -178,18 +196,9 @@ class Writes:
             return None
         if seq >= state.last_seq:
             return set()  # nothing after it here (a later state's slot is taken: a 412)
-        keys: set = set()
-        first_after = None
-        for obj in reversed(state.entries):  # from the end: a busy log is long
-            if obj.directory != name or obj.seq is None:
-                continue
-            if obj.seq <= seq:
-                if obj.seq == seq:
-                    return keys if obj.nonce == nonce else None
-                break
-            first_after = obj
-            if obj.nonce not in own:
-                keys.update(state.contents.get(obj.cache_key, {}))
+        keys, at, first_after = _walk_back(name, state, seq, skip=own)
+        if at is not None and at.seq == seq:
+            return keys if at.nonce == nonce else None
         # its end is not an entry here (a fold entry, or nothing): the first after it says
         if first_after is None or first_after.pred not in (None, nonce or None):
             return None
@@ -387,15 +396,8 @@ class Writes:
             if not any(g.seq == seq and g.nonce == nonce for g in lanes.flying):
                 return None
         elif (seq, nonce) != (state.last_seq, state.last_nonce):
-            found = False
-            for obj in reversed(state.entries):  # from the end: a busy log is long
-                if obj.directory != name or obj.seq is None:
-                    continue
-                if obj.seq <= seq:
-                    found = obj.seq == seq and obj.nonce == nonce
-                    break
-                keys.update(state.contents.get(obj.cache_key, {}))
-            if not found:
+            keys, at, _ = _walk_back(name, state, seq)
+            if at is None or (at.seq, at.nonce) != (seq, nonce):
                 return None
         after = max(seq, state.last_seq)
         for group in (*lanes.flying, lanes.forming):
