@@ -70,7 +70,7 @@ def parse(raw: bytes, limits: RestLimits = DEFAULT):
     While parsing, the objects that carry a field id anywhere in the body are counted, and
     the parse stops once they are more than ``limits.fields + limits.updates`` (the schema
     fields a request may carry, and as many property maps naming a key ``id``): a body of
-    200,000 fields is refused having made a tenth of itself, not whole (the exact count of
+    200,000 fields is refused having parsed 30,000 of them, not all (the exact count of
     the fields of its schemas is checked after, by :func:`check_create` and the others)."""
     budget = limits.fields + limits.updates
     seen = 0
