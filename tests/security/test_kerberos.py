@@ -18,7 +18,7 @@ from hms_proxy.thrift.gen.hive_metastore import ttypes as T
 from hms_proxy.tools import kdc as kdc_tool
 from hms_proxy.tools.metastores import start_proxy
 from tests.support.kerberos import (as_user, client_modules_missing, ready_as, sasl_client,
-                                    spark_settings, start_stock_kerberized, started_realm)
+                                    start_stock_kerberized, started_realm)
 from tests.support.process import REPO_ROOT
 from tests.support.wait import wait_until
 
@@ -353,20 +353,10 @@ def test_the_spark_suite_over_kerberos_with_privacy_matches_the_stock(realm, sto
     hadoop.rpc.protection=privacy (every frame encrypted, auth-conf), against the stock HMS
     2.3.10 Kerberized and against ours Kerberized: the same transcript, compared as
     test_spark_e2e.py compares them without Kerberos."""
-    from tests.e2e.spark.conftest import run_sides
+    from tests.e2e.spark.conftest import kerberized_sides
     from tests.e2e.spark.test_spark_e2e import whole_run_differences
 
-    conf, env = spark_settings(realm, tmp_path_factory.mktemp("spark-suite-krb-conf"),
-                               "privacy")
-    ours = start_proxy(tmp_path_factory.mktemp("ours-spark-suite-krb"),
-                       *realm.server_args("--rpc-protection", "privacy"),
-                       env=realm.server_env(), ask=ready_as(realm, qop="auth-conf"))
-    try:
-        runs = run_sides({"oracle": stock, "proxy": ours}, tmp_path_factory, conf,
-                         suffix="-krb", env=env)
-        assert "user=alice" in ours.log_path.read_text()
-    finally:
-        ours.stop()
+    runs = kerberized_sides(realm, stock, tmp_path_factory, "privacy", "-krb")
     differences = whole_run_differences(runs, "stock HMS 2.3.10")
     assert not differences, (f"{len(differences)} statement(s) differ:\n"
                              + "\n".join(differences))

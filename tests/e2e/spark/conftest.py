@@ -159,3 +159,28 @@ def spark_runs(request, tmp_path_factory):
     proxy = request.getfixturevalue("proxy")  # first: skips before starting the oracle
     oracle = request.getfixturevalue("oracle")
     return run_sides({"oracle": oracle, "proxy": proxy}, tmp_path_factory)
+
+
+def kerberized_sides(realm, stock, tmp_path_factory, protection: str, suffix: str,
+                     client_conf: dict | None = None) -> dict[str, SideRun]:
+    """:func:`run_sides` over Kerberos: ours started Kerberized in ``realm`` with
+    ``protection`` as hadoop.rpc.protection, beside ``stock`` (Kerberized alike by the
+    caller); Spark logged in from alice's ticket cache (:func:`tests.support.kerberos.
+    spark_settings`), with ``client_conf`` besides (a Hive client of another version). Fails
+    the test when ours did not see alice as the caller."""
+    from tests.support.kerberos import QOP_OF, ready_as, spark_settings
+    from tests.support.proxy import start_proxy
+
+    conf, env = spark_settings(realm, tmp_path_factory.mktemp(f"spark{suffix}-conf"),
+                               protection)
+    conf.update(client_conf or {})
+    ours = start_proxy(tmp_path_factory.mktemp(f"proxy{suffix}"),
+                       *realm.server_args("--rpc-protection", protection),
+                       env=realm.server_env(), ask=ready_as(realm, qop=QOP_OF[protection]))
+    try:
+        runs = run_sides({"oracle": stock, "proxy": ours}, tmp_path_factory, conf,
+                         suffix=suffix, env=env)
+        assert "user=alice" in ours.log_path.read_text()  # the principal, not set_ugi's
+    finally:
+        ours.stop()
+    return runs

@@ -17,11 +17,10 @@ from __future__ import annotations
 import pytest
 
 from hms_proxy.tools import kdc as kdc_tool
-from tests.e2e.spark.conftest import run_sides
+from tests.e2e.spark.conftest import kerberized_sides
 from tests.e2e.spark.test_spark_e2e import whole_run_differences
-from tests.support.kerberos import (QOP_OF, client_modules_missing, ready_as, spark_settings,
-                                    start_standalone_kerberized, started_realm)
-from tests.support.proxy import start_proxy
+from tests.support.kerberos import (client_modules_missing, start_standalone_kerberized,
+                                    started_realm)
 
 pytestmark = [pytest.mark.spark, pytest.mark.oracle, pytest.mark.slow, pytest.mark.timeout(1800),
               pytest.mark.skipif(bool(kdc_tool.missing() or client_modules_missing()),
@@ -33,22 +32,12 @@ def runs31(tmp_path_factory):
     from hms_proxy.tools import hive31_local
 
     with started_realm(tmp_path_factory.mktemp("krb31")) as realm:
-        conf, env = spark_settings(realm, tmp_path_factory.mktemp("spark31-conf"),
-                                   "authentication")
-        conf.update(hive31_local.spark_client_conf())
         stock = start_standalone_kerberized(realm, tmp_path_factory.mktemp("stock-hms-3.1.3"),
                                             hive31_local.start_stock_hms31, "authentication")
-        ours = start_proxy(tmp_path_factory.mktemp("proxy31"),
-                           *realm.server_args("--rpc-protection", "authentication"),
-                           env=realm.server_env(),
-                           ask=ready_as(realm, qop=QOP_OF["authentication"]))
         try:
-            runs = run_sides({"oracle": stock, "proxy": ours}, tmp_path_factory, conf,
-                             suffix="31", env=env)
-            assert "user=alice" in ours.log_path.read_text()  # the principal, not set_ugi's
-            yield runs
+            yield kerberized_sides(realm, stock, tmp_path_factory, "authentication", "31",
+                                   hive31_local.spark_client_conf())
         finally:
-            ours.stop()
             stock.stop()
 
 

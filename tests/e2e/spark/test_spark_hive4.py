@@ -17,11 +17,10 @@ from __future__ import annotations
 import pytest
 
 from hms_proxy.tools import kdc as kdc_tool
-from tests.e2e.spark.conftest import run_sides
+from tests.e2e.spark.conftest import kerberized_sides
 from tests.e2e.spark.test_spark_e2e import whole_run_differences
-from tests.support.kerberos import (QOP_OF, client_modules_missing, ready_as, spark_settings,
-                                    start_standalone_kerberized, started_realm)
-from tests.support.proxy import start_proxy
+from tests.support.kerberos import (client_modules_missing, start_standalone_kerberized,
+                                    started_realm)
 
 pytestmark = [pytest.mark.spark, pytest.mark.oracle, pytest.mark.slow, pytest.mark.timeout(1800),
               pytest.mark.skipif(bool(kdc_tool.missing() or client_modules_missing()),
@@ -33,22 +32,12 @@ def runs4(tmp_path_factory):
     from hms_proxy.tools import hive4_local
 
     with started_realm(tmp_path_factory.mktemp("krb4")) as realm:
-        conf, env = spark_settings(realm, tmp_path_factory.mktemp("spark4-conf"),
-                                   "privacy")
-        conf.update(hive4_local.spark_client_conf())
         stock = start_standalone_kerberized(realm, tmp_path_factory.mktemp("stock-hms-4.0.1"),
                                             hive4_local.start_stock_hms4, "privacy")
-        ours = start_proxy(tmp_path_factory.mktemp("proxy4"),
-                           *realm.server_args("--rpc-protection", "privacy"),
-                           env=realm.server_env(),
-                           ask=ready_as(realm, qop=QOP_OF["privacy"]))
         try:
-            runs = run_sides({"oracle": stock, "proxy": ours}, tmp_path_factory, conf,
-                             suffix="4", env=env)
-            assert "user=alice" in ours.log_path.read_text()  # the principal, not set_ugi's
-            yield runs
+            yield kerberized_sides(realm, stock, tmp_path_factory, "privacy", "4",
+                                   hive4_local.spark_client_conf())
         finally:
-            ours.stop()
             stock.stop()
 
 
