@@ -24,7 +24,6 @@ AFTER_BYTES = 1 << 20  # a request body from this size on is followed by release
 MMAP_THRESHOLD = 1 << 20  # blocks from this size on are mapped on their own, given back freed
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
 
-_trim = _mallopt = None
 try:
     _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
     _trim = _libc.malloc_trim

@@ -399,15 +399,13 @@ def _sync(endpoint, inline_reads: bool = False):
             except RestError as error:
                 return Response(json.dumps(error.body()), status_code=error.status,
                                 media_type=JSON)
-        raw = getattr(request.state, "raw", b"")
-        if len(raw) < memory.AFTER_BYTES:
-            return await run_in_threadpool(endpoint, request)
-        try:  # a large body: what parsing it made is given back once it is answered
+        large = len(getattr(request.state, "raw", b"")) >= memory.AFTER_BYTES
+        try:
             return await run_in_threadpool(endpoint, request)
         finally:
-            del raw
-            request.state.raw = b""
-            await run_in_threadpool(memory.release)
+            if large:  # what parsing it made is given back once it is answered
+                request.state.raw = b""
+                await run_in_threadpool(memory.release)
     return run
 
 
