@@ -39,6 +39,8 @@ def test_bench_writes_counts_every_writers_writes(tmp_path, capsys):
     (["--writers", "x"], "numbers like"),
     (["--modes", "drop"], "--modes takes"),
     (["--servers", "oracle"], "--servers takes"),
+    (["--uncommitted", "-1"], "--uncommitted takes"),
+    (["--per-call", "0"], "--per-call 1 or more"),
 ])
 def test_bench_writes_refuses_nonsense(argv, message):
     args = parse(["bench", "writes", *argv])
@@ -60,3 +62,20 @@ def test_two_server_columns_are_compared_with_one_server():
                            row(two, 8, 300.0)]})
     assert "| add_partition (a table each) | 8 | 200.0 (5.0x 1 writer) | " \
            "300.0 (4.3x 1 writer, 1.50x one server) |" in text
+
+
+def test_writes_over_uncommitted_partitions_on_lakefs(tmp_path):
+    """``--uncommitted``: the lakeFS-backed server's branch first gets that many partitions,
+    no commit taking them, then the rows are timed over them (a real lakeFS of the bench's
+    own)."""
+    pytest.importorskip("lakefs_sdk")
+    out_json = tmp_path / "w.json"
+    args = parse(["bench", "writes", "--writers", "2", "--duration", "1", "--modes", "add",
+                  "--servers", "lakefs", "--uncommitted", "1500", "--per-call", "100",
+                  "--json", str(out_json)])
+    assert args.func(args) == 0
+    result = json.loads(out_json.read_text())
+    assert list(result["uncommitted"]) == ["ours, lakeFS defaults"]
+    assert "--uncommitted 1500 --per-call 100" in result["command"]
+    [row] = result["rows"]
+    assert row["errors"] == 0 and row["writes"] > 0, row

@@ -16,6 +16,11 @@ servers over one repository are measured two ways: ``lakefs-2`` splits the N wri
 them (the same clients, spread), ``lakefs-2x`` gives each server N writers of its own (2N in
 all, as two jobs' worth of clients each pointed at its own server). The writers run on the
 same machine as the servers and take their share of its CPUs.
+
+``--uncommitted N`` first gives each lakeFS-backed server's branch N partitions that no commit
+has taken yet (``add_partitions`` of ``--per-call`` at a time, from 8 clients): a busy branch
+between two commits, whose staged changes and write log every write is made over. The stock
+HMS and the embedded store have no such state and are measured as they are.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ import multiprocessing
 import os
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -54,6 +60,13 @@ def register(subparsers) -> None:
                         "two servers, N writers each); default stock, embedded, lakefs")
     p.add_argument("--tuned", action="store_true",
                    help="also lakeFS with the recommended settings (batch delay 0)")
+    p.add_argument("--uncommitted", type=int, default=0, metavar="N",
+                   help="first add N partitions to a table of their own on each lakeFS-backed "
+                        "server, not committed: every timed write is made over them "
+                        "(default 0)")
+    p.add_argument("--per-call", type=int, default=1000, metavar="B",
+                   help="partitions per add_partitions call of --uncommitted (default 1000; "
+                        "1 makes a write log of N entries)")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     p.add_argument("--markdown", metavar="FILE", help="write the table as Markdown")
     p.set_defaults(func=cmd_writes)
@@ -151,6 +164,47 @@ def _prepare(server, mode: str, db: str, writers: int) -> None:
         client.close()
 
 
+BACKLOG_CLIENTS = 8
+
+
+def _backlog(server, n: int, per_call: int) -> float:
+    """``n`` partitions added to ``backlog.t`` through ``server``, ``per_call`` a call, from
+    :data:`BACKLOG_CLIENTS` clients at once; the seconds it took."""
+    from hmsclient.genthrift.hive_metastore import ttypes as T
+
+    target = getattr(server, "servers", [server])[0]
+    began = time.monotonic()
+    client = _client(target.host, target.port)
+    try:
+        client.create_database(T.Database("backlog", "", None, {}))
+        client.create_table(_table(T, "backlog", "t"))
+        table = client.get_table("backlog", "t")
+    finally:
+        client.close()
+    calls = [range(i, min(n, i + per_call)) for i in range(0, n, per_call)]
+    failed: list = []
+
+    def add(k: int) -> None:
+        try:
+            c = _client(target.host, target.port)
+            try:
+                for values in calls[k::BACKLOG_CLIENTS]:
+                    c.add_partitions([_partition(T, table, f"{i:07d}") for i in values])
+            finally:
+                c.close()
+        except Exception as exc:  # noqa: BLE001 - reported below
+            failed.append(exc)
+
+    threads = [threading.Thread(target=add, args=(k,)) for k in range(BACKLOG_CLIENTS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failed:
+        raise SystemExit(f"--uncommitted: adding the partitions failed: {failed[0]}")
+    return time.monotonic() - began
+
+
 class _Servers:
     """Several servers over one store, each writer connected to one of them in turn; with
     ``per_server`` each server gets the count of writers asked for (so many times it in all)."""
@@ -215,6 +269,8 @@ def run(args) -> dict:
     modes = _names(args.modes, ("add", "alter"), "--modes")
     kinds = _names(args.servers, ("stock", "embedded", "lakefs", "lakefs-2", "lakefs-2x"),
                    "--servers")
+    if args.uncommitted < 0 or args.per_call < 1:
+        raise SystemExit("--uncommitted takes 0 or more partitions, --per-call 1 or more")
     work = Path(tempfile.mkdtemp(prefix="hms-proxy-writes-"))
     started, lakes = {}, []
     load_start = load_average()
@@ -253,6 +309,13 @@ def run(args) -> dict:
                 metastores.start_proxy(work / f"{kind}-{i}", *quiet, store=f"lakefs://{repo}",
                                        warehouse=False, env=env) for i in range(2)],
                 per_server=per_server)
+        backlog = {}
+        for name, server in started.items():
+            if args.uncommitted and "lakeFS" in name:
+                log(f"adding {args.uncommitted:,} uncommitted partitions on {name}")
+                took = backlog[name] = round(_backlog(server, args.uncommitted,
+                                                      args.per_call), 1)
+                log(f"  in {took:,.1f} s")
         rows = []
         for mode in modes:
             for n in sizes:
@@ -263,7 +326,7 @@ def run(args) -> dict:
                     log(f"  {figure['per_second']:,.1f} writes/s, {figure['errors']} errors")
         return {"command": "hms-proxy bench writes " + _argv(args),
                 "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                "duration": args.duration, "rows": rows,
+                "duration": args.duration, "rows": rows, "uncommitted": backlog,
                 "lakefs": lakefs_local.DEFAULT_VERSION if lakes else None,
                 "machine": {**machine_info(java="stock" in kinds),
                             "load_average_start": load_start,
@@ -281,6 +344,8 @@ def _argv(args) -> str:
              args.modes, "--servers", args.servers]
     if args.tuned:
         parts.append("--tuned")
+    if args.uncommitted:
+        parts += ["--uncommitted", str(args.uncommitted), "--per-call", str(args.per_call)]
     return " ".join(parts)
 
 

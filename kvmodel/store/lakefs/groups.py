@@ -30,7 +30,6 @@ What must see the branch whole (a commit, a fold, a reset, a merge's snapshot) t
 """
 from __future__ import annotations
 
-import bisect
 import os
 import random
 import threading
@@ -183,13 +182,10 @@ class Lanes:
                   if g is not None and (g.seq is None or state.last_seq < g.seq)]
         if not groups:
             return state
-        staged, keys = dict(state.staged), list(state.keys)
+        staged = state.staged
         for group in groups:
-            for key, value in group.changes.items():
-                if key not in staged:
-                    bisect.insort(keys, key)
-                staged[key] = value
-        return _BranchState(state.head, state.base, state.entries, state.folded, staged, keys,
+            staged = staged.with_changes(group.changes)
+        return _BranchState(state.head, state.base, state.entries, state.folded, staged,
                             state.checked, state.version, used=state.used, news=state.news,
                             last_seq=state.last_seq, last_time=state.last_time,
                             contents=state.contents, variants=state.variants,

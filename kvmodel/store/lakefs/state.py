@@ -2,7 +2,6 @@
 background; changes announced through Redis."""
 from __future__ import annotations
 
-import bisect
 import threading
 import time
 
@@ -25,6 +24,7 @@ from kvmodel.store.lakefs.common import (
     _key,
     log,
 )
+from kvmodel.store.lakefs.staged import Staged
 from kvmodel.store.lakefs.variants import EMPTY, VariantIndex, parse_variant
 from kvmodel.store.lakefs.views import _BranchState, _CommitCache, _versions, _View
 
@@ -44,7 +44,10 @@ def _advance(state: _BranchState, obj) -> None:
 
 
 WRITERS_KEPT = 8  # servers that wrote a branch a state remembers (the latest)
-FULL_EVERY = 5.0  # seconds between refreshes that list the whole log of a branch
+FULL_EVERY = 5.0  # seconds between refreshes that list the whole log of a branch, at least
+# ... and at least this many times what the last one took: on a log of 100,000 entries (a busy
+# branch between two commits) a whole listing takes seconds of lakeFS's time and ours
+FULL_SHARE = 20
 
 
 class BranchStates:
@@ -209,7 +212,7 @@ class BranchStates:
             state.listed_after = max((o.path for o in (*plan.live, *plan.folded, *plan.folds,
                                                        *plan.unsettled)
                                       if o.path.startswith(own)), default="")
-            state.full_at = started
+            state.full_at, state.full_took = started, time.monotonic() - started
             state.log_staged = lakefs_log.LOG in prefixes or bool(mine)
             if self._moved.get(branch, -float("inf")) >= started:
                 state.checked = -float("inf")  # the branch moved during this refresh
@@ -227,12 +230,12 @@ class BranchStates:
         last one a listing showed (one listing of just those, then the staged objects and
         the head as a refresh asks them), when nothing else can have moved: no fold entry
         among them, each the next of the chain, the head and the staged objects as before.
-        None: a whole refresh is needed (and one is made every ``FULL_EVERY`` seconds, so that
-        what lakeFS changed under another name, such as a reset, is seen). A busy branch's
-        log between two commits grows by thousands of entries: a refresh every 0.25 s must
-        not list them all."""
+        None: a whole refresh is needed (and one is made every ``FULL_EVERY`` seconds, or
+        ``FULL_SHARE`` times what the last one took if longer, so that what lakeFS changed
+        under another name, such as a reset, is seen). A busy branch's log between two commits
+        grows by thousands of entries: a refresh every 0.25 s must not list them all."""
         if before is None or before.listed_after is None or \
-                started - before.full_at > FULL_EVERY or \
+                started - before.full_at > max(FULL_EVERY, FULL_SHARE * before.full_took) or \
                 self._moved.get(branch, -float("inf")) >= before.checked:  # we moved it
             return None
         # from the chain's end: a slot before the last one listed may have been free then
@@ -240,10 +243,9 @@ class BranchStates:
         listed = self._own_slots_after(branch, before.last_seq)
         if listed is None or any(o is None or o.fold or o.seq is None for o in listed):
             return None
-        known = set(before.entry_keys)
         on = lakefs_log.follow(sorted(listed, key=lambda o: o.seq), before.last_seq,
                                before.last_nonce or None)
-        new = [o for o in on.chained if o.cache_key not in known]
+        new = [o for o in on.chained if o.cache_key not in before.contents]
         tip_seq, gap = on.tip_seq, on.gap
         contents = {o.cache_key: self._entries.get(o.cache_key) for o in new}
         unread = [o for o in new if contents[o.cache_key] is None]
@@ -264,7 +266,7 @@ class BranchStates:
             if current is None or current.head != before.head:
                 return None
             self._entries.update(contents)
-            applied = set(current.entry_keys)
+            applied = current.contents  # the cache keys of its entries
             state = self._extend(branch, current, [o for o in new if o.cache_key not in applied],
                                  started, contents)
             if listed:
@@ -300,7 +302,7 @@ class BranchStates:
         staged.update(variants.newest)  # a key's newest variant over its per-key object
         for obj in live:
             staged.update(contents[obj.cache_key])
-        state = _BranchState(head, base, tuple(live), tuple(folded), staged, sorted(staged),
+        state = _BranchState(head, base, tuple(live), tuple(folded), Staged(staged),
                              checked, next(_versions), time.monotonic(),
                              contents={o.cache_key: contents[o.cache_key] for o in live},
                              variants=variants)
@@ -315,20 +317,19 @@ class BranchStates:
         if not new:
             known.checked = checked
             return known
-        staged, keys = dict(known.staged), list(known.keys)
+        staged = known.staged
         mine = dict(known.contents)
+        for obj in new:
+            staged = staged.with_changes(contents[obj.cache_key])
         out = _BranchState(known.head, known.base, known.entries + tuple(new), known.folded,
-                           staged, keys, checked, next(_versions), known.used,
+                           staged, checked, next(_versions), known.used,
                            last_seq=known.last_seq, last_time=known.last_time, contents=mine,
                            variants=known.variants, last_nonce=known.last_nonce,
                            next_slot=known.next_slot, listed_after=known.listed_after,
-                           full_at=known.full_at, writers=known.writers)
+                           full_at=known.full_at, full_took=known.full_took,
+                           writers=known.writers)
         for obj in new:
             mine[obj.cache_key] = contents[obj.cache_key]
-            for key, value in contents[obj.cache_key].items():
-                if key not in staged:
-                    bisect.insort(keys, key)
-                staged[key] = value
             if obj.directory == branch and obj.seq is not None:
                 _advance(out, obj)
         return out
@@ -370,7 +371,7 @@ class BranchStates:
         ``self._lock``)."""
         needed: set = set()
         for state in self._branches.values():
-            needed.update(state.entry_keys)
+            needed.update(state.contents)  # its entries' cache keys
             needed.update(state.folded)
         for key in [k for k in self._entries if k not in needed]:
             del self._entries[key]

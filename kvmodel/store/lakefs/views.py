@@ -17,6 +17,7 @@ from kvmodel.store.contract import (
     Value,
     WriteTxn,
 )
+from kvmodel.store.lakefs.staged import EMPTY_STAGED, Staged
 from kvmodel.store.lakefs.variants import EMPTY, VariantIndex
 
 
@@ -143,8 +144,7 @@ class _View(ReadView):
         self.ref = ref
         self.token = token
         self._snap = _Snapshot(store, ref.commit, per_key_only=state is not None)
-        self._staged: dict = state.staged if state is not None else {}
-        self._keys: list = state.keys if state is not None else []
+        self._staged: Staged = state.staged if state is not None else EMPTY_STAGED
 
     def get(self, key: Key) -> Value | None:
         if not isinstance(key, str):
@@ -164,12 +164,8 @@ class _View(ReadView):
         committed = self._snap.scan(start, end)
         if not self._staged:
             return committed
-        lo = bisect.bisect_left(self._keys, start)
-        hi = len(self._keys) if end is None else bisect.bisect_left(self._keys, end)
-        if lo >= hi:
-            return committed
-        staged = [(k, self._staged[k]) for k in self._keys[lo:hi]]
-        return _overlay(staged, committed)
+        staged = self._staged.items_between(start, end)
+        return _overlay(staged, committed) if staged else committed
 
 
 class _Write(_View, WriteTxn):
@@ -230,8 +226,7 @@ class _BranchState:
     base: dict  # key -> value | None: staged per-key objects under _hms/
     entries: tuple  # the live log entries (lakefs.log.Listed), in the order they apply
     folded: tuple  # cache keys of the log's fold entries and folded entries present, sorted
-    staged: dict  # base with the entries applied: key -> value | None
-    keys: list  # sorted(staged)
+    staged: Staged  # base with the entries applied: key -> value | None, in key order
     checked: float  # time.monotonic() when the refresh that saw this began
     version: int
     used: float = 0.0  # time.monotonic() of the last read
@@ -245,6 +240,7 @@ class _BranchState:
     writers: dict = field(default_factory=dict)
     listed_after: str | None = None  # the last path of its own directory a listing showed
     full_at: float = 0.0  # time.monotonic() of the last refresh that listed the whole log
+    full_took: float = 0.0  # the seconds that refresh took
     log_staged: bool = True  # whether it may have log entries not committed (a reset: gone)
     contents: dict = field(default_factory=dict)  # an entry's cache_key -> its changes
     # its head's and staged variants (applied in staged)

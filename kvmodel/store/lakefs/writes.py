@@ -542,7 +542,7 @@ class Writes:
         with self._lock:
             self._entries[entry.cache_key] = dict(group.changes)
             current = self._branches.get(branch) or state
-            if entry.cache_key in current.entry_keys:  # a refresh saw it land already
+            if entry.cache_key in current.contents:  # a refresh saw it land already
                 return
             new = self._extend(branch, current, [entry], current.checked,
                                {entry.cache_key: dict(group.changes)})
@@ -618,10 +618,9 @@ class Writes:
 
     def _real_staged(self, branch: str, state: _BranchState) -> list[DiffEntry]:
         snap = _Snapshot(self, state.head)
-        keys = state.keys
-        committed = snap.get_many(keys)
-        return [DiffEntry(k, c, state.staged[k]) for k, c in zip(keys, committed)
-                if c != state.staged[k]]
+        staged = state.staged.items()
+        committed = snap.get_many([k for k, _ in staged])
+        return [DiffEntry(k, c, v) for (k, v), c in zip(staged, committed) if c != v]
 
     def _data_staged(self, branch: str, besides: tuple[str, ...] = ()) -> bool:
         """Whether the branch has uncommitted changes outside the catalog and its log (and
