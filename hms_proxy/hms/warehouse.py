@@ -204,8 +204,8 @@ class LakeFSFiles:
             by_parent.setdefault((ref, posixpath.dirname(path)), []).append(path)
         there: set[tuple[str, str]] = set()
         for (ref, parent), paths in by_parent.items():
-            there.update((ref, p) for p in self.store.data_children(ref, parent, min(paths),
-                                                                     max(paths)))
+            there.update((ref, p) for p in self.store.data_children(
+                ref, parent, min(paths), max(paths), expect=len(paths)))
         return there
 
     def existing(self, locations: list[str]) -> dict:
