@@ -218,7 +218,7 @@ class LakeFSFiles:
 
     def exists(self, location: str) -> bool:
         ref, path = self._split(location)
-        return next(iter(self.store.data_objects(ref, path)), None) is not None
+        return self.store.data_exists(ref, path)
 
     def delete(self, location: str) -> None:
         ref, path = self._split(location)

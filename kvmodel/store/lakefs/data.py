@@ -49,6 +49,14 @@ class DataObjects:
             if o.path_type == "object":
                 yield o.path, o.size_bytes or 0, o.mtime or 0
 
+    def data_exists(self, branch: RefExpr, directory: str) -> bool:
+        """Whether any object is under ``directory/`` at ``branch``: a listing of one (a page of
+        1,000 objects of a large table's directory costs lakeFS as much as 1,000)."""
+        prefix = self._data_path(directory).rstrip("/") + "/"
+        page = self.api(self.api.objects.list_objects, branch, prefix=prefix, delimiter="",
+                        amount=1)
+        return any(o.path_type == "object" for o in page.results)
+
     def data_children(self, branch: RefExpr, directory: str, first: str,
                       last: str, expect: int = PAGE) -> Iterator[str]:
         """The paths of the objects and subdirectories right under ``directory/`` at

@@ -44,3 +44,12 @@ def test_one_expected_child_is_one_small_page(lake):
     assert len(got) <= 1 + 16  # not a page of 1,000 directories for one
     got, calls = _children(lake, 0, 59, expect=1)  # more than expected: pages grow
     assert len([p for p in got if "x" not in p]) == 60 and calls == 2
+
+
+def test_whether_a_directory_has_anything_is_one_listing_of_one(lake):
+    calls = lake.api.calls
+    assert lake.data_exists("main", "warehouse/t")
+    assert lake.data_exists("main", "warehouse/t/p=007")
+    assert not lake.data_exists("main", "warehouse/t/p=0")  # a prefix of names, no directory
+    assert not lake.data_exists("main", "warehouse/elsewhere")
+    assert lake.api.calls - calls == 4
