@@ -182,10 +182,11 @@ class Lanes:
                   if g is not None and (g.seq is None or state.last_seq < g.seq)]
         if not groups:
             return state
-        staged = state.staged
-        for group in groups:
-            staged = staged.with_changes(group.changes)
-        return _BranchState(state.head, state.base, state.entries, state.folded, staged,
+        changes: dict = {}
+        for group in groups:  # in slot order: a later group's value wins
+            changes.update(group.changes)
+        return _BranchState(state.head, state.base, state.entries, state.folded,
+                            state.staged.with_changes(changes),
                             state.checked, state.version, used=state.used, news=state.news,
                             last_seq=state.last_seq, last_time=state.last_time,
                             contents=state.contents, variants=state.variants,

@@ -79,14 +79,13 @@ class Staged:
         it was, for the views reading it)."""
         if not changes:
             return self
-        top, top_keys, size = dict(self._top), list(self._top_keys), self._len
-        base = self._base
-        for key, value in changes.items():
-            if key not in top:
-                bisect.insort(top_keys, key)
-                if key not in base:
-                    size += 1
-            top[key] = value
+        base, top = self._base, dict(self._top)
+        fresh = [k for k in changes if k not in top]
+        size = self._len + sum(1 for k in fresh if k not in base)
+        top.update(changes)
+        # one sorted run and the new keys: timsort takes a few keys in one pass, and many in
+        # n log n (not a list insertion each)
+        top_keys = sorted([*self._top_keys, *fresh]) if fresh else self._top_keys
         out = Staged.__new__(Staged)
         if len(top) > max(TOP_MIN, 2 * isqrt(len(base))):
             merged = dict(base)

@@ -317,10 +317,11 @@ class BranchStates:
         if not new:
             known.checked = checked
             return known
-        staged = known.staged
+        changes: dict = {}
+        for obj in new:  # in the order they apply: a later entry's value wins
+            changes.update(contents[obj.cache_key])
+        staged = known.staged.with_changes(changes)
         mine = dict(known.contents)
-        for obj in new:
-            staged = staged.with_changes(contents[obj.cache_key])
         out = _BranchState(known.head, known.base, known.entries + tuple(new), known.folded,
                            staged, checked, next(_versions), known.used,
                            last_seq=known.last_seq, last_time=known.last_time, contents=mine,
