@@ -197,7 +197,7 @@ class BranchStates:
                                     variants)
                 # this process's writes made during the calls above, which they may not show
                 seen = set(keys) | set(folded)
-                earlier = set() if before is None else set(before.entry_keys)
+                earlier = {} if before is None else before.contents  # its entries' keys
                 mine = [] if current is None else [
                     o for o in current.entries if o.cache_key not in seen and
                     o.cache_key not in earlier]

@@ -56,7 +56,6 @@ DRAIN_S = 5.0  # a write to hand on waits this long for this server's groups in 
 CATCH_UP_S = 10.0  # a handed write refused waits this long for what refused it to land
 
 
-
 def _walk_back(name: str, state: _BranchState, seq: int, skip=frozenset()):
     """``state``'s log entries of branch ``name``, walked back from the end (a busy log is
     long) to the first at or before slot ``seq``: (the keys written by those after it, but
@@ -73,6 +72,7 @@ def _walk_back(name: str, state: _BranchState, seq: int, skip=frozenset()):
         if obj.nonce not in skip:
             keys.update(state.contents.get(obj.cache_key, {}))
     return keys, None, first_after
+
 
 class Writes:
     """Methods of :class:`~kvmodel.store.lakefs.LakeFSStore` (see the package doc)."""
